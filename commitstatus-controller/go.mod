@@ -1,0 +1,7 @@
+module github.com/sluicehq/sluice/commitstatus-controller
+
+go 1.26.0
+
+require github.com/sluicehq/sluice/pkg v0.0.0
+
+replace github.com/sluicehq/sluice/pkg => ../pkg
