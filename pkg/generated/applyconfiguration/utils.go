@@ -19,9 +19,13 @@ limitations under the License.
 package applyconfiguration
 
 import (
-	v1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/gating/v1alpha1"
+	v1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/commitstatus/v1alpha1"
+	applyconfigurationgatingv1alpha1 "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/gating/v1alpha1"
 	internal "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/internal"
+	applyconfigurationscmv1alpha1 "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/scm/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	managedfields "k8s.io/apimachinery/pkg/util/managedfields"
@@ -31,13 +35,55 @@ import (
 // apply configuration type exists for the given GroupVersionKind.
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
-	// Group=gating.sluice.dev, Version=v1alpha1
-	case v1alpha1.SchemeGroupVersion.WithKind("Gate"):
-		return &gatingv1alpha1.GateApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("GateSpec"):
-		return &gatingv1alpha1.GateSpecApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("GateStatus"):
-		return &gatingv1alpha1.GateStatusApplyConfiguration{}
+	// Group=commitstatus.sluice.dev, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("CommitStatus"):
+		return &commitstatusv1alpha1.CommitStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CommitStatusSpec"):
+		return &commitstatusv1alpha1.CommitStatusSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CommitStatusStatus"):
+		return &commitstatusv1alpha1.CommitStatusStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RepositoryReference"):
+		return &commitstatusv1alpha1.RepositoryReferenceApplyConfiguration{}
+
+		// Group=gating.sluice.dev, Version=v1alpha1
+	case gatingv1alpha1.SchemeGroupVersion.WithKind("Gate"):
+		return &applyconfigurationgatingv1alpha1.GateApplyConfiguration{}
+	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateOverride"):
+		return &applyconfigurationgatingv1alpha1.GateOverrideApplyConfiguration{}
+	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateSpec"):
+		return &applyconfigurationgatingv1alpha1.GateSpecApplyConfiguration{}
+	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateStatus"):
+		return &applyconfigurationgatingv1alpha1.GateStatusApplyConfiguration{}
+	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateTransition"):
+		return &applyconfigurationgatingv1alpha1.GateTransitionApplyConfiguration{}
+	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateWindow"):
+		return &applyconfigurationgatingv1alpha1.GateWindowApplyConfiguration{}
+	case gatingv1alpha1.SchemeGroupVersion.WithKind("HeldObject"):
+		return &applyconfigurationgatingv1alpha1.HeldObjectApplyConfiguration{}
+
+		// Group=scm.sluice.dev, Version=v1alpha1
+	case scmv1alpha1.SchemeGroupVersion.WithKind("CABundleReference"):
+		return &applyconfigurationscmv1alpha1.CABundleReferenceApplyConfiguration{}
+	case scmv1alpha1.SchemeGroupVersion.WithKind("GitAuth"):
+		return &applyconfigurationscmv1alpha1.GitAuthApplyConfiguration{}
+	case scmv1alpha1.SchemeGroupVersion.WithKind("GitHubApp"):
+		return &applyconfigurationscmv1alpha1.GitHubAppApplyConfiguration{}
+	case scmv1alpha1.SchemeGroupVersion.WithKind("GitRepository"):
+		return &applyconfigurationscmv1alpha1.GitRepositoryApplyConfiguration{}
+	case scmv1alpha1.SchemeGroupVersion.WithKind("GitRepositorySpec"):
+		return &applyconfigurationscmv1alpha1.GitRepositorySpecApplyConfiguration{}
+	case scmv1alpha1.SchemeGroupVersion.WithKind("GitRepositoryStatus"):
+		return &applyconfigurationscmv1alpha1.GitRepositoryStatusApplyConfiguration{}
+	case scmv1alpha1.SchemeGroupVersion.WithKind("LocalObjectReference"):
+		return &applyconfigurationscmv1alpha1.LocalObjectReferenceApplyConfiguration{}
+	case scmv1alpha1.SchemeGroupVersion.WithKind("RateLimit"):
+		return &applyconfigurationscmv1alpha1.RateLimitApplyConfiguration{}
+	case scmv1alpha1.SchemeGroupVersion.WithKind("ScmProvider"):
+		return &applyconfigurationscmv1alpha1.ScmProviderApplyConfiguration{}
+	case scmv1alpha1.SchemeGroupVersion.WithKind("ScmProviderSpec"):
+		return &applyconfigurationscmv1alpha1.ScmProviderSpecApplyConfiguration{}
+	case scmv1alpha1.SchemeGroupVersion.WithKind("ScmProviderStatus"):
+		return &applyconfigurationscmv1alpha1.ScmProviderStatusApplyConfiguration{}
 
 	}
 	return nil

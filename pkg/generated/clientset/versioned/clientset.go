@@ -22,7 +22,9 @@ import (
 	fmt "fmt"
 	http "net/http"
 
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/commitstatus/v1alpha1"
 	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/gating/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/scm/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
 	flowcontrol "k8s.io/client-go/util/flowcontrol"
@@ -30,18 +32,32 @@ import (
 
 type Interface interface {
 	Discovery() discovery.DiscoveryInterface
+	CommitstatusV1alpha1() commitstatusv1alpha1.CommitstatusV1alpha1Interface
 	GatingV1alpha1() gatingv1alpha1.GatingV1alpha1Interface
+	ScmV1alpha1() scmv1alpha1.ScmV1alpha1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	gatingV1alpha1 *gatingv1alpha1.GatingV1alpha1Client
+	commitstatusV1alpha1 *commitstatusv1alpha1.CommitstatusV1alpha1Client
+	gatingV1alpha1       *gatingv1alpha1.GatingV1alpha1Client
+	scmV1alpha1          *scmv1alpha1.ScmV1alpha1Client
+}
+
+// CommitstatusV1alpha1 retrieves the CommitstatusV1alpha1Client
+func (c *Clientset) CommitstatusV1alpha1() commitstatusv1alpha1.CommitstatusV1alpha1Interface {
+	return c.commitstatusV1alpha1
 }
 
 // GatingV1alpha1 retrieves the GatingV1alpha1Client
 func (c *Clientset) GatingV1alpha1() gatingv1alpha1.GatingV1alpha1Interface {
 	return c.gatingV1alpha1
+}
+
+// ScmV1alpha1 retrieves the ScmV1alpha1Client
+func (c *Clientset) ScmV1alpha1() scmv1alpha1.ScmV1alpha1Interface {
+	return c.scmV1alpha1
 }
 
 // Discovery retrieves the DiscoveryClient
@@ -88,7 +104,15 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 
 	var cs Clientset
 	var err error
+	cs.commitstatusV1alpha1, err = commitstatusv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.gatingV1alpha1, err = gatingv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	cs.scmV1alpha1, err = scmv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +137,9 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 // New creates a new Clientset for the given RESTClient.
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
+	cs.commitstatusV1alpha1 = commitstatusv1alpha1.New(c)
 	cs.gatingV1alpha1 = gatingv1alpha1.New(c)
+	cs.scmV1alpha1 = scmv1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)
 	return &cs

@@ -25,8 +25,10 @@ import (
 	time "time"
 
 	versioned "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
+	commitstatus "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/commitstatus"
 	gating "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/gating"
 	internalinterfaces "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/internalinterfaces"
+	scm "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/scm"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -325,9 +327,19 @@ type SharedInformerFactory interface {
 	// client.
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
+	Commitstatus() commitstatus.Interface
 	Gating() gating.Interface
+	Scm() scm.Interface
+}
+
+func (f *sharedInformerFactory) Commitstatus() commitstatus.Interface {
+	return commitstatus.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Gating() gating.Interface {
 	return gating.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Scm() scm.Interface {
+	return scm.New(f, f.namespace, f.tweakListOptions)
 }

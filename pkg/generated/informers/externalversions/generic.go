@@ -21,7 +21,9 @@ package externalversions
 import (
 	fmt "fmt"
 
-	v1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	v1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
 )
@@ -52,9 +54,19 @@ func (f *genericInformer) Lister() cache.GenericLister {
 // TODO extend this to unknown resources with a client pool
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
-	// Group=gating.sluice.dev, Version=v1alpha1
-	case v1alpha1.SchemeGroupVersion.WithResource("gates"):
+	// Group=commitstatus.sluice.dev, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("commitstatuses"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Commitstatus().V1alpha1().CommitStatuses().Informer()}, nil
+
+		// Group=gating.sluice.dev, Version=v1alpha1
+	case gatingv1alpha1.SchemeGroupVersion.WithResource("gates"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Gating().V1alpha1().Gates().Informer()}, nil
+
+		// Group=scm.sluice.dev, Version=v1alpha1
+	case scmv1alpha1.SchemeGroupVersion.WithResource("gitrepositories"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Scm().V1alpha1().GitRepositories().Informer()}, nil
+	case scmv1alpha1.SchemeGroupVersion.WithResource("scmproviders"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Scm().V1alpha1().ScmProviders().Informer()}, nil
 
 	}
 

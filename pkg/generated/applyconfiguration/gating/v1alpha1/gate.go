@@ -27,7 +27,9 @@ import (
 // GateApplyConfiguration represents a declarative configuration of the Gate type for use
 // with apply.
 //
-// Gate freezes or approves delivery for the objects that reference it.
+// Gate freezes or approves delivery for the objects that reference it through the
+// gating.sluice.dev/gates annotation. It is closed by hand (spec.closed), by a closed time window,
+// outside its open windows, or by an override; see spec for the order of the rules.
 type GateApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:",inline"`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -22,12 +22,34 @@ package v1alpha1
 // with apply.
 //
 // GateSpec is the desired state of a Gate.
+//
+// The effective state is decided by the first rule that applies:
+// 1. spec.closed is true: closed (reason Manual). A manual close always closes; not even an override opens it.
+// 2. spec.override is set and not expired: the override's state (reason Override).
+// 3. a closed window is active: closed (reason Window). Closing beats opening.
+// 4. there are open windows: open only while one of them is active (reason Window).
+// 5. otherwise: open (reason Default).
+//
+// A spec that cannot be evaluated closes the gate (reason Invalid) and the gate reports Stalled.
 type GateSpecApplyConfiguration struct {
-	// Closed closes the gate by hand. A closed gate holds every object that references it.
+	// Closed closes the gate by hand. A closed gate holds every object that references it,
+	// whatever the windows and the override say. Opening or closing is a plain spec update.
 	Closed *bool `json:"closed,omitempty"`
-	// Suspend freezes the gate: its state is not recomputed while suspended.
+	// Message is a short human note on why the gate is closed or open, e.g. "release 1.4 sign-off pending".
+	// It is shown in status when spec.closed decides the state.
+	Message *string `json:"message,omitempty"`
+	// Suspend freezes the gate: its state is not recomputed while suspended, and status says so.
 	// The annotation reconcile.fluxcd.io/suspended has the same effect and carries a reason.
 	Suspend *bool `json:"suspend,omitempty"`
+	// Windows are recurring time windows. An active closed window closes the gate (a freeze);
+	// if any open windows exist, the gate is open only while one of them is active.
+	// Windows of the same kind that overlap simply merge.
+	Windows []GateWindowApplyConfiguration `json:"windows,omitempty"`
+	// Override sets the state until a time, e.g. open for two hours during a freeze for a hotfix,
+	// or closed until Monday. It beats the windows but never a manual close (spec.closed: true).
+	// When it expires the gate returns to what spec.closed and the windows say, and status.expiredOverride reports it
+	// until the override is removed or replaced.
+	Override *GateOverrideApplyConfiguration `json:"override,omitempty"`
 }
 
 // GateSpecApplyConfiguration constructs a declarative configuration of the GateSpec type for use with
@@ -44,10 +66,39 @@ func (b *GateSpecApplyConfiguration) WithClosed(value bool) *GateSpecApplyConfig
 	return b
 }
 
+// WithMessage sets the Message field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Message field is set to the value of the last call.
+func (b *GateSpecApplyConfiguration) WithMessage(value string) *GateSpecApplyConfiguration {
+	b.Message = &value
+	return b
+}
+
 // WithSuspend sets the Suspend field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Suspend field is set to the value of the last call.
 func (b *GateSpecApplyConfiguration) WithSuspend(value bool) *GateSpecApplyConfiguration {
 	b.Suspend = &value
+	return b
+}
+
+// WithWindows adds the given value to the Windows field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Windows field.
+func (b *GateSpecApplyConfiguration) WithWindows(values ...*GateWindowApplyConfiguration) *GateSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithWindows")
+		}
+		b.Windows = append(b.Windows, *values[i])
+	}
+	return b
+}
+
+// WithOverride sets the Override field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Override field is set to the value of the last call.
+func (b *GateSpecApplyConfiguration) WithOverride(value *GateOverrideApplyConfiguration) *GateSpecApplyConfiguration {
+	b.Override = value
 	return b
 }

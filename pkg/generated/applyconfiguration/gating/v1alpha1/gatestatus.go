@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -28,9 +29,30 @@ import (
 // GateStatus is the observed state of a Gate.
 type GateStatusApplyConfiguration struct {
 	// ObservedGeneration is the last metadata.generation the controller acted on.
+	// Readers treat a gate whose observedGeneration differs from its generation as not yet evaluated.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// Conditions follow kstatus: Ready, Reconciling and Stalled.
+	// Conditions follow kstatus: Ready, Reconciling and Stalled (bad input), plus Open, which is True while the gate is open.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
+	// Open is the effective state.
+	Open *bool `json:"open,omitempty"`
+	// Reason is the rule that decided the state: Manual, Override, Window, Default, Suspended or Invalid.
+	Reason *string `json:"reason,omitempty"`
+	// Message explains the state in words, e.g. which window closed the gate and until when.
+	Message *string `json:"message,omitempty"`
+	// LastTransitionTime is when the effective state last changed.
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+	// NextTransitionTime is when the effective state will change next if the spec stays as it is.
+	// Empty when no window or override will change it.
+	NextTransitionTime *metav1.Time `json:"nextTransitionTime,omitempty"`
+	// History holds the latest transitions, newest first.
+	History []GateTransitionApplyConfiguration `json:"history,omitempty"`
+	// Holding is how many objects the gate currently holds.
+	Holding *int32 `json:"holding,omitempty"`
+	// Held lists objects the gate currently holds, at most 50 of them; holding has the full count.
+	Held []HeldObjectApplyConfiguration `json:"held,omitempty"`
+	// ExpiredOverride is the override in spec that has expired and no longer affects the gate.
+	// It is reported until spec.override is removed or replaced.
+	ExpiredOverride *GateOverrideApplyConfiguration `json:"expiredOverride,omitempty"`
 }
 
 // GateStatusApplyConfiguration constructs a declarative configuration of the GateStatus type for use with
@@ -57,5 +79,87 @@ func (b *GateStatusApplyConfiguration) WithConditions(values ...*v1.ConditionApp
 		}
 		b.Conditions = append(b.Conditions, *values[i])
 	}
+	return b
+}
+
+// WithOpen sets the Open field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Open field is set to the value of the last call.
+func (b *GateStatusApplyConfiguration) WithOpen(value bool) *GateStatusApplyConfiguration {
+	b.Open = &value
+	return b
+}
+
+// WithReason sets the Reason field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Reason field is set to the value of the last call.
+func (b *GateStatusApplyConfiguration) WithReason(value string) *GateStatusApplyConfiguration {
+	b.Reason = &value
+	return b
+}
+
+// WithMessage sets the Message field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Message field is set to the value of the last call.
+func (b *GateStatusApplyConfiguration) WithMessage(value string) *GateStatusApplyConfiguration {
+	b.Message = &value
+	return b
+}
+
+// WithLastTransitionTime sets the LastTransitionTime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastTransitionTime field is set to the value of the last call.
+func (b *GateStatusApplyConfiguration) WithLastTransitionTime(value metav1.Time) *GateStatusApplyConfiguration {
+	b.LastTransitionTime = &value
+	return b
+}
+
+// WithNextTransitionTime sets the NextTransitionTime field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NextTransitionTime field is set to the value of the last call.
+func (b *GateStatusApplyConfiguration) WithNextTransitionTime(value metav1.Time) *GateStatusApplyConfiguration {
+	b.NextTransitionTime = &value
+	return b
+}
+
+// WithHistory adds the given value to the History field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the History field.
+func (b *GateStatusApplyConfiguration) WithHistory(values ...*GateTransitionApplyConfiguration) *GateStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithHistory")
+		}
+		b.History = append(b.History, *values[i])
+	}
+	return b
+}
+
+// WithHolding sets the Holding field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Holding field is set to the value of the last call.
+func (b *GateStatusApplyConfiguration) WithHolding(value int32) *GateStatusApplyConfiguration {
+	b.Holding = &value
+	return b
+}
+
+// WithHeld adds the given value to the Held field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Held field.
+func (b *GateStatusApplyConfiguration) WithHeld(values ...*HeldObjectApplyConfiguration) *GateStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithHeld")
+		}
+		b.Held = append(b.Held, *values[i])
+	}
+	return b
+}
+
+// WithExpiredOverride sets the ExpiredOverride field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ExpiredOverride field is set to the value of the last call.
+func (b *GateStatusApplyConfiguration) WithExpiredOverride(value *GateOverrideApplyConfiguration) *GateStatusApplyConfiguration {
+	b.ExpiredOverride = value
 	return b
 }

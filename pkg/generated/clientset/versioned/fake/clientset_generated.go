@@ -21,8 +21,12 @@ package fake
 import (
 	applyconfiguration "github.com/sluicehq/sluice/pkg/generated/applyconfiguration"
 	clientset "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/commitstatus/v1alpha1"
+	fakecommitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/commitstatus/v1alpha1/fake"
 	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/gating/v1alpha1"
 	fakegatingv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/gating/v1alpha1/fake"
+	scmv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/scm/v1alpha1"
+	fakescmv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/scm/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -136,7 +140,17 @@ var (
 	_ testing.FakeClient  = &Clientset{}
 )
 
+// CommitstatusV1alpha1 retrieves the CommitstatusV1alpha1Client
+func (c *Clientset) CommitstatusV1alpha1() commitstatusv1alpha1.CommitstatusV1alpha1Interface {
+	return &fakecommitstatusv1alpha1.FakeCommitstatusV1alpha1{Fake: &c.Fake}
+}
+
 // GatingV1alpha1 retrieves the GatingV1alpha1Client
 func (c *Clientset) GatingV1alpha1() gatingv1alpha1.GatingV1alpha1Interface {
 	return &fakegatingv1alpha1.FakeGatingV1alpha1{Fake: &c.Fake}
+}
+
+// ScmV1alpha1 retrieves the ScmV1alpha1Client
+func (c *Clientset) ScmV1alpha1() scmv1alpha1.ScmV1alpha1Interface {
+	return &fakescmv1alpha1.FakeScmV1alpha1{Fake: &c.Fake}
 }

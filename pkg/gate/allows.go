@@ -1,0 +1,106 @@
+package gate
+
+import (
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+)
+
+// Verdict says whether the referenced gates let a target proceed, and why not.
+type Verdict struct {
+	Allowed bool
+	// Message names each gate that is not open and why, in words fit for an annotation or Event.
+	Message string
+	// Missing lists the referenced gates that do not exist, even when Allowed under oneOf.
+	Missing []Ref
+	// Denying lists the existing gates that are not open (or could not be read), even when Allowed under oneOf.
+	Denying []Ref
+}
+
+// Allows decides whether refs let a target proceed under require (empty means RequireAll), from
+// the status the gate-controller wrote: a gate counts as open only when its status is current
+// (status.observedGeneration equals metadata.generation), status.open is true and its Open
+// condition is True. It fails closed: a missing gate, an unreadable gate or a gate not yet
+// evaluated denies. lookup returns the gate or an error; a NotFound error or a nil gate means missing.
+func Allows(refs []Ref, require Require, lookup func(namespace, name string) (*gatingv1alpha1.Gate, error)) Verdict {
+	if require == "" {
+		require = RequireAll
+	}
+	if require != RequireAll && require != RequireOneOf {
+		return Verdict{Message: fmt.Sprintf("unknown requirement %q; use %q or %q", require, RequireAll, RequireOneOf)}
+	}
+	if len(refs) == 0 {
+		return Verdict{Allowed: true, Message: "no gates referenced"}
+	}
+	var v Verdict
+	var open []Ref
+	var problems []string
+	for _, ref := range refs {
+		g, err := lookup(ref.Namespace, ref.Name)
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && g == nil):
+			v.Missing = append(v.Missing, ref)
+			problems = append(problems, fmt.Sprintf("gate %s does not exist", ref))
+		case err != nil:
+			v.Denying = append(v.Denying, ref)
+			problems = append(problems, fmt.Sprintf("gate %s could not be read: %v", ref, err))
+		default:
+			if ok, why := isOpen(g); ok {
+				open = append(open, ref)
+			} else {
+				v.Denying = append(v.Denying, ref)
+				problems = append(problems, fmt.Sprintf("gate %s %s", ref, why))
+			}
+		}
+	}
+	switch {
+	case require == RequireAll && len(problems) == 0:
+		v.Allowed = true
+		v.Message = "open: " + joinRefs(open)
+	case require == RequireAll:
+		v.Message = "held by " + strings.Join(problems, "; ")
+	case len(open) > 0:
+		v.Allowed = true
+		v.Message = "open (oneOf): " + joinRefs(open)
+	default:
+		v.Message = "held: no gate is open (oneOf): " + strings.Join(problems, "; ")
+	}
+	return v
+}
+
+func isOpen(g *gatingv1alpha1.Gate) (bool, string) {
+	st := g.Status
+	if st.ObservedGeneration != g.Generation {
+		return false, fmt.Sprintf("has not been evaluated yet (generation %d, observed %d)", g.Generation, st.ObservedGeneration)
+	}
+	cond := meta.FindStatusCondition(st.Conditions, gatingv1alpha1.ConditionOpen)
+	if cond == nil {
+		return false, "has not been evaluated yet (no Open condition)"
+	}
+	reason, message := orDefault(st.Reason, cond.Reason), orDefault(st.Message, cond.Message)
+	switch {
+	case st.Open && cond.Status == metav1.ConditionTrue:
+		return true, ""
+	case st.Open != (cond.Status == metav1.ConditionTrue):
+		return false, fmt.Sprintf("has a contradictory status (open %t, Open condition %s)", st.Open, cond.Status)
+	case message != "":
+		return false, fmt.Sprintf("is closed (%s: %s)", reason, message)
+	case reason != "":
+		return false, fmt.Sprintf("is closed (%s)", reason)
+	default:
+		return false, "is closed"
+	}
+}
+
+func joinRefs(refs []Ref) string {
+	names := make([]string, len(refs))
+	for i, r := range refs {
+		names[i] = r.String()
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,92 @@
+package gate
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Annotations that make any object a target of gates.
+const (
+	// GatesAnnotation lists the gates an object waits for: "name[,namespace/name...]".
+	// A name without a namespace is in the object's namespace.
+	GatesAnnotation = "gating.sluice.dev/gates"
+	// RequireAnnotation says how many of them must be open: "all" (the default) or "oneOf".
+	RequireAnnotation = "gating.sluice.dev/require"
+)
+
+// Ref names a Gate.
+type Ref struct {
+	Namespace string
+	Name      string
+}
+
+func (r Ref) String() string { return r.Namespace + "/" + r.Name }
+
+// Require says how many referenced gates must be open.
+type Require string
+
+const (
+	// RequireAll needs every referenced gate open.
+	RequireAll Require = "all"
+	// RequireOneOf needs at least one referenced gate open, e.g. a bypass sign-off beside a freeze.
+	RequireOneOf Require = "oneOf"
+)
+
+// ParseRefs reads the value of GatesAnnotation. Names without a namespace are placed in
+// defaultNamespace, the target's own namespace (empty for cluster-scoped targets). Spaces around
+// entries are ignored and repeated gates are listed once.
+func ParseRefs(value, defaultNamespace string) ([]Ref, error) {
+	if strings.TrimSpace(value) == "" {
+		return nil, fmt.Errorf("%s is empty; list gates as \"name\" or \"namespace/name\", separated by commas", GatesAnnotation)
+	}
+	entries := strings.Split(value, ",")
+	refs := make([]Ref, 0, len(entries))
+	seen := make(map[Ref]bool, len(entries))
+	for i, entry := range entries {
+		ref, err := parseRef(strings.TrimSpace(entry), defaultNamespace)
+		if err != nil {
+			return nil, fmt.Errorf("%s entry %d %q: %w", GatesAnnotation, i+1, strings.TrimSpace(entry), err)
+		}
+		if !seen[ref] {
+			seen[ref] = true
+			refs = append(refs, ref)
+		}
+	}
+	return refs, nil
+}
+
+func parseRef(entry, defaultNamespace string) (Ref, error) {
+	if entry == "" {
+		return Ref{}, fmt.Errorf("is empty; remove the extra comma")
+	}
+	ref := Ref{Namespace: defaultNamespace, Name: entry}
+	if ns, name, qualified := strings.Cut(entry, "/"); qualified {
+		if strings.Contains(name, "/") {
+			return Ref{}, fmt.Errorf("has more than one \"/\"; write \"namespace/name\"")
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return Ref{}, fmt.Errorf("namespace %q is not valid: %s", ns, strings.Join(errs, "; "))
+		}
+		ref = Ref{Namespace: ns, Name: name}
+	} else if defaultNamespace == "" {
+		return Ref{}, fmt.Errorf("has no namespace and the object is cluster-scoped; write \"namespace/%s\"", entry)
+	}
+	if errs := validation.IsDNS1123Subdomain(ref.Name); len(errs) > 0 {
+		return Ref{}, fmt.Errorf("gate name %q is not valid: %s", ref.Name, strings.Join(errs, "; "))
+	}
+	return ref, nil
+}
+
+// ParseRequire reads the value of RequireAnnotation. Empty means RequireAll; case does not matter.
+func ParseRequire(value string) (Require, error) {
+	switch v := strings.TrimSpace(value); {
+	case v == "" || strings.EqualFold(v, string(RequireAll)):
+		return RequireAll, nil
+	case strings.EqualFold(v, string(RequireOneOf)):
+		return RequireOneOf, nil
+	default:
+		return "", fmt.Errorf("%s is %q; use \"all\" (every gate must be open) or \"oneOf\" (at least one gate must be open)", RequireAnnotation, value)
+	}
+}

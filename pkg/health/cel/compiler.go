@@ -1,0 +1,166 @@
+package cel
+
+import (
+	"errors"
+	"fmt"
+
+	celgo "github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	k8slib "k8s.io/apiserver/pkg/cel/library"
+)
+
+const (
+	// DefaultCostLimit matches the per-expression limit of the Kubernetes API
+	// server: generous for condition scans, fatal for runaway comprehensions.
+	DefaultCostLimit uint64 = 1_000_000
+	// DefaultCacheSize bounds the number of distinct expressions kept compiled.
+	DefaultCacheSize = 1024
+	// DefaultMaxExpressionSize bounds the source length, in code points.
+	DefaultMaxExpressionSize = 10_000
+)
+
+// Option configures a Compiler.
+type Option func(*options)
+
+type options struct {
+	costLimit         uint64
+	cacheSize         int
+	maxExpressionSize int
+	variables         []string
+}
+
+// WithCostLimit sets the runtime cost after which an evaluation stops with
+// an error.
+func WithCostLimit(limit uint64) Option { return func(o *options) { o.costLimit = limit } }
+
+// WithCacheSize sets how many compiled expressions are kept; zero disables
+// caching and compiles on every call.
+func WithCacheSize(n int) Option { return func(o *options) { o.cacheSize = n } }
+
+// WithMaxExpressionSize sets the longest accepted expression, in code points.
+func WithMaxExpressionSize(n int) Option { return func(o *options) { o.maxExpressionSize = n } }
+
+// WithVariables replaces DefaultVariables: the top-level fields that are
+// declared as variables. Use it when the targets have other top-level fields,
+// such as data on a ConfigMap.
+func WithVariables(names ...string) Option {
+	return func(o *options) { o.variables = append([]string(nil), names...) }
+}
+
+// Compiler turns expression text into programs, caching them by text. It is
+// safe for concurrent use; share one per process.
+type Compiler struct {
+	env       *celgo.Env
+	costLimit uint64
+	declared  map[string]struct{}
+	cache     *programCache
+}
+
+// NewCompiler builds the CEL environment once. Building it costs far more
+// than compiling an expression, so callers keep the Compiler.
+func NewCompiler(opts ...Option) (*Compiler, error) {
+	o := options{
+		costLimit:         DefaultCostLimit,
+		cacheSize:         DefaultCacheSize,
+		maxExpressionSize: DefaultMaxExpressionSize,
+		variables:         DefaultVariables,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.cacheSize < 0 {
+		return nil, fmt.Errorf("cache size must not be negative, got %d", o.cacheSize)
+	}
+	if o.maxExpressionSize <= 0 {
+		return nil, fmt.Errorf("maximum expression size must be positive, got %d", o.maxExpressionSize)
+	}
+	env, err := newEnv(o.variables, o.maxExpressionSize)
+	if err != nil {
+		return nil, fmt.Errorf("building CEL environment: %w", err)
+	}
+	c := &Compiler{env: env, costLimit: o.costLimit, declared: make(map[string]struct{})}
+	for _, name := range o.variables {
+		c.declared[name] = struct{}{}
+	}
+	if o.cacheSize > 0 {
+		c.cache = newProgramCache(o.cacheSize)
+	}
+	return c, nil
+}
+
+// Compile returns the program for expr, from the cache when it was compiled
+// before. Invalid expressions return a *CompileError, also cached, so a bad
+// expression costs one compilation however often it is asked for.
+func (c *Compiler) Compile(expr string) (*Program, error) {
+	if c.cache == nil {
+		return c.compile(expr)
+	}
+	e := c.cache.get(expr)
+	e.once.Do(func() { e.prg, e.err = c.compile(expr) })
+	return e.prg, e.err
+}
+
+// CachedExpressions reports how many expressions the cache holds.
+func (c *Compiler) CachedExpressions() int {
+	if c.cache == nil {
+		return 0
+	}
+	return c.cache.len()
+}
+
+// NewActivation binds obj, an object's unstructured content, for evaluation.
+func (c *Compiler) NewActivation(obj map[string]any) *Activation {
+	return &Activation{object: obj, declared: c.declared}
+}
+
+func (c *Compiler) compile(expr string) (*Program, error) {
+	if expr == "" {
+		return nil, &CompileError{Expression: expr, Message: "expression is empty"}
+	}
+	ast, issues := c.env.Compile(expr)
+	if issues != nil && issues.Err() != nil {
+		return nil, newCompileError(expr, issues)
+	}
+	switch out := ast.OutputType(); out.Kind() {
+	case types.BoolKind, types.DynKind:
+	default:
+		return nil, &CompileError{Expression: expr,
+			Message: fmt.Sprintf("expression must evaluate to a bool, not %s", out)}
+	}
+	prg, err := c.env.Program(ast,
+		celgo.EvalOptions(celgo.OptOptimize),
+		celgo.CostTracking(&k8slib.CostEstimator{}),
+		celgo.CostLimit(c.costLimit),
+	)
+	if err != nil {
+		return nil, &CompileError{Expression: expr, Message: err.Error()}
+	}
+	return &Program{expr: expr, prg: prg}, nil
+}
+
+// Program is a compiled expression. It is safe for concurrent use.
+type Program struct {
+	expr string
+	prg  celgo.Program
+}
+
+// Expression returns the source text.
+func (p *Program) Expression() string { return p.expr }
+
+// ErrNotBool reports an expression whose value, known only at runtime, is not
+// a bool.
+var ErrNotBool = errors.New("expression did not evaluate to a bool")
+
+// Eval evaluates the program against an activation. Errors include runtime
+// failures (missing keys, bad conversions) and exceeding the cost limit.
+func (p *Program) Eval(act *Activation) (bool, error) {
+	val, _, err := p.prg.Eval(act)
+	if err != nil {
+		return false, err
+	}
+	b, ok := val.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("%w: got %s", ErrNotBool, val.Type().TypeName())
+	}
+	return b, nil
+}

@@ -1,0 +1,101 @@
+// Package cel compiles and evaluates the CEL expressions of health checks.
+//
+// Expressions see the object under evaluation twice:
+//   - as self, so that presence tests such as has(self.status) work;
+//   - as top-level variables named after the object's top-level fields
+//     (apiVersion, kind, metadata, spec, status), as the RFC-0009 examples
+//     are written: status.conditions.filter(...).
+//
+// Both are declared as dyn: health checks target custom resources whose
+// schemas the evaluator does not know.
+package cel
+
+import (
+	"fmt"
+
+	celgo "github.com/google/cel-go/cel"
+	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
+	k8slib "k8s.io/apiserver/pkg/cel/library"
+)
+
+// SelfVariable names the whole object.
+const SelfVariable = "self"
+
+// DefaultVariables are the top-level fields declared as variables when no
+// others are configured. Other top-level fields stay reachable as self.<field>.
+//
+// Declaring a fixed set, rather than every identifier an expression happens
+// to use, keeps typos such as "stauts.conditions" compile errors, which the
+// controller reports as Stalled instead of evaluating them on every object.
+var DefaultVariables = []string{"apiVersion", "kind", "metadata", "spec", "status"}
+
+// stringsVersion is the newest ext.Strings version that cel-go v0.26 ships.
+const stringsVersion = 4
+
+func newEnv(variables []string, maxExpressionSize int) (*celgo.Env, error) {
+	opts := []celgo.EnvOption{
+		celgo.Variable(SelfVariable, celgo.DynType),
+		celgo.DefaultUTCTimeZone(true),
+		celgo.CrossTypeNumericComparisons(true),
+		celgo.EagerlyValidateDeclarations(true),
+		celgo.ParserExpressionSizeLimit(maxExpressionSize),
+		celgo.ASTValidators(
+			celgo.ValidateDurationLiterals(),
+			celgo.ValidateTimestampLiterals(),
+			celgo.ValidateRegexLiterals(),
+		),
+		celgo.OptionalTypes(),
+		ext.Strings(ext.StringsVersion(stringsVersion)),
+		ext.Sets(),
+		ext.Encoders(),
+		k8slib.Lists(),
+		k8slib.Regex(),
+		k8slib.URLs(),
+		k8slib.Quantity(),
+		k8slib.IP(),
+		k8slib.CIDR(),
+		k8slib.SemverLib(k8slib.SemverVersion(1)),
+		k8slib.Format(),
+	}
+	for _, name := range variables {
+		if name == SelfVariable {
+			return nil, fmt.Errorf("variable %q is reserved for the whole object", SelfVariable)
+		}
+		opts = append(opts, celgo.Variable(name, celgo.DynType))
+	}
+	return celgo.NewEnv(opts...)
+}
+
+// Activation binds one object for evaluation. Build it once per object and
+// reuse it for all the expressions of a check.
+type Activation struct {
+	object   map[string]any
+	declared map[string]struct{}
+}
+
+var _ interpreter.Activation = (*Activation)(nil)
+
+// emptyField is what a declared top-level field that the object lacks
+// evaluates to. An empty map keeps has(status.conditions) and
+// status.?conditions meaningful (false, none) on an object without status,
+// where an unbound variable would make every expression an error. Presence of
+// the field itself is tested with has(self.status).
+var emptyField = map[string]any{}
+
+// ResolveName implements interpreter.Activation.
+func (a *Activation) ResolveName(name string) (any, bool) {
+	if name == SelfVariable {
+		return a.object, true
+	}
+	if v, ok := a.object[name]; ok && v != nil {
+		return v, true
+	}
+	if _, ok := a.declared[name]; ok {
+		return emptyField, true
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation.
+func (a *Activation) Parent() interpreter.Activation { return nil }

@@ -1,0 +1,68 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/sluicehq/sluice/pkg/runtime/logging"
+	"github.com/sluicehq/sluice/pkg/runtime/options"
+)
+
+// SetupFunc registers a controller's reconcilers on the manager. It may also add flags of its own
+// through the flag set passed to Main's caller before parsing.
+type SetupFunc func(m *Manager) error
+
+// Main is the whole main() of a Sluice controller: parse the shared flags, build the manager,
+// register reconcilers, and run until SIGTERM or SIGINT. It returns the process exit code.
+func Main(name string, fs *flag.FlagSet, args []string, setup SetupFunc) int {
+	opts := options.Defaults(name)
+	opts.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := logging.New(os.Stderr, opts.LogFormat, opts.Verbosity).With("controller", name)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	m, err := New(name, opts, nil, log)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return 1
+	}
+	if err := setup(m); err != nil {
+		log.Error("cannot set up reconcilers", "error", err)
+		return 1
+	}
+	log.Info("starting", "namespace", opts.Namespace, "labelSelector", opts.WatchLabelSelector, "leaderElect", opts.LeaderElect)
+	if err := m.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("stopped with an error", "error", err)
+		return 1
+	}
+	log.Info("stopped cleanly")
+	return 0
+}
+
+func loadConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("load --kubeconfig %s: %w", kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no cluster access: set --kubeconfig, $KUBECONFIG, or run in a cluster: %w", err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,229 @@
+// Package manager wires a controller process: clients, scoped informer factories, an Event
+// recorder, metrics and probe servers, leader election and graceful shutdown. A controller's main
+// builds a Manager, registers its reconcilers, and calls Run.
+package manager
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	sluice "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
+	sluicescheme "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/scheme"
+	sluiceinformers "github.com/sluicehq/sluice/pkg/generated/informers/externalversions"
+	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/runtime/leaderelection"
+	"github.com/sluicehq/sluice/pkg/runtime/metrics"
+	"github.com/sluicehq/sluice/pkg/runtime/options"
+	"github.com/sluicehq/sluice/pkg/runtime/probes"
+)
+
+// Manager owns everything a controller process shares between its reconcilers.
+type Manager struct {
+	Name    string
+	Options options.Options
+	Log     *slog.Logger
+
+	RESTConfig *rest.Config
+	Kube       kubernetes.Interface
+	Sluice     sluice.Interface
+	Dynamic    dynamic.Interface
+	Metadata   metadata.Interface
+
+	// Informer factories are scoped by --namespace and --watch-label-selector. Only informers
+	// requested before Run are started with the caches Run waits for.
+	KubeInformers     kubeinformers.SharedInformerFactory
+	SluiceInformers   sluiceinformers.SharedInformerFactory
+	MetadataInformers metadatainformer.SharedInformerFactory
+	DynamicInformers  dynamicinformer.DynamicSharedInformerFactory
+
+	Scheme   *runtime.Scheme
+	Recorder record.EventRecorder
+	Metrics  *metrics.Registry
+	Probes   *probes.Server
+
+	broadcaster record.EventBroadcaster
+	controllers []*controller.Controller
+	runnables   []func(context.Context) error
+	waitFor     []cache.InformerSynced
+}
+
+// New builds a Manager from flags; cfg may be nil to load it from --kubeconfig or the cluster.
+func New(name string, opts options.Options, cfg *rest.Config, log *slog.Logger) (*Manager, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		var err error
+		if cfg, err = loadConfig(opts.Kubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS = float32(opts.KubeAPIQPS)
+	cfg.Burst = opts.KubeAPIBurst
+	cfg.UserAgent = name
+
+	m := &Manager{Name: name, Options: opts, Log: log, RESTConfig: cfg, Metrics: metrics.NewRegistry()}
+	var err error
+	if m.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	if m.Sluice, err = sluice.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("sluice client: %w", err)
+	}
+	if m.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	if m.Metadata, err = metadata.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("metadata client: %w", err)
+	}
+
+	selector := func(o *metav1.ListOptions) { o.LabelSelector = opts.WatchLabelSelector }
+	// Resync is off: handlers skip unchanged objects anyway, and time-driven work requeues itself.
+	m.KubeInformers = kubeinformers.NewSharedInformerFactoryWithOptions(m.Kube, 0,
+		kubeinformers.WithNamespace(opts.Namespace), kubeinformers.WithTweakListOptions(selector))
+	m.SluiceInformers = sluiceinformers.NewSharedInformerFactoryWithOptions(m.Sluice, 0,
+		sluiceinformers.WithNamespace(opts.Namespace), sluiceinformers.WithTweakListOptions(selector))
+	m.MetadataInformers = metadatainformer.NewFilteredSharedInformerFactory(m.Metadata, 0, opts.Namespace, selector)
+	m.DynamicInformers = dynamicinformer.NewFilteredDynamicSharedInformerFactory(m.Dynamic, 0, opts.Namespace, selector)
+
+	m.Scheme = runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(m.Scheme))
+	utilruntime.Must(sluicescheme.AddToScheme(m.Scheme))
+	m.broadcaster = record.NewBroadcaster()
+	m.Recorder = m.broadcaster.NewRecorder(m.Scheme, corev1.EventSource{Component: name})
+
+	m.Probes = probes.New(opts.MetricsBindAddress, opts.HealthProbeBindAddress, m.Metrics, log)
+	return m, nil
+}
+
+// NewController creates a controller that runs with this manager, reporting into its metrics.
+func (m *Manager) NewController(name string, r controller.Reconciler) *controller.Controller {
+	c := controller.New(name, r, controller.Options{Metrics: m.Metrics, Logger: m.Log})
+	m.controllers = append(m.controllers, c)
+	return c
+}
+
+// WaitFor adds caches that must sync before the manager reports ready and controllers start.
+// Informers obtained from the manager's factories before Run are waited for automatically.
+func (m *Manager) WaitFor(synced ...cache.InformerSynced) {
+	m.waitFor = append(m.waitFor, synced...)
+}
+
+// AddRunnable adds work that runs with the controllers: only while leading, when leader
+// election is on.
+func (m *Manager) AddRunnable(run func(context.Context) error) {
+	m.runnables = append(m.runnables, run)
+}
+
+// Run serves probes, starts and syncs informers, then runs the controllers (under leader
+// election when enabled) until ctx is done. Losing the Lease returns leaderelection.ErrLeaseLost.
+func (m *Manager) Run(ctx context.Context) error {
+	m.broadcaster.StartStructuredLogging(4)
+	m.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: m.Kube.CoreV1().Events("")})
+	defer m.broadcaster.Shutdown()
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.Probes.Run(ctx) })
+
+	// Caches start before the election so a standby is warm and ready to take over at once.
+	m.KubeInformers.Start(ctx.Done())
+	m.SluiceInformers.Start(ctx.Done())
+	m.MetadataInformers.Start(ctx.Done())
+	m.DynamicInformers.Start(ctx.Done())
+	g.Go(func() error {
+		if err := m.waitForCaches(ctx); err != nil {
+			return err
+		}
+		m.Log.Info("caches synced; ready")
+		m.Probes.SetReady()
+		if !m.Options.LeaderElect {
+			return m.runControllers(ctx)
+		}
+		identity, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("leader election identity: %w", err)
+		}
+		identity = fmt.Sprintf("%s_%d_%d", identity, os.Getpid(), time.Now().UnixNano())
+		elector := leaderelection.New(m.Kube, leaderelection.Config{
+			Namespace:     m.Options.LeaderElectionNamespace,
+			Name:          m.Options.LeaderElectionID,
+			Identity:      identity,
+			LeaseDuration: m.Options.LeaseDuration,
+			RenewDeadline: m.Options.RenewDeadline,
+			RetryPeriod:   m.Options.RetryPeriod,
+		}, m.Log)
+		m.Probes.AddLivezCheck("leader-election", elector.Watchdog().Check)
+		return elector.Run(ctx, m.runControllers)
+	})
+	err := g.Wait()
+	if ctx.Err() != nil && err == context.Canceled {
+		return nil
+	}
+	return err
+}
+
+func (m *Manager) waitForCaches(ctx context.Context) error {
+	var unsynced []string
+	for typ, ok := range m.KubeInformers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			unsynced = append(unsynced, typ.String())
+		}
+	}
+	for typ, ok := range m.SluiceInformers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			unsynced = append(unsynced, typ.String())
+		}
+	}
+	for gvr, ok := range m.MetadataInformers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			unsynced = append(unsynced, gvr.String())
+		}
+	}
+	for gvr, ok := range m.DynamicInformers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			unsynced = append(unsynced, gvr.String())
+		}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), m.waitFor...) {
+		unsynced = append(unsynced, "additional caches")
+	}
+	if len(unsynced) > 0 {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("caches did not sync: %v", unsynced)
+	}
+	return nil
+}
+
+func (m *Manager) runControllers(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	for _, c := range m.controllers {
+		g.Go(func() error { return c.Run(ctx, m.Options.Workers) })
+	}
+	for _, run := range m.runnables {
+		g.Go(func() error { return run(ctx) })
+	}
+	return g.Wait()
+}

@@ -1,0 +1,112 @@
+// Package options holds the flags every Sluice controller shares, so each binary's main is only
+// its name and its reconcilers.
+package options
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Options are the shared controller flags of DESIGN.md.
+type Options struct {
+	Kubeconfig         string
+	Namespace          string
+	WatchLabelSelector string
+	Workers            int
+	KubeAPIQPS         float64
+	KubeAPIBurst       int
+
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+
+	LogFormat string
+	Verbosity int
+}
+
+// Defaults for a controller named name. client-go's 5 QPS / 10 burst starves any controller that
+// patches more than a handful of objects, so the defaults are raised tenfold.
+func Defaults(name string) Options {
+	return Options{
+		Workers:                 2,
+		KubeAPIQPS:              50,
+		KubeAPIBurst:            100,
+		LeaderElectionNamespace: inClusterNamespace(),
+		LeaderElectionID:        name + "-leader",
+		LeaseDuration:           15 * time.Second,
+		RenewDeadline:           10 * time.Second,
+		RetryPeriod:             2 * time.Second,
+		MetricsBindAddress:      ":8080",
+		HealthProbeBindAddress:  ":8081",
+		LogFormat:               "json",
+	}
+}
+
+// AddFlags registers the shared flags on fs.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Empty uses in-cluster config, then $KUBECONFIG.")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Watch only this namespace. Empty watches all namespaces.")
+	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", o.WatchLabelSelector, "Watch only objects matching this label selector, to shard objects across controller replicas.")
+	fs.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per controller.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Steady requests per second to the Kubernetes API.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the Kubernetes API.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run controllers only while holding a Lease, so replicas can stand by.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader-election Lease.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader-election Lease.")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long standbys wait before taking over a Lease that is not renewed.")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader keeps retrying to renew before it gives up leading.")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "How often to try to acquire or renew the Lease.")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the /metrics server; \"0\" disables it.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /livez and /readyz server; \"0\" disables it.")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or text.")
+	fs.IntVar(&o.Verbosity, "v", o.Verbosity, "Log verbosity: 0 logs info and errors, higher values add debug detail.")
+}
+
+// Validate reports every invalid flag at once, in words a person can act on.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Workers < 1 {
+		errs = append(errs, fmt.Errorf("--workers must be at least 1, got %d", o.Workers))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", o.KubeAPIQPS, o.KubeAPIBurst))
+	}
+	if _, err := labels.Parse(o.WatchLabelSelector); err != nil {
+		errs = append(errs, fmt.Errorf("--watch-label-selector %q is not a label selector: %w", o.WatchLabelSelector, err))
+	}
+	if o.LogFormat != "json" && o.LogFormat != "text" {
+		errs = append(errs, fmt.Errorf("--log-format must be json or text, got %q", o.LogFormat))
+	}
+	if o.LeaderElect {
+		if o.LeaderElectionNamespace == "" {
+			errs = append(errs, errors.New("--leader-election-namespace is required with --leader-elect outside a cluster"))
+		}
+		if o.LeaseDuration <= o.RenewDeadline || o.RenewDeadline <= o.RetryPeriod || o.RetryPeriod <= 0 {
+			errs = append(errs, fmt.Errorf("leader election needs lease-duration > renew-deadline > retry-period > 0, got %s, %s, %s", o.LeaseDuration, o.RenewDeadline, o.RetryPeriod))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func inClusterNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	data, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}

@@ -1,0 +1,151 @@
+// Package probes serves /metrics on one address and /livez and /readyz on another, the way
+// kubelet probes and Prometheus scrapes expect.
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+)
+
+// Check returns nil when healthy.
+type Check func(*http.Request) error
+
+// Server holds readiness state and liveness checks.
+type Server struct {
+	metricsAddr string
+	probeAddr   string
+	gatherer    prometheus.Gatherer
+	log         *slog.Logger
+
+	ready atomic.Bool
+
+	mu          sync.Mutex
+	livez       map[string]Check
+	metricsLn   net.Listener
+	probeLn     net.Listener
+	listenReady chan struct{}
+}
+
+// New returns a Server. An address of "0" or "" disables that listener.
+func New(metricsAddr, probeAddr string, gatherer prometheus.Gatherer, log *slog.Logger) *Server {
+	return &Server{
+		metricsAddr: metricsAddr,
+		probeAddr:   probeAddr,
+		gatherer:    gatherer,
+		log:         log,
+		livez:       map[string]Check{},
+		listenReady: make(chan struct{}),
+	}
+}
+
+// SetReady marks the process ready: /readyz answers 200 from now on.
+func (s *Server) SetReady() { s.ready.Store(true) }
+
+// AddLivezCheck adds a named liveness check, such as the leader-election watchdog.
+func (s *Server) AddLivezCheck(name string, check Check) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.livez[name] = check
+}
+
+// Addrs returns the bound addresses once Run is listening; useful when binding port 0 in tests.
+func (s *Server) Addrs(ctx context.Context) (metrics, probe string, err error) {
+	select {
+	case <-s.listenReady:
+	case <-ctx.Done():
+		return "", "", ctx.Err()
+	}
+	if s.metricsLn != nil {
+		metrics = s.metricsLn.Addr().String()
+	}
+	if s.probeLn != nil {
+		probe = s.probeLn.Addr().String()
+	}
+	return metrics, probe, nil
+}
+
+// Run listens until ctx is done, then shuts the servers down gracefully.
+func (s *Server) Run(ctx context.Context) error {
+	var servers []*http.Server
+	var listeners []net.Listener
+	listen := func(addr string, handler http.Handler) (net.Listener, error) {
+		if addr == "" || addr == "0" {
+			return nil, nil
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		servers = append(servers, &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second})
+		listeners = append(listeners, ln)
+		return ln, nil
+	}
+	metricsMux := http.NewServeMux()
+	metricsMux.Handle("/metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+	probeMux := http.NewServeMux()
+	probeMux.HandleFunc("/livez", s.serveLivez)
+	probeMux.HandleFunc("/healthz", s.serveLivez)
+	probeMux.HandleFunc("/readyz", s.serveReadyz)
+
+	var err error
+	if s.metricsLn, err = listen(s.metricsAddr, metricsMux); err != nil {
+		return err
+	}
+	if s.probeLn, err = listen(s.probeAddr, probeMux); err != nil {
+		return err
+	}
+	close(s.listenReady)
+
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range servers {
+		srv, ln := servers[i], listeners[i]
+		g.Go(func() error {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+		g.Go(func() error {
+			<-gctx.Done()
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return srv.Shutdown(shutdownCtx)
+		})
+	}
+	return g.Wait()
+}
+
+func (s *Server) serveReadyz(w http.ResponseWriter, _ *http.Request) {
+	if !s.ready.Load() {
+		http.Error(w, "informer caches have not synced yet", http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("ok"))
+}
+
+func (s *Server) serveLivez(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	checks := make(map[string]Check, len(s.livez))
+	for k, v := range s.livez {
+		checks[k] = v
+	}
+	s.mu.Unlock()
+	for name, check := range checks {
+		if err := check(r); err != nil {
+			http.Error(w, fmt.Sprintf("%s failed: %v", name, err), http.StatusServiceUnavailable)
+			return
+		}
+	}
+	_, _ = w.Write([]byte("ok"))
+}
