@@ -30,3 +30,25 @@ kube::codegen::gen_client \
 rm -rf "${ROOT}/pkg/crds"/*.yaml
 mkdir -p "${ROOT}/pkg/crds"
 (cd "${ROOT}/pkg" && "${GOBIN}/controller-gen" crd:crdVersions=v1 paths=./apis/... output:crd:artifacts:config=crds)
+
+# Charts: each ships the CRDs of the groups it owns or cannot work without, in crds/ so Helm
+# installs them once, never takes ownership (no conflicts between charts) and keeps them on
+# uninstall. The shared templates are copied so every chart renders the same workload.
+declare -A CHART_GROUPS=(
+  [gate-controller]="gating.sluice.dev"
+  [health-controller]="health.sluice.dev"
+  [commitstatus-controller]="commitstatus.sluice.dev scm.sluice.dev"
+  [promoter-controller]="promoter.sluice.dev commitstatus.sluice.dev scm.sluice.dev gating.sluice.dev"
+  [rollback-controller]="rollback.sluice.dev promoter.sluice.dev commitstatus.sluice.dev scm.sluice.dev"
+)
+for chart in "${!CHART_GROUPS[@]}"; do
+  dir="${ROOT}/charts/${chart}"
+  [ -d "${dir}" ] || continue
+  rm -rf "${dir}/crds"
+  for group in ${CHART_GROUPS[${chart}]}; do
+    for crd in "${ROOT}/pkg/crds/${group}"_*.yaml; do
+      if [ -e "${crd}" ]; then mkdir -p "${dir}/crds" && cp "${crd}" "${dir}/crds/"; fi
+    done
+  done
+  cp "${ROOT}/hack/chart-common/_sluice.tpl" "${dir}/templates/_sluice.tpl"
+done

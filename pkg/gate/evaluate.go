@@ -58,10 +58,11 @@ func Evaluate(spec gatingv1alpha1.GateSpec, now time.Time) Decision {
 	}
 	d.Open, d.Reason = s.decide()
 	cause := s.cause()
+	var flipper *window
 	if !spec.Closed {
-		d.NextEvaluation, d.NextTransition = s.walk(now, d.Open)
+		d.NextEvaluation, d.NextTransition, flipper = s.walk(now, d.Open)
 	}
-	d.Message = s.message(d, cause)
+	d.Message = s.message(d, cause, flipper)
 	return d
 }
 
@@ -144,8 +145,8 @@ func (s *state) cause() *window {
 }
 
 // walk steps through window boundaries and the override expiry after now. It returns the first
-// of them, and the first at which the state is no longer open.
-func (s *state) walk(now time.Time, open bool) (first, flip *time.Time) {
+// of them, the first at which open flips, and a window changing then (nil if none does).
+func (s *state) walk(now time.Time, open bool) (first, flip *time.Time, by *window) {
 	next := make([]time.Time, len(s.windows))
 	pending := make([]bool, len(s.windows))
 	for i, w := range s.windows {
@@ -155,7 +156,7 @@ func (s *state) walk(now time.Time, open bool) (first, flip *time.Time) {
 	for range maxEvents {
 		at, ok := time.Time{}, false
 		if s.overrideOn {
-			at, ok = s.spec.Override.Until.Time, true
+			at, ok = s.spec.Override.Until.UTC(), true
 		}
 		for i := range s.windows {
 			if pending[i] && (!ok || next[i].Before(at)) {
@@ -163,7 +164,7 @@ func (s *state) walk(now time.Time, open bool) (first, flip *time.Time) {
 			}
 		}
 		if !ok || at.After(end) {
-			return first, nil
+			return first, nil, nil
 		}
 		if first == nil {
 			first = &at
@@ -171,20 +172,25 @@ func (s *state) walk(now time.Time, open bool) (first, flip *time.Time) {
 		if s.overrideOn && !at.Before(s.spec.Override.Until.Time) {
 			s.overrideOn = false
 		}
+		by = nil
 		for i, w := range s.windows {
 			if pending[i] && !next[i].After(at) {
 				s.active[i] = !s.active[i]
 				next[i], pending[i] = w.nextChange(at, s.active[i])
+				if by == nil {
+					by = w
+				}
 			}
 		}
 		if nowOpen, _ := s.decide(); nowOpen != open {
-			return first, &at
+			return first, &at, by
 		}
 	}
-	return first, nil
+	return first, nil, nil
 }
 
-func (s *state) message(d Decision, cause *window) string {
+// message explains d. Times of window changes are shown in the zone of the window that changes.
+func (s *state) message(d Decision, cause, flipper *window) string {
 	var b strings.Builder
 	switch d.Reason {
 	case gatingv1alpha1.ReasonManual:
@@ -207,14 +213,15 @@ func (s *state) message(d Decision, cause *window) string {
 	default:
 		b.WriteString(orDefault(s.spec.Message, "open: not closed by hand, and no override or closed window applies"))
 	}
-	if d.NextTransition != nil {
+	overrideEnds := d.Reason == gatingv1alpha1.ReasonOverride && d.NextTransition != nil && d.NextTransition.Equal(s.spec.Override.Until.Time)
+	if d.NextTransition != nil && !overrideEnds {
 		verb := "opens"
 		if d.Open {
 			verb = "closes"
 		}
 		var loc *time.Location
-		if cause != nil {
-			loc = cause.loc
+		if flipper != nil {
+			loc = flipper.loc
 		}
 		fmt.Fprintf(&b, "; %s at %s", verb, formatTime(*d.NextTransition, loc))
 	}

@@ -29,6 +29,7 @@ const searchDays = 9 * 366
 type schedule struct {
 	dom, month, dow uint64
 	bothDays        bool            // day-of-month and day-of-week both restricted: either may match
+	everyDay        bool            // every calendar day matches
 	starts          []time.Duration // times of day of every start on a matching day, ascending
 }
 
@@ -66,6 +67,8 @@ func parseSchedule(expr string) (*schedule, error) {
 			}
 		}
 	}
+	domAll, dowAll := s.dom&0xfffffffe == 0xfffffffe, s.dow&0x7f == 0x7f
+	s.everyDay = s.month&0x1ffe == 0x1ffe && (domAll && dowAll || s.bothDays && (domAll || dowAll))
 	if len(s.starts) == 0 || !s.anyDayCanMatch() {
 		return nil, errors.New("the schedule never matches a real date (e.g. the 30th of February); check day-of-month and month")
 	}

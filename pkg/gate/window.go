@@ -89,6 +89,9 @@ func (w *window) coverEnd(at, limit time.Time) (time.Time, bool) {
 	if !ok {
 		return at, true
 	}
+	if w.neverEnds() {
+		return time.Time{}, false
+	}
 	end := midnight(start).Add(w.runEnds[i])
 	// Each round moves to a start on a later day.
 	for range 2 * searchDays {
@@ -102,6 +105,13 @@ func (w *window) coverEnd(at, limit time.Time) (time.Time, bool) {
 		end = midnight(start).Add(w.runEnds[i])
 	}
 	return time.Time{}, false
+}
+
+// neverEnds reports a window that, once active, stays active: it starts every day, and the
+// windows of one day overlap each other and the first window of the next day.
+func (w *window) neverEnds() bool {
+	first, last := 0, len(w.runEnds)-1
+	return w.sched.everyDay && w.runEnds[first] == w.runEnds[last] && w.runEnds[first] >= w.sched.starts[first]+day
 }
 
 func (w *window) activeAt(t time.Time) bool {

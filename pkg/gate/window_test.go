@@ -166,6 +166,8 @@ func TestWindowMatchesBruteForceAcrossDaylightSaving(t *testing.T) {
 		{"15 1,2 * * *", 50 * time.Minute},
 		{"0 0 * * *", 25 * time.Hour},
 		{"50 0 * * *", 70 * time.Minute},
+		{"*/30 * * * *", 29 * time.Minute},
+		{"0 1 * * *", 23 * time.Hour},
 	}
 	changes := []struct{ zone, around string }{
 		{"America/New_York", "2025-03-09T07:00:00Z"},

@@ -99,6 +99,19 @@ func resetTime(h http.Header, now time.Time) (time.Time, bool) {
 	return now.Add(time.Duration(v) * time.Second), true
 }
 
+// ResetAfter returns how long until the quota resets, when the headers say none is left.
+func ResetAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	remaining, ok := headerInt(h, remainingHeaders)
+	if !ok || remaining != 0 {
+		return 0, false
+	}
+	reset, ok := resetTime(h, now)
+	if !ok || !reset.After(now) {
+		return 0, false
+	}
+	return min(reset.Sub(now), maxPause), true
+}
+
 // RetryAfter parses a Retry-After header given in seconds or as an HTTP date.
 func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	v := strings.TrimSpace(h.Get("Retry-After"))

@@ -41,9 +41,10 @@ func randomHex(bytes int) string {
 	return hex.EncodeToString(b)
 }
 
-// appIni trades Gitea's production defaults for speed and isolation: in-memory queues, sessions
-// and cache; no SSH, mail, LFS, actions, packages, cron or code indexer; a cheap password hash;
-// webhooks allowed to loopback so tests can receive them.
+// appIni trades Gitea's production defaults for speed, isolation and determinism: immediate
+// queues, so a push or API call has fully taken effect (branches, empty flag, webhooks) when it
+// returns; in-memory sessions and cache; no SSH, mail, LFS, actions, packages, cron or code
+// indexer; a cheap password hash; webhooks allowed to loopback so tests can receive them.
 var appIni = template.Must(template.New("app.ini").Parse(`APP_NAME = sluice test
 RUN_USER = {{.RunUser}}
 RUN_MODE = prod
@@ -97,6 +98,9 @@ DEFAULT_KEEP_EMAIL_PRIVATE = false
 ENABLED = false
 
 [queue]
+TYPE = immediate
+
+[queue.issue_indexer]
 TYPE = channel
 
 [indexer]

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,9 +97,15 @@ func TestCreateRepo(t *testing.T) {
 
 func TestCloseStopsServer(t *testing.T) {
 	skipIfShort(t)
+	binDir, err := ensureBinDir(t.Context(), "")
+	require.NoError(t, err)
+	cachedOwner := ownerOf(t, filepath.Join(binDir, "gitea"))
+
 	s, err := Start(t.Context(), Options{})
 	require.NoError(t, err)
 	require.NoError(t, s.API(t.Context(), http.MethodGet, "/version", nil, nil))
+	assert.Equal(t, cachedOwner, ownerOf(t, filepath.Join(binDir, "gitea")),
+		"starting gitea must not hand the shared cached binary to gitea's user")
 
 	require.NoError(t, s.Close())
 
@@ -116,6 +123,13 @@ func TestStartRejectsEmptyBinDir(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), dir)
 	assert.Contains(t, err.Error(), "build.sh")
+}
+
+func ownerOf(t *testing.T, path string) uint32 {
+	t.Helper()
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	return info.Sys().(*syscall.Stat_t).Uid
 }
 
 // pushCommit commits one file on a fresh local repository and pushes the branch to url.
@@ -145,4 +159,16 @@ func pushCommit(t *testing.T, s *Server, url, branch, file, content string) stri
 	})
 	require.NoError(t, err)
 	return hash.String()
+}
+
+func TestStartReportsGiteaOutput(t *testing.T) {
+	binDir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(binDir, "static", "options", "locale"), 0o755))
+	failing := "#!/bin/sh\necho \"cannot open the database: disk on fire\" >&2\nexit 3\n"
+	require.NoError(t, os.WriteFile(filepath.Join(binDir, "gitea"), []byte(failing), 0o755))
+
+	_, err := Start(t.Context(), Options{BinDir: binDir})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "gitea migrate")
+	assert.Contains(t, err.Error(), "disk on fire", "the error should carry gitea's own output")
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 )
@@ -53,11 +54,18 @@ func chooseRunUser() (runUser, error) {
 // dropsPrivileges reports whether Gitea runs as another user than the caller.
 func (u runUser) dropsPrivileges() bool { return u.credential != nil }
 
-// own hands every file under dir to the user.
-func (u runUser) own(dir string) error {
-	return filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+// own hands every file under dir to the user, except the skipped trees: those hold hard links
+// into the shared cache, and chowning a link would hand the cached files to the user too.
+func (u runUser) own(dir string, skip ...string) error {
+	return filepath.WalkDir(dir, func(path string, entry fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if slices.Contains(skip, path) {
+			if entry.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		return os.Lchown(path, u.uid, u.gid)
 	})

@@ -174,7 +174,7 @@ func (s *Server) prepare(binDir string) error {
 		return fmt.Errorf("writing %s: %w", s.appIni, err)
 	}
 	if s.user.dropsPrivileges() {
-		if err := s.user.own(s.dir); err != nil {
+		if err := s.user.own(s.dir, filepath.Dir(s.binary), static); err != nil {
 			return fmt.Errorf("handing %s to user %s: %w", s.dir, s.user.name, err)
 		}
 	}

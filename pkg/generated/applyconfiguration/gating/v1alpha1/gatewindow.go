@@ -33,6 +33,9 @@ import (
 // - a start or end the clocks skip (spring forward) happens at the moment the clocks jump;
 // a window whose whole span is skipped does not open that day;
 // - a start or end the clocks show twice (fall back) happens the first time the clock shows it.
+//
+// So in elapsed time a window across the skipped hour is an hour shorter, and one across the repeated
+// hour an hour longer, while a daily 00:00 window of 24h stays open through both changes.
 type GateWindowApplyConfiguration struct {
 	// Schedule is a cron expression with five fields, read in timeZone:
 	// minute hour day-of-month month day-of-week, separated by spaces (day-of-week 0-6, Sunday is 0; names like MON and JAN work).

@@ -1,0 +1,36 @@
+package conditions
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestTransitionsKeepKstatusShape(t *testing.T) {
+	var conds []metav1.Condition
+	MarkReconciling(&conds, 1, ReasonProgressing, "applying")
+	assert.True(t, IsTrue(conds, Reconciling))
+	assert.Equal(t, metav1.ConditionFalse, Get(conds, Ready).Status)
+
+	MarkStalled(&conds, 2, ReasonInvalidSpec, "spec.windows[0].schedule: expected 5 fields")
+	assert.True(t, IsTrue(conds, Stalled))
+	assert.Nil(t, Get(conds, Reconciling), "Reconciling is removed once Stalled")
+	assert.Equal(t, int64(2), Get(conds, Ready).ObservedGeneration)
+
+	MarkReady(&conds, 3, ReasonSucceeded, "ok")
+	assert.True(t, IsTrue(conds, Ready))
+	assert.Nil(t, Get(conds, Stalled))
+	assert.Nil(t, Get(conds, Reconciling))
+
+	MarkNotReady(&conds, 3, "ScmUnavailable", "503 from the SCM; retrying")
+	assert.Equal(t, metav1.ConditionFalse, Get(conds, Ready).Status)
+	assert.Len(t, conds, 1)
+}
+
+func TestLongMessagesAreTruncated(t *testing.T) {
+	var conds []metav1.Condition
+	MarkStalled(&conds, 1, ReasonInvalidSpec, strings.Repeat("x", 10000))
+	assert.LessOrEqual(t, len(Get(conds, Stalled).Message), maxMessage)
+}
