@@ -27,9 +27,10 @@ build:
 	@for c in $(CONTROLLERS); do go build -o bin/ ./$$c-controller/cmd/$$c-controller; done
 	go build -o bin/ ./dev/cmd/...
 
-## testbin: build kube-apiserver, etcd, kubectl and helm from Go modules into the cache (once).
+## testbin: build kube-apiserver, etcd, kubectl, helm and gitea from Go modules into the cache (once).
 testbin:
 	bash hack/testbin.sh
+	bash hack/tools/gitea/build.sh
 
 ## test: unit and integration tests of every module, on the real local control plane.
 test: testbin build

@@ -62,37 +62,37 @@ func TestWindowAcrossDaylightSaving(t *testing.T) {
 		want     []string // opens, closes, opens, closes...
 	}{
 		{
-			name: "New York spring forward: a 02:30 start the clock skips opens at the jump",
+			name:     "New York spring forward: a 02:30 start the clock skips opens at the jump",
 			schedule: "30 2 * * *", zone: "America/New_York", duration: time.Hour, from: "2025-03-08T12:00:00Z",
 			want: []string{"2025-03-09T03:00:00-04:00", "2025-03-09T03:30:00-04:00", "2025-03-10T02:30:00-04:00", "2025-03-10T03:30:00-04:00"},
 		},
 		{
-			name: "New York fall back: a 01:30 start opens once, at the first 01:30, and closes when the clock first shows 02:30",
+			name:     "New York fall back: a 01:30 start opens once, at the first 01:30, and closes when the clock first shows 02:30",
 			schedule: "30 1 * * *", zone: "America/New_York", duration: time.Hour, from: "2025-11-01T12:00:00Z",
 			want: []string{"2025-11-02T01:30:00-04:00", "2025-11-02T02:30:00-05:00", "2025-11-03T01:30:00-05:00", "2025-11-03T02:30:00-05:00"},
 		},
 		{
-			name: "London spring forward: a 01:30 start the clock skips opens at the jump",
+			name:     "London spring forward: a 01:30 start the clock skips opens at the jump",
 			schedule: "30 1 * * *", zone: "Europe/London", duration: time.Hour, from: "2025-03-29T12:00:00Z",
 			want: []string{"2025-03-30T02:00:00+01:00", "2025-03-30T02:30:00+01:00", "2025-03-31T01:30:00+01:00", "2025-03-31T02:30:00+01:00"},
 		},
 		{
-			name: "London fall back: a 01:30 start opens once and stays open through the repeated hour",
+			name:     "London fall back: a 01:30 start opens once and stays open through the repeated hour",
 			schedule: "30 1 * * *", zone: "Europe/London", duration: time.Hour, from: "2025-10-25T12:00:00Z",
 			want: []string{"2025-10-26T01:30:00+01:00", "2025-10-26T02:30:00Z", "2025-10-27T01:30:00Z", "2025-10-27T02:30:00Z"},
 		},
 		{
-			name: "New York spring forward: a window wholly inside the skipped hour does not open that day",
+			name:     "New York spring forward: a window wholly inside the skipped hour does not open that day",
 			schedule: "15 2 * * *", zone: "America/New_York", duration: 30 * time.Minute, from: "2025-03-08T12:00:00Z",
 			want: []string{"2025-03-10T02:15:00-04:00", "2025-03-10T02:45:00-04:00"},
 		},
 		{
-			name: "London weekend freeze across fall back ends Monday 08:00 local",
+			name:     "London weekend freeze across fall back ends Monday 08:00 local",
 			schedule: "0 18 * * FRI", zone: "Europe/London", duration: 62 * time.Hour, from: "2025-10-22T12:00:00Z",
 			want: []string{"2025-10-24T18:00:00+01:00", "2025-10-27T08:00:00Z", "2025-10-31T18:00:00Z", "2025-11-03T08:00:00Z"},
 		},
 		{
-			name: "New York weekend freeze across spring forward ends Monday 08:00 local",
+			name:     "New York weekend freeze across spring forward ends Monday 08:00 local",
 			schedule: "0 18 * * FRI", zone: "America/New_York", duration: 62 * time.Hour, from: "2025-03-05T12:00:00Z",
 			want: []string{"2025-03-07T18:00:00-05:00", "2025-03-10T08:00:00-04:00", "2025-03-14T18:00:00-04:00", "2025-03-17T08:00:00-04:00"},
 		},

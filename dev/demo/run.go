@@ -1,0 +1,86 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/pkg/testenv"
+)
+
+// Options configure a demo run.
+type Options struct {
+	// BinDir holds the controller binaries (`make build` puts them in bin/).
+	BinDir string
+	// Out receives the timeline.
+	Out io.Writer
+	// LogDir receives each controller's log file; empty uses a temporary folder.
+	LogDir string
+}
+
+// chapters run in order; each controller adds its own.
+var chapters = []struct {
+	title string
+	run   func(context.Context, *Story) error
+}{
+	{"Chapter 1: the control plane and a first Gate", chapterFirstGate},
+}
+
+// Run tells the whole story and stops every process it started, also when ctx is cancelled.
+func Run(ctx context.Context, opts Options) (err error) {
+	s := &Story{out: opts.Out, start: time.Now(), Namespace: "demo"}
+	s.Chapter("Sluice demo")
+	s.Step("starting the local control plane (kube-apiserver + etcd built from Go modules)")
+	env, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, env.Stop()) }()
+	s.Env = env
+	if s.kubectl, err = testenv.Tool("kubectl"); err != nil {
+		return err
+	}
+	s.Say("kubeconfig: %s", env.Kubeconfig)
+	if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.Namespace}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+
+	logDir := opts.LogDir
+	if logDir == "" {
+		if logDir, err = os.MkdirTemp("", "sluice-demo-logs-"); err != nil {
+			return err
+		}
+	}
+	s.Step("starting the controllers as processes (logs in %s)", logDir)
+	procs, err := startControllers(ctx, opts.BinDir, env.Kubeconfig, logDir, s)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, procs.stop()) }()
+
+	for _, ch := range chapters {
+		s.Chapter(ch.title)
+		if err := ch.run(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", ch.title, err)
+		}
+	}
+	s.Chapter("The end")
+	s.Step("stopping the controllers and the control plane")
+	return nil
+}
+
+// BinDirFromRepo returns <repo>/bin.
+func BinDirFromRepo() (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "bin"), nil
+}
