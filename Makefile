@@ -44,6 +44,8 @@ bench: testbin
 lint:
 	@bad=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done
+	@# Each controller also builds alone, through its replace of ../pkg.
+	@for c in $(CONTROLLERS); do (cd $$c-controller && GOWORK=off go build ./...) || exit 1; done
 
 ## charts: lint every chart and install it into the local control plane, alone and all together.
 charts: testbin

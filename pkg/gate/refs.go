@@ -66,12 +66,12 @@ func parseRef(entry, defaultNamespace string) (Ref, error) {
 		if strings.Contains(name, "/") {
 			return Ref{}, fmt.Errorf("has more than one \"/\"; write \"namespace/name\"")
 		}
-		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return Ref{}, fmt.Errorf("namespace %q is not valid: %s", ns, strings.Join(errs, "; "))
-		}
 		ref = Ref{Namespace: ns, Name: name}
 	} else if defaultNamespace == "" {
 		return Ref{}, fmt.Errorf("has no namespace and the object is cluster-scoped; write \"namespace/%s\"", entry)
+	}
+	if errs := validation.IsDNS1123Label(ref.Namespace); len(errs) > 0 {
+		return Ref{}, fmt.Errorf("namespace %q is not valid: %s", ref.Namespace, strings.Join(errs, "; "))
 	}
 	if errs := validation.IsDNS1123Subdomain(ref.Name); len(errs) > 0 {
 		return Ref{}, fmt.Errorf("gate name %q is not valid: %s", ref.Name, strings.Join(errs, "; "))

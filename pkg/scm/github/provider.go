@@ -73,10 +73,9 @@ func NewProvider(cfg scm.Config) (*Provider, error) {
 	}
 
 	if app := creds.GitHubApp; app != nil {
-		appClient, err := newClient(&http.Client{
-			Transport:     hc.Transport,
-			CheckRedirect: hc.CheckRedirect,
-		})
+		// The App client signs with a JWT; the API client with installation tokens.
+		signer := &jwtTransport{base: hc.Transport}
+		appClient, err := newClient(&http.Client{Transport: signer, CheckRedirect: hc.CheckRedirect})
 		if err != nil {
 			return nil, fmt.Errorf("github: %w", err)
 		}
@@ -84,8 +83,7 @@ func NewProvider(cfg scm.Config) (*Provider, error) {
 		if err != nil {
 			return nil, fmt.Errorf("github: %w", err)
 		}
-		// The App client signs with the JWT; the API client with installation tokens.
-		appClient.Client().Transport = &jwtTransport{base: hc.Transport, tokens: tokens}
+		signer.tokens = tokens
 		p.client, err = newClient(&http.Client{
 			Transport:     &installationTransport{base: hc.Transport, tokens: tokens},
 			CheckRedirect: hc.CheckRedirect,
