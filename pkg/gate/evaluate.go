@@ -26,10 +26,6 @@ type Decision struct {
 	OverrideExpired bool
 }
 
-// maxEvents bounds the search for the next transition when window boundaries keep coming without
-// flipping the state (e.g. open windows inside a long freeze). NextEvaluation is still exact.
-const maxEvents = 4096
-
 // Evaluate computes the effective state of a gate at now, by the first rule that applies:
 //  1. spec.closed: closed (Manual). A manual close is the emergency brake; nothing opens it.
 //  2. an unexpired spec.override: its state (Override). It beats every window.
@@ -59,8 +55,13 @@ func Evaluate(spec gatingv1alpha1.GateSpec, now time.Time) Decision {
 	d.Open, d.Reason = s.decide()
 	cause := s.cause()
 	var flipper *window
-	if !spec.Closed {
+	switch {
+	case !spec.Closed:
 		d.NextEvaluation, d.NextTransition, flipper = s.walk(now, d.Open)
+	case overrideOn:
+		// Closed by hand for good, but the override expiring is still news for status.
+		until := override.Until.UTC()
+		d.NextEvaluation = &until
 	}
 	d.Message = s.message(d, cause, flipper)
 	return d
@@ -97,6 +98,9 @@ type state struct {
 	windows    []*window
 	overrideOn bool
 	active     []bool
+	// Used by walk: when each window next changes, if it does within the horizon.
+	next    []time.Time
+	pending []bool
 }
 
 func (s *state) decide() (open bool, reason string) {
@@ -144,49 +148,110 @@ func (s *state) cause() *window {
 	return opening
 }
 
-// walk steps through window boundaries and the override expiry after now. It returns the first
-// of them, the first at which open flips, and a window changing then (nil if none does).
+// walk finds the first window boundary or override expiry after now, and the first instant at
+// which open flips, with a window that changes then (nil for the override). Rather than stepping
+// through every boundary, it jumps to the earliest instant at which the state could flip and
+// recomputes the windows there, so open windows inside a long freeze cost nothing.
 func (s *state) walk(now time.Time, open bool) (first, flip *time.Time, by *window) {
-	next := make([]time.Time, len(s.windows))
-	pending := make([]bool, len(s.windows))
-	for i, w := range s.windows {
-		next[i], pending[i] = w.nextChange(now, s.active[i])
+	s.next = make([]time.Time, len(s.windows))
+	s.pending = make([]bool, len(s.windows))
+	earliest := func(t time.Time) {
+		if first == nil || t.Before(*first) {
+			first = &t
+		}
 	}
+	for i, w := range s.windows {
+		s.next[i], s.pending[i] = w.nextChange(now, s.active[i])
+		if s.pending[i] {
+			earliest(s.next[i])
+		}
+	}
+	if s.overrideOn {
+		earliest(s.spec.Override.Until.UTC())
+	}
+
 	end := now.Add(horizon)
-	for range maxEvents {
-		at, ok := time.Time{}, false
-		if s.overrideOn {
-			at, ok = s.spec.Override.Until.UTC(), true
-		}
-		for i := range s.windows {
-			if pending[i] && (!ok || next[i].Before(at)) {
-				at, ok = next[i], true
-			}
-		}
+	for range maxJumps {
+		at, cause, ok := s.earliestFlip(open)
 		if !ok || at.After(end) {
 			return first, nil, nil
-		}
-		if first == nil {
-			first = &at
 		}
 		if s.overrideOn && !at.Before(s.spec.Override.Until.Time) {
 			s.overrideOn = false
 		}
-		by = nil
 		for i, w := range s.windows {
-			if pending[i] && !next[i].After(at) {
-				s.active[i] = !s.active[i]
-				next[i], pending[i] = w.nextChange(at, s.active[i])
-				if by == nil {
-					by = w
-				}
+			if s.pending[i] && !s.next[i].After(at) {
+				s.active[i] = w.activeAt(at)
+				s.next[i], s.pending[i] = w.nextChange(at, s.active[i])
 			}
 		}
 		if nowOpen, _ := s.decide(); nowOpen != open {
-			return first, &at, by
+			return first, &at, cause
 		}
 	}
 	return first, nil, nil
+}
+
+// maxJumps bounds walk; each jump passes at least one window boundary.
+const maxJumps = 1024
+
+// earliestFlip is the earliest instant at which the state, open or not, could flip given the
+// windows' next changes: before it the rule that decides now keeps deciding the same way.
+// It reports false when nothing pending can flip the state.
+func (s *state) earliestFlip(open bool) (time.Time, *window, bool) {
+	if s.overrideOn {
+		return s.spec.Override.Until.UTC(), nil, true
+	}
+	var at time.Time
+	var cause *window
+	found := false
+	consider := func(i int, latest bool) {
+		if !found || (latest && s.next[i].After(at)) || (!latest && s.next[i].Before(at)) {
+			at, cause, found = s.next[i], s.windows[i], true
+		}
+	}
+	if !open {
+		freeze := false
+		for i, w := range s.windows {
+			if w.closes() && s.active[i] {
+				// Closed by windows: every active freeze must end first.
+				if !s.pending[i] {
+					return time.Time{}, nil, false
+				}
+				freeze = true
+				consider(i, true)
+			}
+		}
+		if freeze {
+			return at, cause, true
+		}
+		// Closed outside the open windows: one of them must start.
+		for i, w := range s.windows {
+			if !w.closes() && s.pending[i] {
+				consider(i, false)
+			}
+		}
+		return at, cause, found
+	}
+
+	// Open: a freeze may start, or every active open window may end.
+	var ends time.Time
+	var endCause *window
+	endsKnown, endless := false, false
+	for i, w := range s.windows {
+		switch {
+		case w.closes() && s.pending[i]:
+			consider(i, false)
+		case !w.closes() && s.active[i] && !s.pending[i]:
+			endless = true
+		case !w.closes() && s.active[i] && (!endsKnown || s.next[i].After(ends)):
+			ends, endCause, endsKnown = s.next[i], w, true
+		}
+	}
+	if endsKnown && !endless && (!found || ends.Before(at)) {
+		at, cause, found = ends, endCause, true
+	}
+	return at, cause, found
 }
 
 // message explains d. Times of window changes are shown in the zone of the window that changes.

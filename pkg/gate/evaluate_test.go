@@ -239,3 +239,31 @@ func TestNextTransitionIsExact(t *testing.T) {
 		})
 	}
 }
+
+func TestEvaluateFindsTheEndOfALongFreezeFullOfOpenWindows(t *testing.T) {
+	// Thirty seconds open at the start of every minute, inside a freeze of three weeks: tens of
+	// thousands of window boundaries pass before the state can flip.
+	spec := gatingv1alpha1.GateSpec{Windows: []gatingv1alpha1.GateWindow{
+		windowSpec("* * * * *", london, 30*time.Second, gatingv1alpha1.StateOpen),
+		windowSpec("0 0 1 6 *", london, 21*24*time.Hour, gatingv1alpha1.StateClosed),
+	}}
+	d := Evaluate(spec, at(t, "2025-06-03T12:00:10+01:00"))
+	assert.False(t, d.Open)
+	require.NotNil(t, d.NextTransition)
+	assert.True(t, at(t, "2025-06-22T00:00:00+01:00").Equal(*d.NextTransition), "got %s", d.NextTransition)
+	require.NotNil(t, d.NextEvaluation)
+	assert.True(t, at(t, "2025-06-03T12:00:30+01:00").Equal(*d.NextEvaluation), "the open window closing changes nothing visible but is the next boundary")
+}
+
+func TestEvaluateReportsOverrideExpiryUnderAManualClose(t *testing.T) {
+	now := at(t, "2025-06-14T12:00:00+01:00")
+	until := now.Add(2 * time.Hour)
+	spec := gatingv1alpha1.GateSpec{Closed: true, Override: override(gatingv1alpha1.StateOpen, until, "hotfix")}
+	d := Evaluate(spec, now)
+	assert.False(t, d.Open)
+	assert.Nil(t, d.NextTransition, "nothing reopens a gate closed by hand")
+	require.NotNil(t, d.NextEvaluation)
+	assert.True(t, until.Equal(*d.NextEvaluation))
+	assert.False(t, d.OverrideExpired)
+	assert.True(t, Evaluate(spec, until).OverrideExpired)
+}

@@ -75,7 +75,7 @@ func (w *window) name() string {
 	if w.spec.Description != "" {
 		return fmt.Sprintf("window %q", w.spec.Description)
 	}
-	return fmt.Sprintf("window %d (%q in %s)", w.index, w.spec.Schedule, w.loc)
+	return fmt.Sprintf("spec.windows[%d] (%q in %s)", w.index, w.spec.Schedule, w.loc)
 }
 
 // coveringStart is the latest start whose window covers wall time at.

@@ -195,6 +195,14 @@ func TestCacheIsRecentlyUsedNotFirstIn(t *testing.T) {
 	assert.Same(t, a1, a2)
 }
 
+func TestCacheKeepsCompileErrors(t *testing.T) {
+	c := newTestCompiler(t)
+	_, err1 := c.Compile("stauts.ready")
+	_, err2 := c.Compile("stauts.ready")
+	require.Error(t, err1)
+	assert.Same(t, err1, err2, "a bad expression is compiled once, not on every reconcile")
+}
+
 func TestCacheDisabledCompilesEachTime(t *testing.T) {
 	c := newTestCompiler(t, WithCacheSize(0))
 	a1, _ := c.Compile("has(self.a)")

@@ -30,7 +30,8 @@ const SelfVariable = "self"
 // controller reports as Stalled instead of evaluating them on every object.
 var DefaultVariables = []string{"apiVersion", "kind", "metadata", "spec", "status"}
 
-// stringsVersion is the newest ext.Strings version that cel-go v0.26 ships.
+// stringsVersion pins ext.Strings so that a cel-go upgrade cannot change the
+// meaning of expressions users already wrote.
 const stringsVersion = 4
 
 func newEnv(variables []string, maxExpressionSize int) (*celgo.Env, error) {

@@ -141,9 +141,13 @@ func NewLimiter(l Limits) *Limiter {
 
 // NewLimiterWithClock returns a Limiter whose pauses follow clock.
 func NewLimiterWithClock(l Limits, clock Clock) *Limiter {
-	lim := &Limiter{bucket: rate.NewLimiter(rate.Inf, 0), clock: clock}
-	lim.SetLimits(l)
-	return lim
+	l = normalise(l)
+	r := rate.Inf
+	if l.QPS > 0 {
+		r = rate.Limit(l.QPS)
+	}
+	// A new bucket starts full: a fresh process may send a burst at once.
+	return &Limiter{bucket: rate.NewLimiter(r, l.Burst), clock: clock}
 }
 
 // SetLimits changes the bucket, for example after the ScmProvider's spec.rateLimit changed.

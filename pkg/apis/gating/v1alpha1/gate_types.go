@@ -58,12 +58,13 @@ type GateSpec struct {
 	Closed bool `json:"closed,omitempty"`
 
 	// Message is a short human note on why the gate is closed or open, e.g. "release 1.4 sign-off pending".
-	// It is shown in status when spec.closed decides the state.
+	// It is shown in status when spec.closed decides the state (reasons Manual and Default).
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Message string `json:"message,omitempty"`
 
-	// Suspend freezes the gate: its state is not recomputed while suspended, and status says so.
+	// Suspend freezes the gate: while suspended its open/closed state is kept as it was, neither
+	// windows nor overrides change it, and status says it is suspended.
 	// The annotation reconcile.fluxcd.io/suspended has the same effect and carries a reason.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
@@ -155,11 +156,15 @@ type GateTransition struct {
 
 // HeldObject is an object the gate currently holds.
 type HeldObject struct {
+	// APIVersion of the held object, e.g. kustomize.toolkit.fluxcd.io/v1.
 	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
+	// Kind of the held object, e.g. Kustomization.
+	Kind string `json:"kind"`
+	// Namespace of the held object; empty for cluster-scoped objects.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
+	// Name of the held object.
+	Name string `json:"name"`
 }
 
 // GateStatus is the observed state of a Gate.

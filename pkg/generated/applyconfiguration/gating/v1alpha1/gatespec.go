@@ -36,9 +36,10 @@ type GateSpecApplyConfiguration struct {
 	// whatever the windows and the override say. Opening or closing is a plain spec update.
 	Closed *bool `json:"closed,omitempty"`
 	// Message is a short human note on why the gate is closed or open, e.g. "release 1.4 sign-off pending".
-	// It is shown in status when spec.closed decides the state.
+	// It is shown in status when spec.closed decides the state (reasons Manual and Default).
 	Message *string `json:"message,omitempty"`
-	// Suspend freezes the gate: its state is not recomputed while suspended, and status says so.
+	// Suspend freezes the gate: while suspended its open/closed state is kept as it was, neither
+	// windows nor overrides change it, and status says it is suspended.
 	// The annotation reconcile.fluxcd.io/suspended has the same effect and carries a reason.
 	Suspend *bool `json:"suspend,omitempty"`
 	// Windows are recurring time windows. An active closed window closes the gate (a freeze);

@@ -23,10 +23,14 @@ package v1alpha1
 //
 // HeldObject is an object the gate currently holds.
 type HeldObjectApplyConfiguration struct {
+	// APIVersion of the held object, e.g. kustomize.toolkit.fluxcd.io/v1.
 	APIVersion *string `json:"apiVersion,omitempty"`
-	Kind       *string `json:"kind,omitempty"`
-	Namespace  *string `json:"namespace,omitempty"`
-	Name       *string `json:"name,omitempty"`
+	// Kind of the held object, e.g. Kustomization.
+	Kind *string `json:"kind,omitempty"`
+	// Namespace of the held object; empty for cluster-scoped objects.
+	Namespace *string `json:"namespace,omitempty"`
+	// Name of the held object.
+	Name *string `json:"name,omitempty"`
 }
 
 // HeldObjectApplyConfiguration constructs a declarative configuration of the HeldObject type for use with

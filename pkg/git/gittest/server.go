@@ -1,0 +1,185 @@
+// Package gittest serves real git repositories from the test process, over smart HTTP and SSH,
+// with go-git's server side: no git binary is needed. On top of go-git it does what a real git
+// server does and go-git's server leaves out: it honours the client's "have" lines, so fetches
+// are incremental, and it updates refs as compare-and-swap, so a push whose old value is stale is
+// rejected the way git rejects it ("cannot lock ref").
+package gittest
+
+import (
+	"compress/gzip"
+	"crypto/subtle"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+)
+
+// Server holds bare repositories in a temporary folder and serves them.
+type Server struct {
+	root string
+	http *httptest.Server
+	user string
+	pass string
+
+	mu         sync.Mutex
+	locks      map[string]*sync.Mutex
+	beforeLock func(repo string)
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithBasicAuth makes every HTTP request require these credentials.
+func WithBasicAuth(user, password string) Option {
+	return func(s *Server) { s.user, s.pass = user, password }
+}
+
+// NewServer starts an HTTP server for a new, empty set of repositories. It stops with the test.
+func NewServer(tb testing.TB, opts ...Option) *Server {
+	tb.Helper()
+	s := &Server{root: tb.TempDir(), locks: map[string]*sync.Mutex{}}
+	for _, o := range opts {
+		o(s)
+	}
+	s.http = httptest.NewServer(s)
+	tb.Cleanup(s.http.Close)
+	return s
+}
+
+// URL is the HTTP clone URL of the repository name.
+func (s *Server) URL(name string) string {
+	return s.http.URL + "/" + name + ".git"
+}
+
+// BeforeRefUpdate installs f, called by every push after the client has read the refs and before
+// the server takes its ref lock. A test moves a branch from f to lose a race on purpose.
+func (s *Server) BeforeRefUpdate(f func(repo string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beforeLock = f
+}
+
+var repoName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// CreateRepo initialises an empty bare repository served as name.
+func (s *Server) CreateRepo(tb testing.TB, name string) *Repo {
+	tb.Helper()
+	if !repoName.MatchString(name) || strings.HasPrefix(name, ".") {
+		tb.Fatalf("repository name %q must be a plain name", name)
+	}
+	dir := filepath.Join(s.root, name+".git")
+	if _, err := gogit.PlainInit(dir, true); err != nil {
+		tb.Fatalf("init %s: %v", dir, err)
+	}
+	return &Repo{Name: name, Dir: dir, srv: s}
+}
+
+// Repo returns the served repository name, which must exist.
+func (s *Server) Repo(tb testing.TB, name string) *Repo {
+	tb.Helper()
+	dir, err := s.repoDir(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Repo{Name: name, Dir: dir, srv: s}
+}
+
+func (s *Server) repoDir(name string) (string, error) {
+	if !repoName.MatchString(name) || strings.HasPrefix(name, ".") {
+		return "", transport.ErrRepositoryNotFound
+	}
+	dir := filepath.Join(s.root, name+".git")
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
+		return "", transport.ErrRepositoryNotFound
+	}
+	return dir, nil
+}
+
+// lock serialises every ref update of one repository, like git's ref lock files.
+func (s *Server) lock(repo string) func() {
+	s.mu.Lock()
+	l, ok := s.locks[repo]
+	if !ok {
+		l = &sync.Mutex{}
+		s.locks[repo] = l
+	}
+	s.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+func (s *Server) hook(repo string) {
+	s.mu.Lock()
+	f := s.beforeLock
+	s.mu.Unlock()
+	if f != nil {
+		f(repo)
+	}
+}
+
+// ServeHTTP implements git's smart HTTP protocol (stateless RPC).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.user != "" || s.pass != "" {
+		u, p, ok := r.BasicAuth()
+		if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(s.user)) != 1 ||
+			subtle.ConstantTimeCompare([]byte(p), []byte(s.pass)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="gittest"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+	}
+	name, action, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), ".git/")
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	dir, err := s.repoDir(name)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	body := io.Reader(r.Body)
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		gz, err := gzip.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		defer gz.Close()
+		body = gz
+	}
+
+	switch {
+	case r.Method == http.MethodGet && action == "info/refs":
+		service := r.URL.Query().Get("service")
+		if service != transport.UploadPackServiceName && service != transport.ReceivePackServiceName {
+			http.Error(w, "only the smart protocol is served", http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Content-Type", fmt.Sprintf("application/x-%s-advertisement", service))
+		w.Header().Set("Cache-Control", "no-cache")
+		err = advertise(dir, service, w, true)
+	case r.Method == http.MethodPost && action == transport.UploadPackServiceName:
+		w.Header().Set("Content-Type", "application/x-git-upload-pack-result")
+		err = uploadPack(r.Context(), dir, body, w)
+	case r.Method == http.MethodPost && action == transport.ReceivePackServiceName:
+		w.Header().Set("Content-Type", "application/x-git-receive-pack-result")
+		err = s.receivePack(r.Context(), name, dir, body, w)
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		// The status line is already sent; the client sees a broken stream.
+		fmt.Fprintf(os.Stderr, "gittest: %s %s: %v\n", r.Method, r.URL.Path, err)
+	}
+}

@@ -1,0 +1,221 @@
+package gitea
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	sdk "code.gitea.io/sdk/gitea"
+
+	"github.com/sluicehq/sluice/pkg/scm"
+)
+
+// Listing open pull requests is bounded: Gitea's list cannot filter by head branch.
+const (
+	pullsPageSize = 50
+	maxPullsPages = 20
+)
+
+func prOp(verb string, repo scm.Repository, number int64) string {
+	return fmt.Sprintf("%s pull request #%d in %s", verb, number, repo)
+}
+
+// CreatePullRequest implements scm.PullRequests.
+func (p *Provider) CreatePullRequest(c context.Context, repo scm.Repository, pr scm.NewPullRequest) (*scm.PullRequest, error) {
+	op := fmt.Sprintf("create pull request %s -> %s in %s", pr.Head, pr.Base, repo)
+	if err := repo.Validate(); err != nil {
+		return nil, p.invalid(op, err)
+	}
+	if err := pr.Validate(); err != nil {
+		return nil, p.invalid(op, err)
+	}
+	api, err := p.api(c)
+	if err != nil {
+		return nil, p.fail(op, nil, err)
+	}
+	created, resp, err := api.CreatePullRequest(repo.Owner, repo.Name, sdk.CreatePullRequestOption{
+		Head:  pr.Head,
+		Base:  pr.Base,
+		Title: pr.Title,
+		Body:  pr.Body,
+	})
+	if err != nil {
+		return nil, p.fail(op, resp, err)
+	}
+	return fromGitea(created), nil
+}
+
+// UpdatePullRequest implements scm.PullRequests.
+func (p *Provider) UpdatePullRequest(c context.Context, repo scm.Repository, number int64, title, body string) (*scm.PullRequest, error) {
+	op := prOp("update", repo, number)
+	if err := repo.Validate(); err != nil {
+		return nil, p.invalid(op, err)
+	}
+	if title == "" {
+		return nil, p.invalid(op, errors.New("pull request title is empty"))
+	}
+	api, err := p.api(c)
+	if err != nil {
+		return nil, p.fail(op, nil, err)
+	}
+	updated, resp, err := api.EditPullRequest(repo.Owner, repo.Name, number, sdk.EditPullRequestOption{
+		Title: title,
+		Body:  &body,
+	})
+	if err != nil {
+		return nil, p.fail(op, resp, err)
+	}
+	return fromGitea(updated), nil
+}
+
+// FindOpenPullRequest implements scm.PullRequests. Gitea's lookup by base and head returns
+// closed pull requests too, so open ones are listed and matched here.
+func (p *Provider) FindOpenPullRequest(c context.Context, repo scm.Repository, head, base string) (*scm.PullRequest, error) {
+	op := fmt.Sprintf("find the open pull request %s -> %s in %s", head, base, repo)
+	if err := repo.Validate(); err != nil {
+		return nil, p.invalid(op, err)
+	}
+	api, err := p.api(c)
+	if err != nil {
+		return nil, p.fail(op, nil, err)
+	}
+	for page := 1; page <= maxPullsPages; page++ {
+		prs, resp, err := api.ListRepoPullRequests(repo.Owner, repo.Name, sdk.ListPullRequestsOptions{
+			ListOptions: sdk.ListOptions{Page: page, PageSize: pullsPageSize},
+			State:       sdk.StateOpen,
+		})
+		if err != nil {
+			return nil, p.fail(op, resp, err)
+		}
+		for _, pr := range prs {
+			if pr != nil && pr.Head != nil && pr.Base != nil && pr.Head.Ref == head && pr.Base.Ref == base &&
+				pr.State == sdk.StateOpen && pr.Head.RepoID == pr.Base.RepoID {
+				return fromGitea(pr), nil
+			}
+		}
+		if len(prs) < pullsPageSize {
+			break
+		}
+	}
+	return nil, nil
+}
+
+// GetPullRequest implements scm.PullRequests.
+func (p *Provider) GetPullRequest(c context.Context, repo scm.Repository, number int64) (*scm.PullRequest, error) {
+	op := prOp("get", repo, number)
+	if err := repo.Validate(); err != nil {
+		return nil, p.invalid(op, err)
+	}
+	api, err := p.api(c)
+	if err != nil {
+		return nil, p.fail(op, nil, err)
+	}
+	pr, resp, err := api.GetPullRequest(repo.Owner, repo.Name, number)
+	if err != nil {
+		return nil, p.fail(op, resp, err)
+	}
+	return fromGitea(pr), nil
+}
+
+// MergePullRequest implements scm.PullRequests. Gitea enforces the expected head with
+// head_commit_id. Its 405 and 409 answers cover several causes and the SDK drops their text, so a
+// refusal is explained by reading the pull request once.
+func (p *Provider) MergePullRequest(c context.Context, repo scm.Repository, number int64, opts scm.MergeOptions) (*scm.MergeResult, error) {
+	op := prOp("merge", repo, number)
+	if err := repo.Validate(); err != nil {
+		return nil, p.invalid(op, err)
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, p.invalid(op, err)
+	}
+	api, err := p.api(c)
+	if err != nil {
+		return nil, p.fail(op, nil, err)
+	}
+	style := sdk.MergeStyleMerge
+	switch opts.Method {
+	case scm.MergeMethodSquash:
+		style = sdk.MergeStyleSquash
+	case scm.MergeMethodRebase:
+		style = sdk.MergeStyleRebase
+	}
+	merged, resp, err := api.MergePullRequest(repo.Owner, repo.Name, number, sdk.MergePullRequestOption{
+		Style:        style,
+		Title:        opts.CommitTitle,
+		Message:      opts.CommitMessage,
+		HeadCommitId: opts.ExpectedHeadSHA,
+	})
+	if err != nil {
+		return nil, p.fail(op, resp, err)
+	}
+	if merged {
+		after, getErr := p.GetPullRequest(c, repo, number)
+		if getErr != nil {
+			// The merge happened; only the merge commit id is unknown.
+			return &scm.MergeResult{}, nil
+		}
+		return &scm.MergeResult{MergeCommitSHA: after.MergeCommitSHA}, nil
+	}
+	refused := p.fail(op, resp, fmt.Errorf("%s answered %s", p.name, statusText(resp)))
+	switch refused.StatusCode {
+	case http.StatusMethodNotAllowed, http.StatusConflict, http.StatusNotFound:
+		current, getErr := p.GetPullRequest(c, repo, number)
+		if getErr != nil {
+			return nil, refused
+		}
+		return scm.ExplainRefusedMerge(p.name, op, current, opts.ExpectedHeadSHA, refused)
+	}
+	return nil, refused
+}
+
+func statusText(resp *sdk.Response) string {
+	if resp == nil || resp.Response == nil {
+		return "nothing"
+	}
+	return resp.Status
+}
+
+// ClosePullRequest implements scm.PullRequests.
+func (p *Provider) ClosePullRequest(c context.Context, repo scm.Repository, number int64) error {
+	op := prOp("close", repo, number)
+	if err := repo.Validate(); err != nil {
+		return p.invalid(op, err)
+	}
+	api, err := p.api(c)
+	if err != nil {
+		return p.fail(op, nil, err)
+	}
+	closed := sdk.StateClosed
+	_, resp, err := api.EditPullRequest(repo.Owner, repo.Name, number, sdk.EditPullRequestOption{State: &closed})
+	if err != nil {
+		return p.fail(op, resp, err)
+	}
+	return nil
+}
+
+func fromGitea(pr *sdk.PullRequest) *scm.PullRequest {
+	out := &scm.PullRequest{
+		Number: pr.Index,
+		Title:  pr.Title,
+		Body:   pr.Body,
+		URL:    pr.HTMLURL,
+		State:  scm.PullRequestOpen,
+	}
+	if pr.Head != nil {
+		out.Head, out.HeadSHA = pr.Head.Ref, pr.Head.Sha
+	}
+	if pr.Base != nil {
+		out.Base = pr.Base.Ref
+	}
+	switch {
+	case pr.HasMerged:
+		out.State = scm.PullRequestMerged
+		if pr.MergedCommitID != nil {
+			out.MergeCommitSHA = *pr.MergedCommitID
+		}
+	case pr.State == sdk.StateClosed:
+		out.State = scm.PullRequestClosed
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+package gitea
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	sdk "code.gitea.io/sdk/gitea"
+
+	"github.com/sluicehq/sluice/pkg/scm"
+)
+
+func statusOp(verb string, repo scm.Repository, sha, name string) string {
+	return fmt.Sprintf("%s commit status %q on %s@%s", verb, name, repo, scm.ShortSHA(sha))
+}
+
+// SetCommitStatus implements scm.CommitStatuses.
+func (p *Provider) SetCommitStatus(c context.Context, repo scm.Repository, st scm.CommitStatus) (scm.CommitStatus, error) {
+	op := statusOp("set", repo, st.SHA, st.Name)
+	if err := repo.Validate(); err != nil {
+		return st, p.invalid(op, err)
+	}
+	if err := st.Validate(); err != nil {
+		return st, p.invalid(op, err)
+	}
+	api, err := p.api(c)
+	if err != nil {
+		return st, p.fail(op, nil, err)
+	}
+	created, resp, err := api.CreateStatus(repo.Owner, repo.Name, st.SHA, sdk.CreateStatusOption{
+		State:       sdk.StatusState(st.State),
+		TargetURL:   st.TargetURL,
+		Description: st.Description,
+		Context:     st.Name,
+	})
+	if err != nil {
+		return st, p.fail(op, resp, err)
+	}
+	st.ProviderID = strconv.FormatInt(created.ID, 10)
+	return st, nil
+}
+
+// GetCommitStatus implements scm.CommitStatuses, from the combined status, which holds the latest
+// status of each context.
+func (p *Provider) GetCommitStatus(c context.Context, repo scm.Repository, sha, name string) (*scm.CommitStatus, error) {
+	op := statusOp("get", repo, sha, name)
+	if err := repo.Validate(); err != nil {
+		return nil, p.invalid(op, err)
+	}
+	if err := scm.ValidateSHA(sha); err != nil {
+		return nil, p.invalid(op, err)
+	}
+	api, err := p.api(c)
+	if err != nil {
+		return nil, p.fail(op, nil, err)
+	}
+	combined, resp, err := api.GetCombinedStatus(repo.Owner, repo.Name, sha)
+	if err != nil {
+		return nil, p.fail(op, resp, err)
+	}
+	var latest *sdk.Status
+	for _, s := range combined.Statuses {
+		if s != nil && s.Context == name && (latest == nil || s.ID > latest.ID) {
+			latest = s
+		}
+	}
+	if latest == nil {
+		return nil, nil
+	}
+	return &scm.CommitStatus{
+		SHA:         sha,
+		Name:        name,
+		State:       stateFromGitea(latest.State),
+		Description: latest.Description,
+		TargetURL:   latest.TargetURL,
+		ProviderID:  strconv.FormatInt(latest.ID, 10),
+	}, nil
+}
+
+func stateFromGitea(s sdk.StatusState) scm.StatusState {
+	switch s {
+	case sdk.StatusSuccess:
+		return scm.StatusSuccess
+	case sdk.StatusFailure, sdk.StatusError, sdk.StatusWarning:
+		return scm.StatusFailure
+	}
+	return scm.StatusPending
+}
