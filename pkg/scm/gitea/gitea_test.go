@@ -251,6 +251,18 @@ func TestMergeRefusalsAreExplained(t *testing.T) {
 	}
 }
 
+func TestMergeWhileGiteaIsStillCheckingIsTransient(t *testing.T) {
+	srv, p := newFake(t, Name)
+	srv.Mux.HandleFunc("POST "+api+"/pulls/3/merge", func(w http.ResponseWriter, _ *http.Request) {
+		giteaError(w, http.StatusMethodNotAllowed, "Please try again later")
+	})
+	_, err := p.MergePullRequest(context.Background(), repo, 3, scm.MergeOptions{ExpectedHeadSHA: sha})
+	require.Error(t, err)
+	assert.Equal(t, scm.KindTransient, scm.KindOf(err))
+	assert.Contains(t, err.Error(), "still checking")
+	assert.Len(t, srv.Requests(), 1)
+}
+
 func TestNewNeedsBaseURLAndToken(t *testing.T) {
 	_, err := NewProvider(Name, scm.Config{Key: "a/b", Credentials: scm.Credentials{Token: token}})
 	require.ErrorContains(t, err, "baseURL is required")

@@ -1,10 +1,15 @@
 package gitea
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"strings"
 
 	sdk "code.gitea.io/sdk/gitea"
 
@@ -119,8 +124,11 @@ func (p *Provider) GetPullRequest(c context.Context, repo scm.Repository, number
 }
 
 // MergePullRequest implements scm.PullRequests. Gitea enforces the expected head with
-// head_commit_id. Its 405 and 409 answers cover several causes and the SDK drops their text, so a
-// refusal is explained by reading the pull request once.
+// head_commit_id (409 "head out of date").
+//
+// The request is sent directly rather than through the SDK, whose merge call drops Gitea's
+// explanation: a 405 means "still checking mergeability, try again later" as well as "already
+// merged" or "not allowed", and only the message tells a transient refusal from a final one.
 func (p *Provider) MergePullRequest(c context.Context, repo scm.Repository, number int64, opts scm.MergeOptions) (*scm.MergeResult, error) {
 	op := prOp("merge", repo, number)
 	if err := repo.Validate(); err != nil {
@@ -129,10 +137,6 @@ func (p *Provider) MergePullRequest(c context.Context, repo scm.Repository, numb
 	if err := opts.Validate(); err != nil {
 		return nil, p.invalid(op, err)
 	}
-	api, err := p.api(c)
-	if err != nil {
-		return nil, p.fail(op, nil, err)
-	}
 	style := sdk.MergeStyleMerge
 	switch opts.Method {
 	case scm.MergeMethodSquash:
@@ -140,16 +144,16 @@ func (p *Provider) MergePullRequest(c context.Context, repo scm.Repository, numb
 	case scm.MergeMethodRebase:
 		style = sdk.MergeStyleRebase
 	}
-	merged, resp, err := api.MergePullRequest(repo.Owner, repo.Name, number, sdk.MergePullRequestOption{
+	status, message, resp, err := p.postMerge(c, repo, number, sdk.MergePullRequestOption{
 		Style:        style,
 		Title:        opts.CommitTitle,
 		Message:      opts.CommitMessage,
 		HeadCommitId: opts.ExpectedHeadSHA,
 	})
 	if err != nil {
-		return nil, p.fail(op, resp, err)
+		return nil, p.fail(op, nil, err)
 	}
-	if merged {
+	if status == http.StatusOK {
 		after, getErr := p.GetPullRequest(c, repo, number)
 		if getErr != nil {
 			// The merge happened; only the merge commit id is unknown.
@@ -157,8 +161,12 @@ func (p *Provider) MergePullRequest(c context.Context, repo scm.Repository, numb
 		}
 		return &scm.MergeResult{MergeCommitSHA: after.MergeCommitSHA}, nil
 	}
-	refused := p.fail(op, resp, fmt.Errorf("%s answered %s", p.name, statusText(resp)))
-	switch refused.StatusCode {
+	refused := scm.Classify(scm.Failure{Provider: p.name, Op: op, Response: resp, ServerMessage: message}, p.redactor)
+	if status == http.StatusMethodNotAllowed && strings.Contains(strings.ToLower(message), "try again later") {
+		return nil, scm.NewError(p.name, op, scm.KindTransient, status, fmt.Sprintf(
+			"%s is still checking whether pull request #%d can be merged; will retry", p.name, number), refused)
+	}
+	switch status {
 	case http.StatusMethodNotAllowed, http.StatusConflict, http.StatusNotFound:
 		current, getErr := p.GetPullRequest(c, repo, number)
 		if getErr != nil {
@@ -169,11 +177,37 @@ func (p *Provider) MergePullRequest(c context.Context, repo scm.Repository, numb
 	return nil, refused
 }
 
-func statusText(resp *sdk.Response) string {
-	if resp == nil || resp.Response == nil {
-		return "nothing"
+// postMerge sends POST /repos/{owner}/{repo}/pulls/{index}/merge and returns the status and
+// Gitea's message.
+func (p *Provider) postMerge(c context.Context, repo scm.Repository, number int64, opt sdk.MergePullRequestOption) (int, string, *http.Response, error) {
+	body, err := json.Marshal(opt)
+	if err != nil {
+		return 0, "", nil, err
 	}
-	return resp.Status
+	u := fmt.Sprintf("%s/api/v1/repos/%s/%s/pulls/%d/merge", strings.TrimSuffix(p.baseURL, "/"),
+		url.PathEscape(repo.Owner), url.PathEscape(repo.Name), number)
+	req, err := http.NewRequestWithContext(c, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "token "+p.token)
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return 0, "", nil, err
+	}
+	var answer struct {
+		Message string `json:"message"`
+	}
+	if resp.StatusCode != http.StatusOK && json.Unmarshal(data, &answer) != nil {
+		answer.Message = strings.TrimSpace(string(data))
+	}
+	return resp.StatusCode, answer.Message, resp, nil
 }
 
 // ClosePullRequest implements scm.PullRequests.

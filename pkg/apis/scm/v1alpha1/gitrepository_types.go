@@ -20,7 +20,7 @@ const (
 
 // GitRepositorySpec is the desired state of a GitRepository.
 //
-// +kubebuilder:validation:XValidation:rule="self.url.startsWith('https://') || self.url.startsWith('ssh://') || self.url.matches('^[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/-]+$') || (self.url.startsWith('http://') && has(self.allowInsecureLoopbackHTTP) && self.allowInsecureLoopbackHTTP && isURL(self.url) && (url(self.url).getHostname() == 'localhost' || (isIP(url(self.url).getHostname()) && ip(url(self.url).getHostname()).isLoopback())))",message="url must be https://…, ssh://… or user@host:path; http is accepted only for a loopback host with allowInsecureLoopbackHTTP: true"
+// +kubebuilder:validation:XValidation:rule="self.url.startsWith('https://') || self.url.startsWith('ssh://') || self.url.matches('^[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/-]+$') || (has(self.allowInsecureLoopbackHTTP) && self.allowInsecureLoopbackHTTP && self.url.matches('^http://(localhost|127[.][0-9.]+|[[]::1[]])(:[0-9]+)?(/|$)'))",message="url must be https://…, ssh://… or user@host:path; http is accepted only for a loopback host with allowInsecureLoopbackHTTP: true"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || (self.auth.type == 'ssh') == !self.url.matches('^https?://')",message="auth.type ssh needs an ssh URL, and token or basic auth needs an https URL"
 type GitRepositorySpec struct {
 	// URL git clones from and pushes to: https://host/owner/name.git, ssh://git@host/owner/name.git

@@ -28,7 +28,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!(self.type in ['gitea', 'forgejo']) || has(self.baseURL)",message="baseURL is required for gitea and forgejo"
 // +kubebuilder:validation:XValidation:rule="self.type != 'git' || !has(self.baseURL)",message="baseURL has no meaning for type git, which has no SCM API"
 // +kubebuilder:validation:XValidation:rule="!has(self.githubApp) || self.type == 'github'",message="githubApp applies only to type github"
-// +kubebuilder:validation:XValidation:rule="!has(self.baseURL) || url(self.baseURL).getScheme() == 'https' || (url(self.baseURL).getScheme() == 'http' && has(self.allowInsecureLoopbackHTTP) && self.allowInsecureLoopbackHTTP && (url(self.baseURL).getHostname() == 'localhost' || (isIP(url(self.baseURL).getHostname()) && ip(url(self.baseURL).getHostname()).isLoopback())))",message="baseURL must use https; http is accepted only for a loopback host with allowInsecureLoopbackHTTP: true"
+// +kubebuilder:validation:XValidation:rule="!has(self.baseURL) || self.baseURL.startsWith('https://') || (has(self.allowInsecureLoopbackHTTP) && self.allowInsecureLoopbackHTTP && self.baseURL.matches('^http://(localhost|127[.][0-9.]+|[[]::1[]])(:[0-9]+)?(/|$)'))",message="baseURL must use https; http is accepted only for a loopback host with allowInsecureLoopbackHTTP: true"
 type ScmProviderSpec struct {
 	// Type of the SCM: github, gitlab, gitea, forgejo, or git for plain git hosting without an SCM API.
 	Type ScmProviderType `json:"type"`
