@@ -1,18 +1,19 @@
-// Command gate-controller runs the Sluice gate controller.
+// Command gate-controller runs the Sluice gate controller: Gates with time windows and
+// overrides, holding the Flux and Sluice objects that reference them while they are closed.
 package main
 
 import (
 	"flag"
 	"os"
 
+	"github.com/sluicehq/sluice/gate-controller/internal/setup"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 )
 
 func main() {
-	os.Exit(manager.Main("gate-controller", flag.CommandLine, os.Args[1:], setup))
-}
-
-// setup registers this controller's reconcilers.
-func setup(m *manager.Manager) error {
-	return nil
+	var cfg setup.Config
+	cfg.AddFlags(flag.CommandLine)
+	os.Exit(manager.Main("gate-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
+		return setup.Setup(m, cfg)
+	}))
 }

@@ -21,9 +21,11 @@ package applyconfiguration
 import (
 	v1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
 	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	healthv1alpha1 "github.com/sluicehq/sluice/pkg/apis/health/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/commitstatus/v1alpha1"
 	applyconfigurationgatingv1alpha1 "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/gating/v1alpha1"
+	applyconfigurationhealthv1alpha1 "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/health/v1alpha1"
 	internal "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/internal"
 	applyconfigurationscmv1alpha1 "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/scm/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -60,6 +62,36 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationgatingv1alpha1.GateWindowApplyConfiguration{}
 	case gatingv1alpha1.SchemeGroupVersion.WithKind("HeldObject"):
 		return &applyconfigurationgatingv1alpha1.HeldObjectApplyConfiguration{}
+
+		// Group=health.sluice.dev, Version=v1alpha1
+	case healthv1alpha1.SchemeGroupVersion.WithKind("CommitStatusPublication"):
+		return &applyconfigurationhealthv1alpha1.CommitStatusPublicationApplyConfiguration{}
+	case healthv1alpha1.SchemeGroupVersion.WithKind("CustomHealthCheck"):
+		return &applyconfigurationhealthv1alpha1.CustomHealthCheckApplyConfiguration{}
+	case healthv1alpha1.SchemeGroupVersion.WithKind("HealthCheck"):
+		return &applyconfigurationhealthv1alpha1.HealthCheckApplyConfiguration{}
+	case healthv1alpha1.SchemeGroupVersion.WithKind("HealthCheckSpec"):
+		return &applyconfigurationhealthv1alpha1.HealthCheckSpecApplyConfiguration{}
+	case healthv1alpha1.SchemeGroupVersion.WithKind("HealthCheckStatus"):
+		return &applyconfigurationhealthv1alpha1.HealthCheckStatusApplyConfiguration{}
+	case healthv1alpha1.SchemeGroupVersion.WithKind("HealthCounts"):
+		return &applyconfigurationhealthv1alpha1.HealthCountsApplyConfiguration{}
+	case healthv1alpha1.SchemeGroupVersion.WithKind("KindSelector"):
+		return &applyconfigurationhealthv1alpha1.KindSelectorApplyConfiguration{}
+	case healthv1alpha1.SchemeGroupVersion.WithKind("ObjectReference"):
+		return &applyconfigurationhealthv1alpha1.ObjectReferenceApplyConfiguration{}
+	case healthv1alpha1.SchemeGroupVersion.WithKind("PublishedCommitStatus"):
+		return &applyconfigurationhealthv1alpha1.PublishedCommitStatusApplyConfiguration{}
+	case healthv1alpha1.SchemeGroupVersion.WithKind("RepositoryReference"):
+		return &applyconfigurationhealthv1alpha1.RepositoryReferenceApplyConfiguration{}
+	case healthv1alpha1.SchemeGroupVersion.WithKind("ResourceHealth"):
+		return &applyconfigurationhealthv1alpha1.ResourceHealthApplyConfiguration{}
+	case healthv1alpha1.SchemeGroupVersion.WithKind("RevisionSource"):
+		return &applyconfigurationhealthv1alpha1.RevisionSourceApplyConfiguration{}
+	case healthv1alpha1.SchemeGroupVersion.WithKind("SourceReference"):
+		return &applyconfigurationhealthv1alpha1.SourceReferenceApplyConfiguration{}
+	case healthv1alpha1.SchemeGroupVersion.WithKind("Target"):
+		return &applyconfigurationhealthv1alpha1.TargetApplyConfiguration{}
 
 		// Group=scm.sluice.dev, Version=v1alpha1
 	case scmv1alpha1.SchemeGroupVersion.WithKind("CABundleReference"):

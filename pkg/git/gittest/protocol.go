@@ -61,11 +61,12 @@ func advertise(dir, service string, w io.Writer, httpPrefix bool) error {
 }
 
 // uploadPack answers one fetch request: wants, then haves, then "done".
-func uploadPack(ctx context.Context, dir string, r io.Reader, w io.Writer) error {
+func (s *Server) uploadPack(ctx context.Context, dir string, r io.Reader, w io.Writer) error {
 	req, err := readUploadRequest(r)
 	if err != nil || req == nil {
 		return err
 	}
+	s.uploads.Add(1)
 	sess, err := server.NewServer(storageLoader{open(dir)}).NewUploadPackSession(anyEndpoint, nil)
 	if err != nil {
 		return err
@@ -122,6 +123,7 @@ func (s *Server) receivePack(ctx context.Context, name, dir string, r io.Reader,
 	if err := req.Decode(r); err != nil {
 		return fmt.Errorf("decode push: %w", err)
 	}
+	s.receives.Add(1)
 	s.hook(name)
 	unlock := s.lock(name)
 	defer unlock()

@@ -1,11 +1,13 @@
 package gittest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/revlist"
 
 	"github.com/sluicehq/sluice/pkg/git/gitobj"
 )
@@ -30,6 +32,23 @@ func Signature(when time.Time) object.Signature {
 // and moves the branch to the new commit, whose hash it returns.
 func (r *Repo) CommitFiles(tb testing.TB, branch string, files map[string]string, message string) string {
 	tb.Helper()
+	write := make(map[string][]byte, len(files))
+	for p, content := range files {
+		write[p] = []byte(content)
+	}
+	return r.Commit(tb, branch, gitobj.Changes{Write: write}, message)
+}
+
+// DeleteFiles commits the removal of paths on branch and returns the new commit.
+func (r *Repo) DeleteFiles(tb testing.TB, branch string, paths ...string) string {
+	tb.Helper()
+	return r.Commit(tb, branch, gitobj.Changes{Delete: paths}, "delete "+strings.Join(paths, ", ")+"\n")
+}
+
+// Commit applies changes on top of branch (creating it from nothing if it is missing) and moves
+// the branch to the new commit, whose hash it returns.
+func (r *Repo) Commit(tb testing.TB, branch string, changes gitobj.Changes, message string) string {
+	tb.Helper()
 	defer r.srv.lock(r.Name)()
 	sto := open(r.Dir)
 	parent, err := currentValue(sto, plumbing.NewBranchReferenceName(branch))
@@ -45,11 +64,7 @@ func (r *Repo) CommitFiles(tb testing.TB, branch string, files map[string]string
 		}
 		parents, base = []plumbing.Hash{parent}, c.TreeHash
 	}
-	write := make(map[string][]byte, len(files))
-	for p, content := range files {
-		write[p] = []byte(content)
-	}
-	tree, err := gitobj.WriteTree(sto, base, gitobj.Changes{Write: write})
+	tree, err := gitobj.WriteTree(sto, base, changes)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -120,8 +135,8 @@ func (r *Repo) AddNote(tb testing.TB, notesRef, target, content string) {
 	}
 }
 
-// Commit reads a commit of the served repository.
-func (r *Repo) Commit(tb testing.TB, sha string) *object.Commit {
+// ReadCommit reads a commit of the served repository.
+func (r *Repo) ReadCommit(tb testing.TB, sha string) *object.Commit {
 	tb.Helper()
 	c, err := object.GetCommit(open(r.Dir), plumbing.NewHash(sha))
 	if err != nil {
@@ -147,4 +162,57 @@ func (r *Repo) IsAncestor(tb testing.TB, ancestor, descendant string) bool {
 		tb.Fatal(err)
 	}
 	return ok
+}
+
+// CheckConnectivity fails the test if any object reachable from the repository's refs is
+// missing, as git fsck --connectivity-only would: a push that sent an incomplete pack shows here.
+func (r *Repo) CheckConnectivity(tb testing.TB) {
+	tb.Helper()
+	sto := open(r.Dir)
+	refs, err := sto.IterReferences()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var tips []plumbing.Hash
+	_ = refs.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() == plumbing.HashReference {
+			tips = append(tips, ref.Hash())
+		}
+		return nil
+	})
+	if _, err := revlist.Objects(sto, tips, nil); err != nil {
+		tb.Fatalf("repository %s is missing objects: %v", r.Name, err)
+	}
+}
+
+// DeleteBranch removes branch, as a deleting push would.
+func (r *Repo) DeleteBranch(tb testing.TB, branch string) {
+	tb.Helper()
+	defer r.srv.lock(r.Name)()
+	if err := open(r.Dir).RemoveReference(plumbing.NewBranchReferenceName(branch)); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// MergeCommit writes a commit with the given tree and parents on branch, as a merge done
+// elsewhere would, and returns it.
+func (r *Repo) MergeCommit(tb testing.TB, branch, tree string, parents ...string) string {
+	tb.Helper()
+	defer r.srv.lock(r.Name)()
+	sto := open(r.Dir)
+	hashes := make([]plumbing.Hash, len(parents))
+	for i, p := range parents {
+		hashes[i] = plumbing.NewHash(p)
+	}
+	sig := Signature(nextTime())
+	h, err := gitobj.WriteCommit(sto, &object.Commit{
+		Author: sig, Committer: sig, Message: "Merge\n", TreeHash: plumbing.NewHash(tree), ParentHashes: hashes,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := sto.SetReference(plumbing.NewHashReference(plumbing.NewBranchReferenceName(branch), h)); err != nil {
+		tb.Fatal(err)
+	}
+	return h.String()
 }

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	gogit "github.com/go-git/go-git/v5"
@@ -33,7 +34,17 @@ type Server struct {
 	mu         sync.Mutex
 	locks      map[string]*sync.Mutex
 	beforeLock func(repo string)
+
+	uploads  atomic.Int64
+	receives atomic.Int64
 }
+
+// Uploads counts the fetch requests that asked for objects (upload-pack requests past the ref
+// advertisement), over HTTP and SSH.
+func (s *Server) Uploads() int64 { return s.uploads.Load() }
+
+// Receives counts the pushes that reached the server.
+func (s *Server) Receives() int64 { return s.receives.Load() }
 
 // Option configures a Server.
 type Option func(*Server)
@@ -170,7 +181,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = advertise(dir, service, w, true)
 	case r.Method == http.MethodPost && action == transport.UploadPackServiceName:
 		w.Header().Set("Content-Type", "application/x-git-upload-pack-result")
-		err = uploadPack(r.Context(), dir, body, w)
+		err = s.uploadPack(r.Context(), dir, body, w)
 	case r.Method == http.MethodPost && action == transport.ReceivePackServiceName:
 		w.Header().Set("Content-Type", "application/x-git-receive-pack-result")
 		err = s.receivePack(r.Context(), name, dir, body, w)

@@ -175,11 +175,13 @@ func (ss *SSHServer) run(command string, rw io.ReadWriter, stderr io.Writer) uin
 	switch service {
 	case transport.UploadPackServiceName:
 		if err = advertise(dir, service, rw, false); err == nil {
-			err = uploadPack(ctx, dir, rw, rw)
+			err = ss.srv.uploadPack(ctx, dir, rw, rw)
 		}
 	case transport.ReceivePackServiceName:
 		if err = advertise(dir, service, rw, false); err == nil {
-			err = ss.srv.receivePack(ctx, name, dir, rw, rw)
+			// Hide the channel's Close: go-git's server closes the pack reader once it has read
+			// the pack, which would end the session before the report is sent.
+			err = ss.srv.receivePack(ctx, name, dir, struct{ io.Reader }{rw}, rw)
 		}
 	default:
 		fmt.Fprintf(stderr, "fatal: unknown command %q\n", service)

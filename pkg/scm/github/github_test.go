@@ -428,3 +428,28 @@ func TestGitHubAppWithARevokedKeyIsUnauthorized(t *testing.T) {
 	assert.Contains(t, err.Error(), "installation token")
 	assert.NotContains(t, err.Error(), "PRIVATE KEY")
 }
+
+// A secondary rate limit can come as a 403 without Retry-After; it must not be taken for a
+// permission problem (which would stall the object), and it pauses every caller.
+func TestSecondaryRateLimitWithoutRetryAfterIsNotForbidden(t *testing.T) {
+	srv, p := newFake(t)
+	srv.Mux.HandleFunc("POST "+api+"/statuses/{sha}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-RateLimit-Remaining", "4000")
+		scmtest.WriteJSON(w, http.StatusForbidden, map[string]any{
+			"message":           "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+			"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+		})
+	})
+	_, err := p.SetCommitStatus(context.Background(), repo, scm.CommitStatus{SHA: sha, Name: "ci", State: scm.StatusPending})
+	require.Error(t, err)
+	assert.True(t, scm.IsRateLimited(err), "%v", err)
+	assert.False(t, scm.IsPermanent(err))
+	wait, ok := scm.RetryAfter(err)
+	require.True(t, ok)
+	assert.Equal(t, time.Minute, wait)
+	assert.False(t, p.Limiter().PausedUntil().IsZero(), "other callers are paused too")
+
+	_, err = p.GetCommitStatus(context.Background(), repo, sha, "ci")
+	assert.True(t, scm.IsRateLimited(err))
+	assert.Len(t, srv.Requests(), 1, "nothing is sent during the pause")
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	gh "github.com/google/go-github/v75/github"
 
@@ -144,17 +145,33 @@ func (p *Provider) fail(op string, resp *gh.Response, err error) error {
 			f.Response = er.Response
 		}
 	case errors.As(err, &rl):
-		f.ServerMessage = rl.Message
-		if f.Response == nil {
-			f.Response = rl.Response
-		}
+		return p.rateLimited(op, rl.Rate.Reset.Time.Sub(time.Now()), "GitHub's hourly API quota is spent", err)
 	case errors.As(err, &abuse):
-		f.ServerMessage = abuse.Message
-		if f.Response == nil {
-			f.Response = abuse.Response
+		// A secondary rate limit can arrive as a 403 without Retry-After; GitHub asks clients to
+		// wait at least a minute then.
+		wait := secondaryRateLimitWait
+		if abuse.RetryAfter != nil && *abuse.RetryAfter > 0 {
+			wait = *abuse.RetryAfter
 		}
+		return p.rateLimited(op, wait, "GitHub's secondary rate limit was hit", err)
 	}
 	return scm.Classify(f, p.redactor)
+}
+
+// secondaryRateLimitWait is GitHub's advice when a secondary rate limit comes without Retry-After.
+const secondaryRateLimitWait = time.Minute
+
+// rateLimited pauses the shared limiter, so no other caller spends a request on a refusal, and
+// returns the rate-limited error.
+func (p *Provider) rateLimited(op string, wait time.Duration, why string, cause error) error {
+	wait = max(wait, time.Second)
+	if p.limiter != nil {
+		p.limiter.PauseUntil(time.Now().Add(wait), why)
+	}
+	e := scm.NewError(Name, op, scm.KindRateLimited, 0,
+		fmt.Sprintf("rate limited: %s; retry after %s", why, wait.Round(time.Second)), cause)
+	e.RetryAfter = wait
+	return e
 }
 
 func serverMessage(er *gh.ErrorResponse) string {

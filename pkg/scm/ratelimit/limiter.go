@@ -40,13 +40,14 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// OrDefault returns l, or d when l is the zero value.
+// OrDefault fills what l leaves unset from d: all of it when l is the zero value, the burst when
+// only the rate is given.
 func (l Limits) OrDefault(d Limits) Limits {
 	if l == (Limits{}) {
 		return d
 	}
 	if l.Burst == 0 {
-		l.Burst = 1
+		l.Burst = max(d.Burst, 1)
 	}
 	return l
 }
@@ -188,11 +189,38 @@ func (l *Limiter) Wait(ctx context.Context, maxWait time.Duration) error {
 			return err
 		}
 	}
-	if err := l.bucket.Wait(ctx); err != nil {
-		return fmt.Errorf("waiting for the client-side rate limit: %w", err)
+	if err := l.waitForToken(ctx); err != nil {
+		return err
 	}
 	l.requests.Add(1)
 	return nil
+}
+
+// waitForToken takes a token from the bucket. When the wait would outlast ctx's deadline it
+// returns a *PausedError at once, so the caller requeues instead of failing with a timeout.
+func (l *Limiter) waitForToken(ctx context.Context) error {
+	r := l.bucket.Reserve()
+	if !r.OK() {
+		return errors.New("the client-side rate limit has a burst of zero")
+	}
+	delay := r.Delay()
+	if delay == 0 {
+		return nil
+	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < delay {
+		r.Cancel()
+		return &PausedError{Until: time.Now().Add(delay), RetryAfter: delay,
+			Reason: "the client-side rate limit of this ScmProvider has requests queued ahead"}
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		r.Cancel()
+		return ctx.Err()
+	}
 }
 
 func (l *Limiter) pause() (time.Time, string) {

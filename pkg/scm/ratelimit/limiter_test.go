@@ -1,9 +1,12 @@
 package ratelimit
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestNewLimiterStartsWithAFullBucket(t *testing.T) {
@@ -13,4 +16,16 @@ func TestNewLimiterStartsWithAFullBucket(t *testing.T) {
 		assert.True(t, l.bucket.Allow(), "token %d of the initial burst", i+1)
 	}
 	assert.False(t, l.bucket.Allow(), "the fourth request has to wait for a refill")
+}
+
+func TestWaitReturnsPausedWhenTheQueueOutlastsTheDeadline(t *testing.T) {
+	l := NewLimiter(Limits{QPS: 0.01, Burst: 1})
+	require.NoError(t, l.Wait(context.Background(), time.Minute), "the first token is there")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err := l.Wait(ctx, time.Minute)
+	wait, ok := IsPaused(err)
+	require.True(t, ok, "%v", err)
+	assert.Greater(t, wait, 90*time.Second, "the next token comes after 100s at 0.01/s")
+	assert.Equal(t, int64(1), l.Requests())
 }

@@ -113,7 +113,8 @@ type RateLimit struct {
 	// +kubebuilder:validation:XValidation:rule="double(self) > 0.0",message="qps must be greater than zero"
 	QPS string `json:"qps"`
 
-	// Burst is the number of requests that may be sent at once after a quiet period.
+	// Burst is the number of requests that may be sent at once after a quiet period. Defaults to
+	// the provider type's default burst.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000

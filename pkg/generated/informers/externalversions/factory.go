@@ -27,6 +27,7 @@ import (
 	versioned "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
 	commitstatus "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/commitstatus"
 	gating "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/gating"
+	health "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/health"
 	internalinterfaces "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/internalinterfaces"
 	scm "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/scm"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -329,6 +330,7 @@ type SharedInformerFactory interface {
 
 	Commitstatus() commitstatus.Interface
 	Gating() gating.Interface
+	Health() health.Interface
 	Scm() scm.Interface
 }
 
@@ -338,6 +340,10 @@ func (f *sharedInformerFactory) Commitstatus() commitstatus.Interface {
 
 func (f *sharedInformerFactory) Gating() gating.Interface {
 	return gating.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Health() health.Interface {
+	return health.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Scm() scm.Interface {

@@ -23,6 +23,7 @@ import (
 
 	v1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
 	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	healthv1alpha1 "github.com/sluicehq/sluice/pkg/apis/health/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -61,6 +62,10 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		// Group=gating.sluice.dev, Version=v1alpha1
 	case gatingv1alpha1.SchemeGroupVersion.WithResource("gates"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Gating().V1alpha1().Gates().Informer()}, nil
+
+		// Group=health.sluice.dev, Version=v1alpha1
+	case healthv1alpha1.SchemeGroupVersion.WithResource("healthchecks"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Health().V1alpha1().HealthChecks().Informer()}, nil
 
 		// Group=scm.sluice.dev, Version=v1alpha1
 	case scmv1alpha1.SchemeGroupVersion.WithResource("gitrepositories"):

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -48,7 +49,10 @@ type Server struct {
 func NewTLSServer(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{Mux: http.NewServeMux()}
-	s.Server = httptest.NewTLSServer(http.HandlerFunc(s.serve))
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	// Handshakes cut short when a test closes the server are expected noise.
+	s.Config.ErrorLog = log.New(io.Discard, "", 0)
+	s.StartTLS()
 	t.Cleanup(s.Close)
 	s.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
 	return s

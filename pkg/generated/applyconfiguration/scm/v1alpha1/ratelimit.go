@@ -25,7 +25,8 @@ package v1alpha1
 type RateLimitApplyConfiguration struct {
 	// QPS is the sustained request rate, as a decimal string such as "1.4" or "10".
 	QPS *string `json:"qps,omitempty"`
-	// Burst is the number of requests that may be sent at once after a quiet period.
+	// Burst is the number of requests that may be sent at once after a quiet period. Defaults to
+	// the provider type's default burst.
 	Burst *int32 `json:"burst,omitempty"`
 }
 

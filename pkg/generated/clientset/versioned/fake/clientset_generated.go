@@ -25,6 +25,8 @@ import (
 	fakecommitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/commitstatus/v1alpha1/fake"
 	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/gating/v1alpha1"
 	fakegatingv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/gating/v1alpha1/fake"
+	healthv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/health/v1alpha1"
+	fakehealthv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/health/v1alpha1/fake"
 	scmv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/scm/v1alpha1"
 	fakescmv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/scm/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,6 +150,11 @@ func (c *Clientset) CommitstatusV1alpha1() commitstatusv1alpha1.CommitstatusV1al
 // GatingV1alpha1 retrieves the GatingV1alpha1Client
 func (c *Clientset) GatingV1alpha1() gatingv1alpha1.GatingV1alpha1Interface {
 	return &fakegatingv1alpha1.FakeGatingV1alpha1{Fake: &c.Fake}
+}
+
+// HealthV1alpha1 retrieves the HealthV1alpha1Client
+func (c *Clientset) HealthV1alpha1() healthv1alpha1.HealthV1alpha1Interface {
+	return &fakehealthv1alpha1.FakeHealthV1alpha1{Fake: &c.Fake}
 }
 
 // ScmV1alpha1 retrieves the ScmV1alpha1Client

@@ -1,0 +1,112 @@
+package gates
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
+	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/gate"
+	sluice "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
+	gatinglisters "github.com/sluicehq/sluice/pkg/generated/listers/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/runtime/controller"
+)
+
+// FieldManager writes Gate status.
+const FieldManager = "gate-controller"
+
+// Event reasons on Gates.
+const (
+	ReasonOpened          = "Opened"
+	ReasonClosed          = "Closed"
+	ReasonOverrideExpired = "OverrideExpired"
+	ReasonInvalidSpec     = "InvalidSpec"
+)
+
+// Reconciler keeps each Gate's status current.
+type Reconciler struct {
+	Gates    gatinglisters.GateLister
+	Client   sluice.Interface
+	Recorder record.EventRecorder
+	Metrics  *metrics.Gates
+	// Held lists at most limit objects the gate holds, and their full count.
+	Held func(ref gate.Ref, limit int) ([]gatingv1alpha1.HeldObject, int)
+	// Transitioned is told, with full precision, when a gate's state changes.
+	Transitioned func(ref gate.Ref, at time.Time)
+	Log          *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Reconcile evaluates one Gate, keyed "namespace/name", writes its status if it changed, and
+// asks to be called again when a window or the override next changes it.
+func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return controller.Result{}, controller.Permanent(err)
+	}
+	g, err := r.Gates.Gates(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		r.Metrics.Forget(ns, name)
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	ref := gate.Ref{Namespace: ns, Name: name}
+	held, holding := r.Held(ref, gatingv1alpha1.MaxHeld)
+	status, out := NextStatus(g, now, held, holding)
+	result := controller.Result{RequeueAfter: out.Requeue}
+
+	if !equality.Semantic.DeepEqual(g.Status, status) {
+		next := g.DeepCopy()
+		next.Status = status
+		if _, err := r.Client.GatingV1alpha1().Gates(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+			return controller.Result{}, fmt.Errorf("update status of gate %s: %w", key, err)
+		}
+		r.report(g, status, out, now)
+	}
+	r.Metrics.Held.WithLabelValues(ns, name).Set(float64(holding))
+	open := 0.0
+	if status.Open {
+		open = 1
+	}
+	r.Metrics.Open.WithLabelValues(ns, name).Set(open)
+	return result, nil
+}
+
+func (r *Reconciler) report(before *gatingv1alpha1.Gate, after gatingv1alpha1.GateStatus, out Outcome, now time.Time) {
+	if out.Transitioned {
+		reason, state := ReasonClosed, gatingv1alpha1.StateClosed
+		if after.Open {
+			reason, state = ReasonOpened, gatingv1alpha1.StateOpen
+		}
+		r.Recorder.Eventf(before, corev1.EventTypeNormal, reason, "%s (%s): %s", state, after.Reason, after.Message)
+		r.Metrics.Transitions.WithLabelValues(before.Namespace, before.Name, string(state)).Inc()
+		if r.Transitioned != nil {
+			r.Transitioned(gate.Ref{Namespace: before.Namespace, Name: before.Name}, now)
+		}
+	}
+	if out.OverrideExpired {
+		o := after.ExpiredOverride
+		r.Recorder.Eventf(before, corev1.EventTypeNormal, ReasonOverrideExpired,
+			"the override to %s until %s has expired; the gate follows spec.closed and its windows again (remove spec.override to clear this)",
+			o.State, o.Until.UTC().Format(time.RFC3339))
+	}
+	if after.Reason == gatingv1alpha1.ReasonInvalid && before.Status.Reason != gatingv1alpha1.ReasonInvalid {
+		r.Recorder.Eventf(before, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", after.Message)
+	}
+}

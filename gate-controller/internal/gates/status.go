@@ -1,0 +1,118 @@
+// Package gates reconciles Gate objects: it evaluates the effective state from the spec and the
+// time, records transitions, reports the objects a gate holds, and requeues a gate exactly when
+// a window or override next changes it, never on a poll.
+package gates
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/gate"
+	"github.com/sluicehq/sluice/pkg/suspend"
+)
+
+// Outcome is what a new status means, for Events, metrics and the requeue.
+type Outcome struct {
+	// Transitioned is true when the effective state changed (or was first evaluated).
+	Transitioned bool
+	// OverrideExpired is true when an override expired since the last status.
+	OverrideExpired bool
+	// Requeue is how long until the state, reason or message can next change on their own;
+	// zero when nothing will change without an edit.
+	Requeue time.Duration
+}
+
+// NextStatus computes the status of g at now. held lists at most MaxHeld of the objects the gate
+// holds; holding is their full count. It never fails: a spec that cannot be evaluated closes the
+// gate and reports Stalled.
+func NextStatus(g *gatingv1alpha1.Gate, now time.Time, held []gatingv1alpha1.HeldObject, holding int) (gatingv1alpha1.GateStatus, Outcome) {
+	st := *g.Status.DeepCopy()
+	var out Outcome
+	gen := g.Generation
+	st.ObservedGeneration = gen
+	evaluated := conditions.Get(st.Conditions, gatingv1alpha1.ConditionOpen) != nil
+
+	s := suspend.Get(g, g.Spec.Suspend)
+	suspend.Report(&st.Conditions, gen, s)
+	if s.Suspended {
+		open := evaluated && st.Open
+		kept := "keeps the state it had"
+		if !evaluated {
+			kept = "was suspended before its first evaluation, so it is closed"
+		}
+		message := fmt.Sprintf("suspended (%s): %s, %s, until it is resumed", s.Message, kept, stateOf(open))
+		out.Transitioned = setState(&st, open, gatingv1alpha1.ReasonSuspended, message, evaluated, now)
+		st.NextTransitionTime = nil
+		// A suspended gate keeps reporting the readiness it last reached.
+		if conditions.Get(st.Conditions, conditions.Ready) == nil {
+			conditions.MarkReady(&st.Conditions, gen, gatingv1alpha1.ReasonSuspended, message)
+		}
+	} else {
+		d := gate.Evaluate(g.Spec, now)
+		out.Transitioned = setState(&st, d.Open, d.Reason, d.Message, evaluated, now)
+		st.NextTransitionTime = timePtr(d.NextTransition)
+		if d.NextEvaluation != nil {
+			out.Requeue = max(d.NextEvaluation.Sub(now), time.Millisecond)
+		}
+		if d.OverrideExpired {
+			out.OverrideExpired = st.ExpiredOverride == nil || !st.ExpiredOverride.Until.Equal(&g.Spec.Override.Until)
+			st.ExpiredOverride = g.Spec.Override.DeepCopy()
+		} else {
+			st.ExpiredOverride = nil
+		}
+		if err := gate.ValidateSpec(g.Spec); err != nil {
+			conditions.MarkStalled(&st.Conditions, gen, conditions.ReasonInvalidSpec,
+				"the spec cannot be evaluated, so the gate stays closed until it is fixed: "+err.Error())
+		} else {
+			conditions.MarkReady(&st.Conditions, gen, conditions.ReasonSucceeded, stateOf(d.Open)+": "+d.Message)
+		}
+	}
+	st.Held = held
+	st.Holding = int32(holding)
+	return st, out
+}
+
+// setState sets the state and its Open condition, and adds a history entry when the state changes.
+func setState(st *gatingv1alpha1.GateStatus, open bool, reason, message string, evaluated bool, now time.Time) bool {
+	transitioned := !evaluated || st.Open != open
+	st.Open, st.Reason, st.Message = open, reason, message
+	status := metav1.ConditionFalse
+	if open {
+		status = metav1.ConditionTrue
+	}
+	// The Open condition's generation is the status's: both describe the same evaluation.
+	conditions.Set(&st.Conditions, st.ObservedGeneration, gatingv1alpha1.ConditionOpen, status, reason, message)
+	if !transitioned {
+		return false
+	}
+	at := metav1.NewTime(now)
+	st.LastTransitionTime = &at
+	entry := gatingv1alpha1.GateTransition{Time: at, State: gatingv1alpha1.StateClosed, Reason: reason, Message: message}
+	if open {
+		entry.State = gatingv1alpha1.StateOpen
+	}
+	st.History = append([]gatingv1alpha1.GateTransition{entry}, st.History...)
+	if len(st.History) > gatingv1alpha1.MaxHistory {
+		st.History = st.History[:gatingv1alpha1.MaxHistory]
+	}
+	return true
+}
+
+func stateOf(open bool) string {
+	if open {
+		return "open"
+	}
+	return "closed"
+}
+
+func timePtr(t *time.Time) *metav1.Time {
+	if t == nil {
+		return nil
+	}
+	mt := metav1.NewTime(*t)
+	return &mt
+}

@@ -1,0 +1,91 @@
+// Package setup wires the gate-controller's reconcilers into a manager.
+package setup
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/sluicehq/sluice/gate-controller/internal/gates"
+	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
+	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
+	"github.com/sluicehq/sluice/gate-controller/internal/targets"
+	"github.com/sluicehq/sluice/pkg/runtime/handler"
+	"github.com/sluicehq/sluice/pkg/runtime/manager"
+)
+
+// Config is the gate-controller's own configuration.
+type Config struct {
+	// Targets are the kinds to hold; empty means kinds.Defaults().
+	Targets []kinds.Target
+}
+
+// AddFlags registers --targets on fs. The value is parsed when the flags are.
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	c.Targets = kinds.Defaults()
+	fs.Func("targets", fmt.Sprintf(
+		"Kinds to hold, as comma-separated RESOURCE.GROUP=MODE entries; MODE is annotation, spec or both, and RESOURCE * means every resource of GROUP. Default: %s",
+		kinds.FormatTargets(kinds.Defaults())), func(value string) error {
+		targets, err := kinds.ParseTargets(value)
+		if err != nil {
+			return err
+		}
+		c.Targets = targets
+		return nil
+	})
+}
+
+// Setup registers the Gate and target reconcilers and the watcher that adds target kinds as
+// their CRDs appear.
+func Setup(m *manager.Manager, cfg Config) error {
+	if len(cfg.Targets) == 0 {
+		cfg.Targets = kinds.Defaults()
+	}
+	gateMetrics := metrics.New(m.Metrics)
+	registry := targets.NewRegistry()
+	latency := targets.NewLatency()
+	gateInformer := m.SluiceInformers.Gating().V1alpha1().Gates()
+
+	gateController := m.NewController("gates", &gates.Reconciler{
+		Gates:        gateInformer.Lister(),
+		Client:       m.Sluice,
+		Recorder:     m.Recorder,
+		Metrics:      gateMetrics,
+		Held:         registry.Held,
+		Transitioned: latency.Transitioned,
+		Log:          m.Log,
+	})
+	targetController := m.NewController("gate-targets", &targets.Reconciler{
+		Registry: registry,
+		Gates:    gateInformer.Lister(),
+		Dynamic:  m.Dynamic,
+		Recorder: m.Recorder,
+		Metrics:  gateMetrics,
+		Latency:  latency,
+		Log:      m.Log,
+	})
+	if _, err := gateInformer.Informer().AddEventHandler(handler.EnqueueObject(gateController)); err != nil {
+		return err
+	}
+	if _, err := gateInformer.Informer().AddEventHandler(targets.GateHandler(registry, targetController, latency)); err != nil {
+		return err
+	}
+
+	watcher := &targets.Watcher{
+		Targets:   cfg.Targets,
+		Discovery: m.Kube.Discovery(),
+		Factory:   m.MetadataInformers,
+		Metadata:  m.Metadata,
+		Registry:  registry,
+		OnWatch: func(w *targets.Watched) error {
+			_, err := w.Informer.AddEventHandler(targets.TargetHandler(w, targetController, gateController))
+			return err
+		},
+		Metrics: gateMetrics,
+		Log:     m.Log,
+	}
+	if err := watcher.Sync(); err != nil {
+		return err
+	}
+	m.AddRunnable(watcher.Run)
+	return nil
+}

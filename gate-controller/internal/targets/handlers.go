@@ -1,0 +1,128 @@
+package targets
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sluicehq/sluice/gate-controller/internal/hold"
+	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/gate"
+	"github.com/sluicehq/sluice/pkg/runtime/handler"
+)
+
+// TargetHandler enqueues a watched kind's targets when they change, and the gates whose held
+// lists may change with them. Objects that neither reference a gate nor carry a hold are ignored,
+// so the controller does no work for the rest of a kind.
+func TargetHandler(w *Watched, targets, gates handler.Enqueuer) cache.ResourceEventHandler {
+	enqueueGates := func(objs ...metav1.Object) {
+		for _, o := range objs {
+			for _, ref := range gatesOf(o) {
+				gates.Enqueue(ref.String())
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if m, ok := handler.Object(obj); ok && isTarget(m) {
+				targets.Enqueue(Key(w.GroupResource(), m))
+				enqueueGates(m)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			oldM, okOld := handler.Object(oldObj)
+			newM, okNew := handler.Object(newObj)
+			if !okOld || !okNew || oldM.GetResourceVersion() == newM.GetResourceVersion() {
+				return
+			}
+			if !isTarget(oldM) && !isTarget(newM) {
+				return
+			}
+			targets.Enqueue(Key(w.GroupResource(), newM))
+			if holdView(oldM) != holdView(newM) {
+				enqueueGates(oldM, newM)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if m, ok := handler.Object(obj); ok && isTarget(m) {
+				targets.Enqueue(Key(w.GroupResource(), m))
+				enqueueGates(m)
+			}
+		},
+	}
+}
+
+// holdViewKey is what a gate's held list depends on.
+type holdViewKey struct {
+	gates, record string
+	owned         hold.Owned
+}
+
+func holdView(m metav1.Object) holdViewKey {
+	a := m.GetAnnotations()
+	return holdViewKey{gates: a[gate.GatesAnnotation], record: a[hold.RecordAnnotation], owned: hold.OwnedFields(m.GetManagedFields())}
+}
+
+// GateHandler enqueues the targets of a gate when what they read from it changes, and marks
+// them for the enforcement latency when its state flips.
+func GateHandler(registry *Registry, targets handler.Enqueuer, latency *Latency) cache.ResourceEventHandler {
+	enqueue := func(g *gatingv1alpha1.Gate, flipped bool) {
+		ref := gate.Ref{Namespace: g.Namespace, Name: g.Name}
+		keys := registry.Referencing(ref)
+		if flipped {
+			latency.Mark(ref, keys, time.Now())
+		}
+		for _, key := range keys {
+			targets.Enqueue(key)
+		}
+	}
+	asGate := func(obj any) (*gatingv1alpha1.Gate, bool) {
+		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		g, ok := obj.(*gatingv1alpha1.Gate)
+		return g, ok
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if g, ok := asGate(obj); ok {
+				enqueue(g, false)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			oldG, okOld := asGate(oldObj)
+			newG, okNew := asGate(newObj)
+			if !okOld || !okNew {
+				return
+			}
+			before, after := verdictView(oldG), verdictView(newG)
+			if before != after {
+				enqueue(newG, before.evaluated && after.evaluated && before.open != after.open)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if g, ok := asGate(obj); ok {
+				latency.Forget(gate.Ref{Namespace: g.Namespace, Name: g.Name})
+				enqueue(g, false)
+			}
+		},
+	}
+}
+
+// gateView is what a target's verdict reads from a gate (see gate.Allows).
+type gateView struct {
+	generation, observed int64
+	open, evaluated      bool
+	condition            metav1.ConditionStatus
+	reason, message      string
+}
+
+func verdictView(g *gatingv1alpha1.Gate) gateView {
+	v := gateView{generation: g.Generation, observed: g.Status.ObservedGeneration, open: g.Status.Open, reason: g.Status.Reason, message: g.Status.Message}
+	if c := meta.FindStatusCondition(g.Status.Conditions, gatingv1alpha1.ConditionOpen); c != nil {
+		v.evaluated, v.condition = true, c.Status
+	}
+	return v
+}

@@ -1,0 +1,230 @@
+package targets
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/sluicehq/sluice/gate-controller/internal/hold"
+	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
+	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/gate"
+	gatinglisters "github.com/sluicehq/sluice/pkg/generated/listers/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/runtime/controller"
+)
+
+// Event reasons on targets.
+const (
+	ReasonHeld           = "Held"
+	ReasonReleased       = "Released"
+	ReasonHoldOverridden = "HoldOverridden"
+	ReasonGateMissing    = "GateMissing"
+	ReasonInvalidGates   = "InvalidGates"
+	ReasonHoldFailed     = "HoldFailed"
+)
+
+// StaleGrace is how long a target waits for a referenced gate whose spec changed to be evaluated
+// again before its stale status counts as closed. The gate-controller evaluates the gate itself,
+// within milliseconds, so the wait keeps an edit to an open gate from holding and releasing every
+// object behind it; the bound keeps a gate that cannot be evaluated failing closed.
+const StaleGrace = 10 * time.Second
+
+// Reconciler holds and releases targets as their gates say.
+type Reconciler struct {
+	Registry *Registry
+	Gates    gatinglisters.GateLister
+	Dynamic  dynamic.Interface
+	Recorder record.EventRecorder
+	Metrics  *metrics.Gates
+	Latency  *Latency
+	Log      *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	staleSince sync.Map // gate ref -> staleness
+}
+
+type staleness struct {
+	generation int64
+	since      time.Time
+}
+
+// Reconcile brings one target, keyed by Key, in line with its gates.
+func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
+	gr, name, ok := SplitKey(key)
+	if !ok {
+		return controller.Result{}, controller.Permanent(fmt.Errorf("malformed target key %q", key))
+	}
+	w, ok := r.Registry.Get(gr)
+	if !ok {
+		return controller.Result{}, nil
+	}
+	obj, exists, err := w.Informer.GetIndexer().GetByKey(name)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	m, isMeta := obj.(*metav1.PartialObjectMetadata)
+	if !exists || !isMeta {
+		r.Latency.Done(key, r.now())
+		return controller.Result{}, nil
+	}
+
+	v, wait := r.verdict(m)
+	if wait > 0 {
+		return controller.Result{RequeueAfter: wait}, nil
+	}
+	plan := hold.Decide(hold.Target{Annotations: m.GetAnnotations(), Owned: hold.OwnedFields(m.GetManagedFields())}, w.Mode, v.Verdict)
+	if !plan.Apply {
+		r.Latency.Done(key, r.now())
+		return controller.Result{}, nil
+	}
+	ref := hold.Ref{
+		APIVersion: w.APIVersion(), Kind: w.Kind.Kind, Namespace: m.Namespace, Name: m.Name,
+		UID: m.UID, ResourceVersion: m.ResourceVersion,
+	}
+	target := r.Dynamic.Resource(w.GVR).Namespace(m.Namespace)
+	_, err = target.Apply(ctx, m.Name, plan.Desired.ApplyObject(ref), metav1.ApplyOptions{FieldManager: hold.FieldManager, Force: true})
+	switch {
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		// Changed or deleted since the cache saw it: decide again on the newer version.
+		return controller.Result{}, fmt.Errorf("%s changed while being held or released, retrying: %w", key, err)
+	case err != nil:
+		r.event(w, m, corev1.EventTypeWarning, ReasonHoldFailed, "cannot hold or release: %v", err)
+		return controller.Result{}, fmt.Errorf("apply hold on %s: %w", key, err)
+	}
+	r.report(key, w, m, plan, v)
+	return controller.Result{}, nil
+}
+
+type verdict struct {
+	hold.Verdict
+	missing []gate.Ref
+	invalid bool
+}
+
+// verdict reads the target's gates. It asks the caller to wait when a referenced gate's new
+// spec has not been evaluated yet.
+func (r *Reconciler) verdict(m metav1.Object) (verdict, time.Duration) {
+	annotations := m.GetAnnotations()
+	value, targeted := annotations[gate.GatesAnnotation]
+	if !targeted {
+		return verdict{}, 0
+	}
+	refs, err := gate.ParseRefs(value, m.GetNamespace())
+	if err == nil {
+		var require gate.Require
+		require, err = gate.ParseRequire(annotations[gate.RequireAnnotation])
+		if err == nil {
+			if wait := r.waitForStaleGates(refs); wait > 0 {
+				return verdict{}, wait
+			}
+			a := gate.Allows(refs, require, func(ns, name string) (*gatingv1alpha1.Gate, error) {
+				return r.Gates.Gates(ns).Get(name)
+			})
+			var denying []string
+			for _, ref := range append(slices.Clone(a.Missing), a.Denying...) {
+				denying = append(denying, ref.String())
+			}
+			return verdict{Verdict: hold.Verdict{Hold: !a.Allowed, Reason: a.Message, Gates: denying}, missing: a.Missing}, 0
+		}
+	}
+	// Fail closed: a target whose gates cannot be read waits until someone fixes the annotation.
+	return verdict{Verdict: hold.Verdict{Hold: true, Reason: "held: " + err.Error()}, invalid: true}, 0
+}
+
+func (r *Reconciler) waitForStaleGates(refs []gate.Ref) time.Duration {
+	now := r.now()
+	var wait time.Duration
+	for _, ref := range refs {
+		g, err := r.Gates.Gates(ref.Namespace).Get(ref.Name)
+		if err != nil || g.Status.ObservedGeneration == g.Generation || meta.FindStatusCondition(g.Status.Conditions, gatingv1alpha1.ConditionOpen) == nil {
+			r.staleSince.Delete(ref)
+			continue
+		}
+		seen, _ := r.staleSince.LoadOrStore(ref, staleness{generation: g.Generation, since: now})
+		s := seen.(staleness)
+		if s.generation != g.Generation {
+			s = staleness{generation: g.Generation, since: now}
+			r.staleSince.Store(ref, s)
+		}
+		if left := StaleGrace - now.Sub(s.since); left > wait {
+			wait = left
+		}
+	}
+	return wait
+}
+
+func (r *Reconciler) report(key string, w *Watched, m metav1.Object, plan hold.Plan, v verdict) {
+	switch plan.Outcome {
+	case hold.OutcomeHeld:
+		r.event(w, m, corev1.EventTypeNormal, ReasonHeld, "%s", v.Reason)
+	case hold.OutcomeReleased:
+		r.event(w, m, corev1.EventTypeNormal, ReasonReleased, "released: its gates allow it again; undid %s", changes(plan.Previous))
+	case hold.OutcomeYielded:
+		r.event(w, m, corev1.EventTypeWarning, ReasonHoldOverridden,
+			"someone resumed it while its gates deny (%s); the gate-controller will not hold it again until they allow it", v.Reason)
+	}
+	if plan.Outcome == hold.OutcomeHeld || plan.Outcome == hold.OutcomeReleased {
+		if d, ok := r.Latency.Done(key, r.now()); ok {
+			r.Metrics.EnforcementLatency.Observe(d.Seconds())
+		}
+	} else {
+		r.Latency.Done(key, r.now())
+	}
+	newReason := plan.Previous == nil || plan.Previous.Reason != v.Reason
+	switch {
+	case !newReason || plan.Desired.Record == nil:
+	case v.invalid:
+		r.event(w, m, corev1.EventTypeWarning, ReasonInvalidGates, "%s", v.Reason)
+	case len(v.missing) > 0:
+		names := make([]string, len(v.missing))
+		for i, ref := range v.missing {
+			names[i] = ref.String()
+		}
+		r.event(w, m, corev1.EventTypeWarning, ReasonGateMissing, "held until these gates exist: %v", names)
+	}
+}
+
+func changes(r *hold.Record) string {
+	if r == nil || len(r.Set) == 0 {
+		return "nothing (someone else's suspension stays)"
+	}
+	var s string
+	for i, c := range r.Set {
+		if i > 0 {
+			s += " and "
+		}
+		switch c {
+		case hold.ChangeAnnotation:
+			s += "the suspend annotation"
+		case hold.ChangeSpec:
+			s += "spec.suspend"
+		}
+	}
+	return s
+}
+
+func (r *Reconciler) event(w *Watched, m metav1.Object, eventType, reason, format string, args ...any) {
+	ref := &corev1.ObjectReference{
+		APIVersion: w.APIVersion(), Kind: w.Kind.Kind, Namespace: m.GetNamespace(), Name: m.GetName(),
+		UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
+	}
+	r.Recorder.Eventf(ref, eventType, reason, format, args...)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,160 @@
+package targets
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sluicehq/sluice/gate-controller/internal/hold"
+	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
+	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
+	"github.com/sluicehq/sluice/pkg/runtime/handler"
+)
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// Watcher keeps the registry in step with what the API server serves: it watches every
+// configured kind that is served, and starts watching a missing one when its CRD is installed.
+type Watcher struct {
+	Targets   []kinds.Target
+	Discovery discovery.DiscoveryInterface
+	// Factory makes the metadata-only caches; it carries the controller's namespace and label scope.
+	Factory metadatainformer.SharedInformerFactory
+	// Metadata lists CRDs, which are cluster-scoped and never filtered by label.
+	Metadata metadata.Interface
+	Registry *Registry
+	// OnWatch adds event handlers to a newly watched kind before its cache starts.
+	OnWatch func(*Watched) error
+	Metrics *metrics.Gates
+	Log     *slog.Logger
+}
+
+// Sync watches every configured kind that is served now and is not watched yet, and logs the
+// ones still missing. Caches of kinds added before the manager runs start with the manager's;
+// Run starts the ones added later.
+func (w *Watcher) Sync() error {
+	res, err := kinds.Resolve(w.Discovery, w.Targets)
+	if err != nil {
+		return err
+	}
+	for _, k := range res.Kinds {
+		if w.Registry.Has(k.GroupResource()) {
+			continue
+		}
+		informer := w.Factory.ForResource(k.GVR).Informer()
+		if err := informer.SetTransform(hold.TrimManagedFields); err != nil {
+			return err
+		}
+		if err := informer.AddIndexers(cache.Indexers{gatesIndex: indexByGate}); err != nil {
+			return err
+		}
+		watched := &Watched{Kind: k, Informer: informer}
+		if err := w.OnWatch(watched); err != nil {
+			return err
+		}
+		w.Registry.Add(watched)
+		w.Metrics.Kinds.WithLabelValues(k.GroupResource().String(), "watched").Set(1)
+		w.Log.Info("holding objects of this kind", "resource", k.GroupResource().String(), "version", k.GVR.Version, "kind", k.Kind, "mode", k.Mode)
+	}
+	w.Metrics.Kinds.DeletePartialMatch(prometheus.Labels{"state": "missing"})
+	for _, t := range res.Missing {
+		w.Metrics.Kinds.WithLabelValues(t.String(), "missing").Set(1)
+		w.Log.Info("kind not served (is its CRD installed?); skipped until it is", "target", t.String())
+	}
+	return nil
+}
+
+// Run watches CRDs and syncs when one for a configured kind that is not watched yet appears or
+// changes, then starts the caches of newly watched kinds. A new CRD is served a moment after it
+// is established, so a sync that does not find it yet is retried with backoff.
+func (w *Watcher) Run(ctx context.Context) error {
+	var mu sync.Mutex
+	waiting := map[schema.GroupResource]bool{}
+	changed := make(chan struct{}, 1)
+	notify := func(obj any) {
+		m, ok := handler.Object(obj)
+		if !ok {
+			return
+		}
+		// A CRD is named plural.group.
+		plural, group, _ := strings.Cut(m.GetName(), ".")
+		gr := schema.GroupResource{Group: group, Resource: plural}
+		if !w.wants(gr) || w.Registry.Has(gr) {
+			return
+		}
+		mu.Lock()
+		waiting[gr] = true
+		mu.Unlock()
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	crds := metadatainformer.NewFilteredMetadataInformer(w.Metadata, crdResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	if _, err := crds.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    notify,
+		UpdateFunc: func(_, obj any) { notify(obj) },
+	}); err != nil {
+		return err
+	}
+	go crds.Run(ctx.Done())
+
+	retry := time.NewTimer(0)
+	<-retry.C
+	backoff := minRetry
+	for {
+		select {
+		case <-ctx.Done():
+			retry.Stop()
+			return nil
+		case <-changed:
+		case <-retry.C:
+		}
+		if err := w.Sync(); err != nil {
+			w.Log.Info("cannot discover newly installed kinds; retrying", "error", err)
+		} else {
+			w.Factory.Start(ctx.Done())
+		}
+		mu.Lock()
+		for gr := range waiting {
+			if w.Registry.Has(gr) {
+				delete(waiting, gr)
+			}
+		}
+		pending := len(waiting)
+		mu.Unlock()
+		if pending == 0 {
+			backoff = minRetry
+			continue
+		}
+		retry.Reset(backoff)
+		backoff = min(2*backoff, maxRetry)
+	}
+}
+
+// Discovery lags a CRD's establishment by a moment; a CRD never served is retried every maxRetry.
+const (
+	minRetry = 250 * time.Millisecond
+	maxRetry = time.Minute
+)
+
+// wants reports whether a configured target covers gr.
+func (w *Watcher) wants(gr schema.GroupResource) bool {
+	for _, t := range w.Targets {
+		if t.Group == gr.Group && (t.Resource == kinds.AllResources || t.Resource == gr.Resource) {
+			return true
+		}
+	}
+	return false
+}

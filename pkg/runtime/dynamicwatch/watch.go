@@ -1,0 +1,364 @@
+// Package dynamicwatch keeps dynamic informers running only while something needs them. Owners
+// (for example the keys of the objects a controller reconciles) declare the scopes they read; a
+// scope's informer starts when its first owner asks for it and stops when its last owner lets go.
+// This is for controllers whose watched kinds come from user input and change at runtime, where
+// a shared informer factory, which never stops an informer, would hold every kind ever asked for.
+package dynamicwatch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Scope is one watch: a resource in one namespace, or across all namespaces (and for
+// cluster-scoped resources) when Namespace is empty.
+type Scope struct {
+	Resource  schema.GroupVersionResource
+	Namespace string
+}
+
+func (s Scope) String() string {
+	r := s.Resource.Resource
+	if s.Resource.Group != "" {
+		r += "." + s.Resource.Group
+	}
+	r += "/" + s.Resource.Version
+	if s.Namespace == "" {
+		return r
+	}
+	return r + " in namespace " + s.Namespace
+}
+
+// Options configure a Watcher. Callbacks run on informer goroutines and must return quickly,
+// typically by enqueueing keys.
+type Options struct {
+	// Transform runs on every object before it is stored. Nil uses StripManagedFields.
+	Transform cache.TransformFunc
+	// OnEvent receives adds (old is nil), updates with a new resourceVersion, and deletes (new is
+	// nil, old is the last state known).
+	OnEvent func(scope Scope, old, new *unstructured.Unstructured)
+	// OnSynced is called once per watch, after its first list, with the owners at that moment.
+	OnSynced func(scope Scope, owners []string)
+	// OnError is called when a watch cannot list or watch (missing RBAC, a deleted CRD), with the
+	// owners at that moment. The informer retries with backoff, so calls are spaced out.
+	OnError func(scope Scope, owners []string, err error)
+	// Log receives debug messages about starts, stops and errors. Nil discards them.
+	Log *slog.Logger
+}
+
+// Watcher runs dynamic informers on demand. It is safe for concurrent use.
+type Watcher struct {
+	client dynamic.Interface
+	opts   Options
+
+	mu      sync.Mutex
+	ctx     context.Context // nil until Run
+	watches map[Scope]*watch
+	owned   map[string]map[Scope]struct{}
+}
+
+type watch struct {
+	informer cache.SharedIndexInformer
+	cancel   context.CancelFunc
+	owners   map[string]struct{}
+	started  bool
+
+	errMu   sync.Mutex
+	lastErr error
+}
+
+// New returns a Watcher that lists and watches through client.
+func New(client dynamic.Interface, opts Options) *Watcher {
+	if opts.Transform == nil {
+		opts.Transform = StripManagedFields
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Watcher{client: client, opts: opts, watches: map[Scope]*watch{}, owned: map[string]map[Scope]struct{}{}}
+}
+
+// Run starts the watches asked for so far, and later ones as they are asked for, until ctx is
+// done; then it stops them all.
+func (w *Watcher) Run(ctx context.Context) error {
+	w.mu.Lock()
+	w.ctx = ctx
+	for scope, wt := range w.watches {
+		w.start(scope, wt)
+	}
+	w.mu.Unlock()
+	<-ctx.Done()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, wt := range w.watches {
+		wt.cancel()
+	}
+	// Owners start over with the next Run, as after a restart.
+	w.watches = map[Scope]*watch{}
+	w.owned = map[string]map[Scope]struct{}{}
+	w.ctx = nil
+	return nil
+}
+
+// Add makes owner an owner of scopes, starting the watches that are new, and keeps what owner
+// already holds.
+func (w *Watcher) Add(owner string, scopes ...Scope) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range scopes {
+		w.acquire(owner, s)
+	}
+}
+
+// Set makes owner own exactly scopes: new watches start, and watches that no owner needs any
+// more stop and drop their cache.
+func (w *Watcher) Set(owner string, scopes ...Scope) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	want := make(map[Scope]struct{}, len(scopes))
+	for _, s := range scopes {
+		want[s] = struct{}{}
+		w.acquire(owner, s)
+	}
+	for s := range w.owned[owner] {
+		if _, ok := want[s]; !ok {
+			w.release(owner, s)
+		}
+	}
+}
+
+// Release lets go of everything owner holds.
+func (w *Watcher) Release(owner string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for s := range w.owned[owner] {
+		w.release(owner, s)
+	}
+}
+
+// Owned returns the scopes owner holds.
+func (w *Watcher) Owned(owner string) []Scope {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Collect(maps.Keys(w.owned[owner]))
+}
+
+// State reports whether the scope's watch has listed, and the last error it met while it has
+// not. A scope nobody asked for is not synced.
+func (w *Watcher) State(s Scope) (synced bool, err error) {
+	w.mu.Lock()
+	wt, ok := w.watches[s]
+	w.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	if wt.informer.HasSynced() {
+		return true, nil
+	}
+	wt.errMu.Lock()
+	defer wt.errMu.Unlock()
+	return false, wt.lastErr
+}
+
+// Get returns an object from the scope's cache. The object is shared: do not modify it.
+func (w *Watcher) Get(s Scope, namespace, name string) (*unstructured.Unstructured, bool, error) {
+	store, err := w.syncedStore(s)
+	if err != nil {
+		return nil, false, err
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, ok, err := store.GetByKey(key)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, false, fmt.Errorf("%s: cache holds %T, not an unstructured object", s, obj)
+	}
+	return u, true, nil
+}
+
+// List returns the objects of the scope's cache whose labels match selector (nil matches all).
+// The objects are shared: do not modify them.
+func (w *Watcher) List(s Scope, selector labels.Selector) ([]*unstructured.Unstructured, error) {
+	store, err := w.syncedStore(s)
+	if err != nil {
+		return nil, err
+	}
+	if selector == nil {
+		selector = labels.Everything()
+	}
+	var out []*unstructured.Unstructured
+	for _, obj := range store.List() {
+		u, ok := obj.(*unstructured.Unstructured)
+		if ok && selector.Matches(labels.Set(u.GetLabels())) {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// ScopeStats describes one running watch.
+type ScopeStats struct {
+	Scope   Scope
+	Owners  int
+	Objects int
+	Synced  bool
+}
+
+// Stats describes every watch, for metrics.
+func (w *Watcher) Stats() []ScopeStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]ScopeStats, 0, len(w.watches))
+	for s, wt := range w.watches {
+		out = append(out, ScopeStats{Scope: s, Owners: len(wt.owners), Objects: len(wt.informer.GetStore().ListKeys()), Synced: wt.informer.HasSynced()})
+	}
+	return out
+}
+
+func (w *Watcher) syncedStore(s Scope) (cache.Store, error) {
+	w.mu.Lock()
+	wt, ok := w.watches[s]
+	w.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%s is not watched", s)
+	}
+	if !wt.informer.HasSynced() {
+		return nil, fmt.Errorf("%s has not listed yet", s)
+	}
+	return wt.informer.GetStore(), nil
+}
+
+// acquire and release are called with w.mu held.
+func (w *Watcher) acquire(owner string, s Scope) {
+	if w.owned[owner] == nil {
+		w.owned[owner] = map[Scope]struct{}{}
+	}
+	w.owned[owner][s] = struct{}{}
+	wt, ok := w.watches[s]
+	if !ok {
+		wt = w.newWatch(s)
+		w.watches[s] = wt
+		if w.ctx != nil {
+			w.start(s, wt)
+		}
+	}
+	wt.owners[owner] = struct{}{}
+}
+
+func (w *Watcher) release(owner string, s Scope) {
+	delete(w.owned[owner], s)
+	if len(w.owned[owner]) == 0 {
+		delete(w.owned, owner)
+	}
+	wt, ok := w.watches[s]
+	if !ok {
+		return
+	}
+	delete(wt.owners, owner)
+	if len(wt.owners) > 0 {
+		return
+	}
+	if wt.cancel != nil {
+		wt.cancel()
+	}
+	delete(w.watches, s)
+	w.opts.Log.Debug("stopped watch", "scope", s.String())
+}
+
+func (w *Watcher) ownersOf(s Scope) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	wt, ok := w.watches[s]
+	if !ok {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(wt.owners))
+}
+
+func (w *Watcher) newWatch(s Scope) *watch {
+	informer := dynamicinformer.NewFilteredDynamicInformer(w.client, s.Resource, s.Namespace, 0, cache.Indexers{}, nil).Informer()
+	wt := &watch{informer: informer, owners: map[string]struct{}{}}
+	// Neither call can fail on an informer that has not started.
+	_ = informer.SetTransform(w.opts.Transform)
+	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if ctx.Err() != nil {
+			return
+		}
+		wt.errMu.Lock()
+		wt.lastErr = err
+		wt.errMu.Unlock()
+		w.opts.Log.Debug("watch failed; retrying with backoff", "scope", s.String(), "error", err)
+		if w.opts.OnError != nil {
+			w.opts.OnError(s, w.ownersOf(s), err)
+		}
+	})
+	if w.opts.OnEvent != nil {
+		_, _ = informer.AddEventHandler(eventHandler(s, w.opts.OnEvent))
+	}
+	return wt
+}
+
+// start is called with w.mu held and w.ctx set.
+func (w *Watcher) start(s Scope, wt *watch) {
+	if wt.started {
+		return
+	}
+	wt.started = true
+	ctx, cancel := context.WithCancel(w.ctx)
+	wt.cancel = cancel
+	w.opts.Log.Debug("starting watch", "scope", s.String())
+	go wt.informer.RunWithContext(ctx)
+	go func() {
+		if !cache.WaitForCacheSync(ctx.Done(), wt.informer.HasSynced) {
+			return
+		}
+		wt.errMu.Lock()
+		wt.lastErr = nil
+		wt.errMu.Unlock()
+		if w.opts.OnSynced != nil {
+			w.opts.OnSynced(s, w.ownersOf(s))
+		}
+	}()
+}
+
+func eventHandler(s Scope, fn func(Scope, *unstructured.Unstructured, *unstructured.Unstructured)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				fn(s, nil, u)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, okOld := oldObj.(*unstructured.Unstructured)
+			n, okNew := newObj.(*unstructured.Unstructured)
+			if !okOld || !okNew || o.GetResourceVersion() == n.GetResourceVersion() {
+				return
+			}
+			fn(s, o, n)
+		},
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				fn(s, u, nil)
+			}
+		},
+	}
+}
