@@ -110,8 +110,9 @@ func (a Auth) secrets() []string {
 	return []string{a.Password, a.Token, a.SSHPassphrase, string(a.SSHPrivateKey)}
 }
 
-// transportAuth turns the credentials into go-git's auth method for the endpoint.
-func (a Auth) transportAuth(ep *transport.Endpoint) (transport.AuthMethod, error) {
+// transportAuth turns the credentials into go-git's auth method for the endpoint. tmpDir is a
+// writable folder for staging known_hosts.
+func (a Auth) transportAuth(ep *transport.Endpoint, tmpDir string) (transport.AuthMethod, error) {
 	hasHTTP := a.Token != "" || a.Password != "" || a.Username != ""
 	hasSSH := len(a.SSHPrivateKey) > 0
 	switch ep.Protocol {
@@ -140,7 +141,7 @@ func (a Auth) transportAuth(ep *transport.Endpoint) (transport.AuthMethod, error
 		if !hasSSH {
 			return nil, errors.New("an SSH URL needs an SSH private key (Secret key identity) and known_hosts")
 		}
-		return a.sshAuth(ep)
+		return a.sshAuth(ep, tmpDir)
 	}
 	if hasHTTP || hasSSH {
 		return nil, fmt.Errorf("credentials cannot be used with a %s URL", ep.Protocol)
@@ -148,7 +149,7 @@ func (a Auth) transportAuth(ep *transport.Endpoint) (transport.AuthMethod, error
 	return nil, nil
 }
 
-func (a Auth) sshAuth(ep *transport.Endpoint) (transport.AuthMethod, error) {
+func (a Auth) sshAuth(ep *transport.Endpoint, tmpDir string) (transport.AuthMethod, error) {
 	user := ep.User
 	if user == "" {
 		user = gitssh.DefaultUsername
@@ -174,7 +175,7 @@ func (a Auth) sshAuth(ep *transport.Endpoint) (transport.AuthMethod, error) {
 		port = 22
 	}
 	hostPort := net.JoinHostPort(ep.Host, strconv.Itoa(port))
-	cb, algos, err := knownHostsCallback(a.SSHKnownHosts, hostPort)
+	cb, algos, err := knownHostsCallback(a.SSHKnownHosts, hostPort, tmpDir)
 	if err != nil {
 		return nil, err
 	}
@@ -186,9 +187,10 @@ func (a Auth) sshAuth(ep *transport.Endpoint) (transport.AuthMethod, error) {
 // knownHostsCallback checks host keys against the known_hosts lines. It also returns the key
 // algorithms known_hosts has for the host, so the server is asked for a key that can match
 // rather than for its preferred type.
-func knownHostsCallback(lines []byte, hostPort string) (ssh.HostKeyCallback, []string, error) {
-	// The known_hosts readers take files only; the lines are public keys, not secrets.
-	f, err := os.CreateTemp("", "sluice-known-hosts-*")
+func knownHostsCallback(lines []byte, hostPort, tmpDir string) (ssh.HostKeyCallback, []string, error) {
+	// The known_hosts readers take files only. The lines are public keys, not secrets; they are
+	// staged in the cache folder, which is writable even where the root filesystem is not.
+	f, err := os.CreateTemp(tmpDir, ".known-hosts-*")
 	if err != nil {
 		return nil, nil, fmt.Errorf("stage known_hosts: %w", err)
 	}

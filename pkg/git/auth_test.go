@@ -110,6 +110,22 @@ func TestHTTPBasicAuthAndToken(t *testing.T) {
 	}
 }
 
+func TestHTTPSWithACABundle(t *testing.T) {
+	f := newFixture(t, gittest.WithTLS())
+	dev := f.hydrated(t, "dev", dry(1), "one")
+
+	untrusted, err := f.cache.Open(f.remote.URL(), git.Auth{}, git.Options{})
+	require.NoError(t, err)
+	assert.ErrorContains(t, untrusted.Fetch(ctx(t), "dev"), "certificate")
+
+	trusted, err := f.cache.Open(f.remote.URL(), git.Auth{CABundle: f.srv.CACert()}, git.Options{})
+	require.NoError(t, err)
+	require.NoError(t, trusted.Fetch(ctx(t), "dev"))
+	got, err := trusted.Resolve("dev")
+	require.NoError(t, err)
+	assert.Equal(t, dev, got)
+}
+
 func TestURLsWithCredentialsAreRefused(t *testing.T) {
 	f := newFixture(t)
 	url := "https://user:hunter2-token@git.example.com/org/repo.git"

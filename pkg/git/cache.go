@@ -79,7 +79,8 @@ type Options struct {
 
 // Open returns a handle on the cached repository for url, used with auth. Handles for the same
 // URL share the repository on disk and its lock, whatever their credentials. Open reads the disk
-// only; nothing is fetched until Fetch.
+// only; nothing is fetched until Fetch. It also checks and parses the credentials, so keep a
+// handle for as long as they do not change.
 func (c *Cache) Open(url string, auth Auth, opts Options) (*Repository, error) {
 	url = strings.TrimSpace(url)
 	ep, err := transport.NewEndpoint(url)
@@ -89,7 +90,7 @@ func (c *Cache) Open(url string, auth Auth, opts Options) (*Repository, error) {
 	if ep.Password != "" {
 		return nil, fmt.Errorf("the URL %s carries credentials: remove them and pass them as Auth", redactURL(url))
 	}
-	method, err := auth.transportAuth(ep)
+	method, err := auth.transportAuth(ep, c.root)
 	if err != nil {
 		return nil, fmt.Errorf("credentials for %s: %w", redactURL(url), err)
 	}
@@ -172,10 +173,15 @@ func (c *Cache) ensureOpen(sh *shared) error {
 	return nil
 }
 
+// objectCacheSize bounds the decoded objects kept per repository. The walks here revisit
+// commits, which are small; go-git's default of 96 MiB per repository would add up across the
+// many repositories one controller may follow.
+const objectCacheSize = 16 * cache.MiByte
+
 func newStorage(dir string) *filesystem.Storage {
 	// The process holds each repository's lock for every write, so go-git may keep its list of
 	// packfiles instead of reading the folder on every object lookup.
-	return filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRUDefault(),
+	return filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(objectCacheSize),
 		filesystem.Options{ExclusiveAccess: true})
 }
 

@@ -40,8 +40,8 @@
 //
 // Pushes are built on go-git's receive-pack session rather than Remote.Push: to choose what to
 // send, Remote.Push lists every object reachable from every remote ref, which costs seconds on a
-// long history (2.9 s for one merge commit on 20,000 commits, measured with this package's
-// benchmark data). This package walks back only to the commits the remote has. Likewise fetches
+// long history (2 to 3 s and 600 MB of allocations to push one merge commit on 20,000 commits, in
+// BenchmarkPromotionCycle). This package walks back only to the commits the remote has. Likewise fetches
 // use one upload-pack session: the advertisement decides what is missing, and nothing more is
 // requested when nothing moved.
 package git

@@ -96,7 +96,7 @@ func objectsToPush(s storer.EncodedObjectStorer, tip plumbing.Hash, known []plum
 	var out []plumbing.Hash
 	for _, c := range commits {
 		out = append(out, c.Hash)
-		if err := walkTree(s, c.TreeHash, skip, nil); err != nil {
+		if err := walkTree(s, c.TreeHash, skip, &out); err != nil {
 			return nil, err
 		}
 	}

@@ -21,10 +21,7 @@ func redactURL(raw string) string {
 		}
 		return raw
 	}
-	if _, hasPassword := u.User.Password(); hasPassword {
-		u.User = url.UserPassword(u.User.Username(), redacted)
-	}
-	return u.String()
+	return u.Redacted()
 }
 
 // redactText hides each secret and every URL password in s.

@@ -28,7 +28,7 @@ var (
 
 func nextTime() time.Time { return epoch.Add(time.Duration(ticks.Add(1)) * time.Second) }
 
-// FakeDrySHA is the dry SHA GenerateHistory records for commit i.
+// FakeDrySHA is a made-up dry commit SHA, the same for the same i.
 func FakeDrySHA(i int) string {
 	sum := sha1.Sum([]byte(fmt.Sprintf("dry-%d", i)))
 	return hex.EncodeToString(sum[:])
@@ -36,7 +36,8 @@ func FakeDrySHA(i int) string {
 
 // GenerateHistory writes n commits in a line on top of branch (or from nothing) into the bare
 // repository at dir, and returns the new tip. Each commit changes a manifest and the
-// hydrator.metadata file, as a hydrated environment branch grows. The objects are built in memory
+// hydrator.metadata file (naming a FakeDrySHA), as a hydrated environment branch grows. It
+// writes the repository directly: do not call it while a push to the same repository runs. The objects are built in memory
 // and stored as a single packfile, so twenty thousand commits take seconds, not the minutes that
 // as many loose objects or worktree commits would.
 func GenerateHistory(tb testing.TB, dir, branch string, n int) string {
@@ -80,11 +81,14 @@ func GenerateHistory(tb testing.TB, dir, branch string, n int) string {
 
 	readme := blob("# Hydrated manifests\n\nWritten by gittest.GenerateHistory.\n")
 	service := blob("apiVersion: v1\nkind: Service\nmetadata:\n  name: app\nspec:\n  ports:\n  - port: 80\n")
-	start := nextTime()
-	ticks.Add(int64(n))
+	// Numbering commits on the shared clock keeps every call's content new, so that history
+	// generated in several calls never repeats a tree.
+	first := ticks.Add(int64(n)) - int64(n) + 1
+	start := epoch.Add(time.Duration(first) * time.Second)
 	for i := 0; i < n; i++ {
-		deployment := blob(fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  annotations:\n    revision: %q\nspec:\n  replicas: %d\n", fmt.Sprint(i), 1+i%3))
-		metadata := blob(fmt.Sprintf("{\"drySha\": %q, \"subject\": \"change %d\"}\n", FakeDrySHA(i), i))
+		seq := int(first) + i
+		deployment := blob(fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  annotations:\n    revision: %q\nspec:\n  replicas: %d\n", fmt.Sprint(seq), 1+seq%3))
+		metadata := blob(fmt.Sprintf("{\"drySha\": %q, \"subject\": \"change %d\"}\n", FakeDrySHA(seq), seq))
 		manifests := put(&object.Tree{Entries: []object.TreeEntry{
 			{Name: "deployment.yaml", Mode: filemode.Regular, Hash: deployment},
 			{Name: "service.yaml", Mode: filemode.Regular, Hash: service},
@@ -95,7 +99,7 @@ func GenerateHistory(tb testing.TB, dir, branch string, n int) string {
 			{Name: "manifests", Mode: filemode.Dir, Hash: manifests},
 		}})
 		sig := Signature(start.Add(time.Duration(i) * time.Second))
-		c := &object.Commit{Author: sig, Committer: sig, Message: fmt.Sprintf("change %d\n", i), TreeHash: root}
+		c := &object.Commit{Author: sig, Committer: sig, Message: fmt.Sprintf("change %d\n", seq), TreeHash: root}
 		if !parent.IsZero() {
 			c.ParentHashes = []plumbing.Hash{parent}
 		}

@@ -1,7 +1,9 @@
 package gittest
 
 import (
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,10 +20,30 @@ type Repo struct {
 	Name string
 	Dir  string
 	srv  *Server
+	mu   sync.Mutex
 }
 
-// URL is the HTTP clone URL of the repository.
-func (r *Repo) URL() string { return r.srv.URL(r.Name) }
+// OpenBare returns a handle on the bare repository at dir, served by something else (or not at
+// all). Its writes lock only against each other.
+func OpenBare(dir string) *Repo {
+	return &Repo{Name: strings.TrimSuffix(filepath.Base(dir), ".git"), Dir: dir}
+}
+
+// URL is the HTTP clone URL of the repository on its Server ("" for OpenBare).
+func (r *Repo) URL() string {
+	if r.srv == nil {
+		return ""
+	}
+	return r.srv.URL(r.Name)
+}
+
+func (r *Repo) lock() func() {
+	if r.srv != nil {
+		return r.srv.lock(r.Name)
+	}
+	r.mu.Lock()
+	return r.mu.Unlock
+}
 
 // Signature is the author and committer of commits written by tests.
 func Signature(when time.Time) object.Signature {
@@ -49,7 +71,7 @@ func (r *Repo) DeleteFiles(tb testing.TB, branch string, paths ...string) string
 // the branch to the new commit, whose hash it returns.
 func (r *Repo) Commit(tb testing.TB, branch string, changes gitobj.Changes, message string) string {
 	tb.Helper()
-	defer r.srv.lock(r.Name)()
+	defer r.lock()()
 	sto := open(r.Dir)
 	parent, err := currentValue(sto, plumbing.NewBranchReferenceName(branch))
 	if err != nil {
@@ -90,7 +112,7 @@ func (r *Repo) SetBranch(tb testing.TB, branch, sha string) {
 // SetRef points the full ref name at sha.
 func (r *Repo) SetRef(tb testing.TB, ref, sha string) {
 	tb.Helper()
-	defer r.srv.lock(r.Name)()
+	defer r.lock()()
 	if err := open(r.Dir).SetReference(plumbing.NewHashReference(plumbing.ReferenceName(ref), plumbing.NewHash(sha))); err != nil {
 		tb.Fatal(err)
 	}
@@ -99,7 +121,7 @@ func (r *Repo) SetRef(tb testing.TB, ref, sha string) {
 // Ref returns the value of the full ref name, or "" when it does not exist.
 func (r *Repo) Ref(tb testing.TB, ref string) string {
 	tb.Helper()
-	defer r.srv.lock(r.Name)()
+	defer r.lock()()
 	h, err := currentValue(open(r.Dir), plumbing.ReferenceName(ref))
 	if err != nil {
 		tb.Fatal(err)
@@ -119,7 +141,7 @@ func (r *Repo) Branch(tb testing.TB, branch string) string {
 // AddNote attaches content to the commit target under notesRef, as `git notes add -f` would.
 func (r *Repo) AddNote(tb testing.TB, notesRef, target, content string) {
 	tb.Helper()
-	defer r.srv.lock(r.Name)()
+	defer r.lock()()
 	sto := open(r.Dir)
 	name := plumbing.ReferenceName(notesRef)
 	parent, err := currentValue(sto, name)
@@ -188,7 +210,7 @@ func (r *Repo) CheckConnectivity(tb testing.TB) {
 // DeleteBranch removes branch, as a deleting push would.
 func (r *Repo) DeleteBranch(tb testing.TB, branch string) {
 	tb.Helper()
-	defer r.srv.lock(r.Name)()
+	defer r.lock()()
 	if err := open(r.Dir).RemoveReference(plumbing.NewBranchReferenceName(branch)); err != nil {
 		tb.Fatal(err)
 	}
@@ -198,7 +220,7 @@ func (r *Repo) DeleteBranch(tb testing.TB, branch string) {
 // elsewhere would, and returns it.
 func (r *Repo) MergeCommit(tb testing.TB, branch, tree string, parents ...string) string {
 	tb.Helper()
-	defer r.srv.lock(r.Name)()
+	defer r.lock()()
 	sto := open(r.Dir)
 	hashes := make([]plumbing.Hash, len(parents))
 	for i, p := range parents {

@@ -8,6 +8,7 @@ package gittest
 import (
 	"compress/gzip"
 	"crypto/subtle"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,6 +31,7 @@ type Server struct {
 	http *httptest.Server
 	user string
 	pass string
+	tls  bool
 
 	mu         sync.Mutex
 	locks      map[string]*sync.Mutex
@@ -54,17 +56,44 @@ func WithBasicAuth(user, password string) Option {
 	return func(s *Server) { s.user, s.pass = user, password }
 }
 
+// WithTLS serves HTTPS with a self-signed certificate; see CACert.
+func WithTLS() Option {
+	return func(s *Server) { s.tls = true }
+}
+
+// CACert is the PEM certificate a client must trust to reach a WithTLS server.
+func (s *Server) CACert() []byte {
+	if s.http.Certificate() == nil {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.http.Certificate().Raw})
+}
+
 // NewServer starts an HTTP server for a new, empty set of repositories. It stops with the test.
 func NewServer(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
-	s := &Server{root: tb.TempDir(), locks: map[string]*sync.Mutex{}}
+	s := StartServer(tb.TempDir(), opts...)
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// StartServer starts an HTTP server for the repositories in root, for callers whose server must
+// outlive one test function (a benchmark reused across its runs). Close stops it.
+func StartServer(root string, opts ...Option) *Server {
+	s := &Server{root: root, locks: map[string]*sync.Mutex{}}
 	for _, o := range opts {
 		o(s)
 	}
-	s.http = httptest.NewServer(s)
-	tb.Cleanup(s.http.Close)
+	if s.tls {
+		s.http = httptest.NewTLSServer(s)
+	} else {
+		s.http = httptest.NewServer(s)
+	}
 	return s
 }
+
+// Close stops the server.
+func (s *Server) Close() { s.http.Close() }
 
 // URL is the HTTP clone URL of the repository name.
 func (s *Server) URL(name string) string {
@@ -90,6 +119,19 @@ func (s *Server) CreateRepo(tb testing.TB, name string) *Repo {
 	dir := filepath.Join(s.root, name+".git")
 	if _, err := gogit.PlainInit(dir, true); err != nil {
 		tb.Fatalf("init %s: %v", dir, err)
+	}
+	return &Repo{Name: name, Dir: dir, srv: s}
+}
+
+// ImportRepo serves a copy of the bare repository at src as name.
+func (s *Server) ImportRepo(tb testing.TB, name, src string) *Repo {
+	tb.Helper()
+	if !repoName.MatchString(name) || strings.HasPrefix(name, ".") {
+		tb.Fatalf("repository name %q must be a plain name", name)
+	}
+	dir := filepath.Join(s.root, name+".git")
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		tb.Fatalf("copy %s: %v", src, err)
 	}
 	return &Repo{Name: name, Dir: dir, srv: s}
 }

@@ -51,8 +51,8 @@ func branchHead(t *testing.T, srv *giteatest.Server, repo scm.Repository, branch
 }
 
 // merge retries while Gitea is still checking mergeability, as a controller would on a transient
-// error. The bound is generous: with the harness's immediate queues, Gitea's mergeability check
-// of a new pull request can wait about 30 seconds for its own lock.
+// error. The check runs on a background queue in the harness, so it usually ends within a second;
+// the bound is generous for a loaded machine.
 func merge(t *testing.T, p scm.Provider, repo scm.Repository, number int64, head string) (*scm.MergeResult, error) {
 	t.Helper()
 	for range 240 {

@@ -11,7 +11,7 @@ import (
 	gh "github.com/google/go-github/v75/github"
 
 	"github.com/sluicehq/sluice/pkg/scm"
-	"github.com/sluicehq/sluice/pkg/scm/internal/scmtest"
+	"github.com/sluicehq/sluice/pkg/scm/scmtest"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 )
 

@@ -45,6 +45,10 @@ func randomHex(bytes int) string {
 // queues, so a push or API call has fully taken effect (branches, empty flag, webhooks) when it
 // returns; in-memory sessions and cache; no SSH, mail, LFS, actions, packages, cron or code
 // indexer; a cheap password hash; webhooks allowed to loopback so tests can receive them.
+//
+// The pull request mergeability checker is the exception and runs on a channel queue: run
+// immediately, the check of a new pull request waits about 30 seconds for a lock its own caller
+// holds, so every merge test waited that long.
 var appIni = template.Must(template.New("app.ini").Parse(`APP_NAME = sluice test
 RUN_USER = {{.RunUser}}
 RUN_MODE = prod
@@ -101,6 +105,9 @@ ENABLED = false
 TYPE = immediate
 
 [queue.issue_indexer]
+TYPE = channel
+
+[queue.pr_patch_checker]
 TYPE = channel
 
 [indexer]

@@ -1,5 +1,5 @@
-// Package scmtest has helpers for testing providers against in-process HTTPS servers that
-// emulate an SCM's REST API.
+// Package scmtest has helpers for testing providers and controllers against in-process HTTPS
+// servers that emulate an SCM's REST API.
 package scmtest
 
 import (

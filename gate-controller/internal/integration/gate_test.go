@@ -1,0 +1,166 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/gate"
+	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/pkg/testenv/flux"
+)
+
+// A closed window that starts a few seconds from now, in a zone with a half-hour offset, closes
+// the gate and holds its targets with no edit to anything, then opens it again.
+func TestAWindowClosesAndOpensTheGateWithoutAnyEdit(t *testing.T) {
+	sharedController(t)
+	t.Parallel()
+	ns := newNamespace(t)
+	kolkata, err := time.LoadLocation("Asia/Kolkata")
+	require.NoError(t, err)
+	now := time.Now().In(kolkata)
+	start := now.Truncate(time.Minute).Add(time.Minute)
+	if start.Sub(now) < 5*time.Second {
+		start = start.Add(time.Minute)
+	}
+	const length = 15 * time.Second
+	createGate(t, ns, "maintenance", gatingv1alpha1.GateSpec{Windows: []gatingv1alpha1.GateWindow{{
+		Schedule:    fmt.Sprintf("%d %d * * *", start.Minute(), start.Hour()),
+		Duration:    metav1.Duration{Duration: length},
+		TimeZone:    "Asia/Kolkata",
+		Kind:        gatingv1alpha1.StateClosed,
+		Description: "database maintenance",
+	}}})
+	ks := createFlux(t, flux.Kustomizations, ns, "apps", map[string]string{gate.GatesAnnotation: "maintenance"}, nil, "kubectl-create")
+
+	g := waitGate(t, ns, "maintenance", wait, isOpen)
+	require.NotNil(t, g.Status.NextTransitionTime)
+	assert.True(t, g.Status.NextTransitionTime.Time.Equal(start), "next change %s, window starts %s", g.Status.NextTransitionTime, start)
+	generation := g.Generation
+
+	closed := waitGate(t, ns, "maintenance", time.Until(start)+wait, isClosed)
+	assert.False(t, time.Now().Before(start), "closed no earlier than the window starts")
+	assert.Equal(t, gatingv1alpha1.ReasonWindow, closed.Status.Reason)
+	assert.Contains(t, closed.Status.Message, "database maintenance")
+	assert.Equal(t, generation, closed.Generation, "nobody edited the gate")
+	require.NotEmpty(t, closed.Status.History)
+	assert.Equal(t, gatingv1alpha1.StateClosed, closed.Status.History[0].State)
+	assert.True(t, closed.Status.NextTransitionTime.Time.Equal(start.Add(length)))
+	u := waitObject(t, ks, wait, "held by the window", heldByController)
+	assert.Contains(t, u.GetAnnotations()[suspend.Annotation], "database maintenance")
+
+	reopened := waitGate(t, ns, "maintenance", time.Until(start.Add(length))+wait, isOpen)
+	assert.Equal(t, generation, reopened.Generation)
+	assert.Len(t, reopened.Status.History, 3, "opened, closed by the window, opened again")
+	waitObject(t, ks, wait, "released when the window ends", released)
+}
+
+func TestKubectlWaitForConditionOpen(t *testing.T) {
+	sharedController(t)
+	t.Parallel()
+	ns := newNamespace(t)
+	createGate(t, ns, "release", gatingv1alpha1.GateSpec{Closed: true})
+	waitGate(t, ns, "release", wait, isClosed)
+
+	kubectl, err := testenv.Tool("kubectl")
+	require.NoError(t, err)
+	cmd := exec.Command(kubectl, "wait", "--for=condition=Open", "gate/release", "-n", ns, "--timeout=60s")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+	out := make(chan []byte, 1)
+	errs := make(chan error, 1)
+	go func() {
+		b, err := cmd.CombinedOutput()
+		out <- b
+		errs <- err
+	}()
+	updateGate(t, ns, "release", func(g *gatingv1alpha1.Gate) { g.Spec.Closed = false })
+	assert.NoError(t, <-errs, "kubectl wait: %s", <-out)
+}
+
+func TestSuspendingAGateFreezesItsState(t *testing.T) {
+	sharedController(t)
+	t.Parallel()
+	ns := newNamespace(t)
+	createGate(t, ns, "prod", gatingv1alpha1.GateSpec{})
+	waitGate(t, ns, "prod", wait, isOpen)
+	ks := createFlux(t, flux.Kustomizations, ns, "apps", map[string]string{gate.GatesAnnotation: "prod"}, nil, "kubectl-create")
+
+	updateGate(t, ns, "prod", func(g *gatingv1alpha1.Gate) {
+		g.Annotations = map[string]string{suspend.Annotation: "audit in progress, ask #platform"}
+	})
+	waitGate(t, ns, "prod", wait, func(g *gatingv1alpha1.Gate) bool { return g.Status.Reason == gatingv1alpha1.ReasonSuspended })
+	updateGate(t, ns, "prod", func(g *gatingv1alpha1.Gate) { g.Spec.Closed = true })
+	frozen := waitGate(t, ns, "prod", wait, func(g *gatingv1alpha1.Gate) bool { return true })
+	assert.True(t, frozen.Status.Open, "a suspended gate keeps its state")
+	assert.True(t, conditions.IsTrue(frozen.Status.Conditions, gatingv1alpha1.ConditionOpen))
+	assert.Contains(t, frozen.Status.Message, "audit in progress, ask #platform")
+	c := conditions.Get(frozen.Status.Conditions, conditions.Suspended)
+	require.NotNil(t, c)
+	assert.Equal(t, "audit in progress, ask #platform", c.Message)
+	assert.Nil(t, frozen.Status.NextTransitionTime)
+	_, held := get(t, ks).GetAnnotations()[suspend.Annotation]
+	assert.False(t, held, "targets of a frozen open gate keep running")
+
+	updateGate(t, ns, "prod", func(g *gatingv1alpha1.Gate) { delete(g.Annotations, suspend.Annotation) })
+	resumed := waitGate(t, ns, "prod", wait, isClosed)
+	assert.Equal(t, gatingv1alpha1.ReasonManual, resumed.Status.Reason)
+	assert.Nil(t, conditions.Get(resumed.Status.Conditions, conditions.Suspended))
+	waitObject(t, ks, wait, "held once the gate is resumed and closed", heldByController)
+}
+
+func TestAGateThatCannotBeEvaluatedStallsClosed(t *testing.T) {
+	sharedController(t)
+	t.Parallel()
+	ns := newNamespace(t)
+	createGate(t, ns, "broken", gatingv1alpha1.GateSpec{Windows: []gatingv1alpha1.GateWindow{{
+		Schedule: "61 9 * * MON", Duration: metav1.Duration{Duration: time.Hour}, Kind: gatingv1alpha1.StateOpen,
+	}}})
+	g := waitGate(t, ns, "broken", wait, func(g *gatingv1alpha1.Gate) bool { return conditions.IsTrue(g.Status.Conditions, conditions.Stalled) })
+	assert.False(t, g.Status.Open)
+	assert.Equal(t, gatingv1alpha1.ReasonInvalid, g.Status.Reason)
+	stalled := conditions.Get(g.Status.Conditions, conditions.Stalled)
+	assert.Contains(t, stalled.Message, "spec.windows[0].schedule")
+	assert.False(t, conditions.IsTrue(g.Status.Conditions, conditions.Ready))
+	waitEvent(t, ns, "broken", "InvalidSpec")
+
+	ks := createFlux(t, flux.Kustomizations, ns, "apps", map[string]string{gate.GatesAnnotation: "broken"}, nil, "kubectl-create")
+	waitObject(t, ks, wait, "held by a gate that cannot be evaluated", heldByController)
+}
+
+// An override opens a frozen gate for a few seconds; the controller wakes exactly when it
+// expires, closes the gate again and reports the expired override.
+func TestAnExpiredOverrideIsReported(t *testing.T) {
+	sharedController(t)
+	t.Parallel()
+	ns := newNamespace(t)
+	until := time.Now().Add(4 * time.Second).Truncate(time.Second)
+	createGate(t, ns, "freeze", gatingv1alpha1.GateSpec{
+		Windows: []gatingv1alpha1.GateWindow{{
+			Schedule: "0 0 * * *", Duration: metav1.Duration{Duration: 24 * time.Hour}, Kind: gatingv1alpha1.StateClosed, Description: "freeze",
+		}},
+		Override: &gatingv1alpha1.GateOverride{State: gatingv1alpha1.StateOpen, Until: metav1.NewTime(until), Message: "hotfix INC-1"},
+	})
+	g := waitGate(t, ns, "freeze", wait, isOpen)
+	assert.Equal(t, gatingv1alpha1.ReasonOverride, g.Status.Reason)
+	assert.Contains(t, g.Status.Message, "hotfix INC-1")
+
+	g = waitGate(t, ns, "freeze", time.Until(until)+wait, isClosed)
+	assert.Equal(t, gatingv1alpha1.ReasonWindow, g.Status.Reason)
+	require.NotNil(t, g.Status.ExpiredOverride)
+	assert.Equal(t, "hotfix INC-1", g.Status.ExpiredOverride.Message)
+	assert.Contains(t, g.Status.Message, "has expired")
+	waitEvent(t, ns, "freeze", "OverrideExpired")
+
+	updateGate(t, ns, "freeze", func(g *gatingv1alpha1.Gate) { g.Spec.Override = nil })
+	g = waitGate(t, ns, "freeze", wait, func(g *gatingv1alpha1.Gate) bool { return g.Status.ExpiredOverride == nil })
+	assert.NotContains(t, g.Status.Message, "expired")
+}

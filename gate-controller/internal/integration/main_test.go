@@ -1,0 +1,280 @@
+// Package integration runs the gate-controller in-process against the real local control plane
+// with the real Flux CRDs, and drives it the way people do: through objects, kubectl wait and
+// the kubectl-gate plugin.
+package integration
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/sluicehq/sluice/gate-controller/internal/setup"
+	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/runtime/manager"
+	"github.com/sluicehq/sluice/pkg/runtime/options"
+	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/pkg/testenv/flux"
+)
+
+var env *testenv.Env
+
+// TestMain is testenv.Main with the Flux CRDs, stopping the shared controller before the
+// control plane so the API server is not kept waiting on its watches.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	paths, err := flux.CRDPaths()
+	if err == nil {
+		env, err = testenv.Start(testenv.Options{CRDPaths: paths})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	stopShared()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop local control plane:", err)
+	}
+	os.Exit(code)
+}
+
+var (
+	sharedOnce   sync.Once
+	sharedErr    error
+	sharedCancel = func() {}
+	sharedDone   <-chan error
+)
+
+func stopShared() {
+	sharedCancel()
+	if sharedDone != nil {
+		if err := <-sharedDone; err != nil {
+			fmt.Fprintln(os.Stderr, "shared gate-controller:", err)
+		}
+	}
+}
+
+// sharedController starts one gate-controller for the tests of this package, watching every
+// namespace with the default targets. Each test works in its own namespace.
+func sharedController(t *testing.T) {
+	t.Helper()
+	testenv.SkipIfShort(t)
+	sharedOnce.Do(func() {
+		var ctx context.Context
+		ctx, sharedCancel = context.WithCancel(context.Background())
+		sharedDone, sharedErr = startController(ctx, "gate-controller-test", env.Config, setup.Config{}, func(o *options.Options) {
+			o.WatchLabelSelector = "!" + shardLabel
+		})
+	})
+	require.NoError(t, sharedErr)
+}
+
+// shardLabel marks the objects of tests that run their own controller: the shared controller
+// ignores them, the way replicas shard objects with --watch-label-selector.
+const shardLabel = "sluice.test/shard"
+
+// startController runs the controller in-process until ctx is done; the returned channel gets
+// Run's result.
+func startController(ctx context.Context, name string, cfg *rest.Config, c setup.Config, mutate func(*options.Options)) (<-chan error, error) {
+	opts := options.Defaults(name)
+	opts.MetricsBindAddress = "127.0.0.1:0"
+	opts.HealthProbeBindAddress = "127.0.0.1:0"
+	opts.Workers = 4
+	if mutate != nil {
+		mutate(&opts)
+	}
+	out := io.Discard
+	if os.Getenv("GATE_TEST_LOG") != "" {
+		out = os.Stderr
+	}
+	m, err := manager.New(name, opts, cfg, slog.New(slog.NewTextHandler(out, nil)))
+	if err != nil {
+		return nil, err
+	}
+	if err := setup.Setup(m, c); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	return done, nil
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := fmt.Sprintf("%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), time.Now().UnixNano()%100000)
+	if len(ns) > 63 {
+		ns = ns[len(ns)-63:]
+		ns = strings.TrimLeft(ns, "-")
+	}
+	_, err := env.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return ns
+}
+
+func createGate(t *testing.T, ns, name string, spec gatingv1alpha1.GateSpec) {
+	t.Helper()
+	_, err := env.Sluice.GatingV1alpha1().Gates(ns).Create(context.Background(),
+		&gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+func getGate(t *testing.T, ns, name string) *gatingv1alpha1.Gate {
+	t.Helper()
+	g, err := env.Sluice.GatingV1alpha1().Gates(ns).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return g
+}
+
+// updateGate changes a gate's spec as a person would, retrying when the controller's status
+// write got there first.
+func updateGate(t *testing.T, ns, name string, mutate func(*gatingv1alpha1.Gate)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		g := getGate(t, ns, name)
+		mutate(g)
+		_, err := env.Sluice.GatingV1alpha1().Gates(ns).Update(context.Background(), g, metav1.UpdateOptions{})
+		return err
+	})
+	require.NoError(t, err)
+}
+
+// waitGate waits for a gate's status to satisfy cond after the controller evaluated its spec.
+func waitGate(t *testing.T, ns, name string, timeout time.Duration, cond func(*gatingv1alpha1.Gate) bool) *gatingv1alpha1.Gate {
+	t.Helper()
+	var last *gatingv1alpha1.Gate
+	err := testenv.Wait(context.Background(), timeout, func(ctx context.Context) (bool, error) {
+		g, err := env.Sluice.GatingV1alpha1().Gates(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = g
+		return g.Status.ObservedGeneration == g.Generation && cond(g), nil
+	})
+	require.NoError(t, err, "gate %s/%s, last status: %+v", ns, name, statusOf(last))
+	return last
+}
+
+func statusOf(g *gatingv1alpha1.Gate) any {
+	if g == nil {
+		return nil
+	}
+	return g.Status
+}
+
+func isOpen(g *gatingv1alpha1.Gate) bool   { return g.Status.Open }
+func isClosed(g *gatingv1alpha1.Gate) bool { return !g.Status.Open && g.Status.Reason != "" }
+
+// object is a Flux object made from its real CRD.
+type object struct {
+	gvr       schema.GroupVersionResource
+	kind      string
+	namespace string
+	name      string
+}
+
+func (o object) String() string { return o.kind + "/" + o.namespace + "/" + o.name }
+
+// createFlux creates a minimal valid Kustomization or GitRepository with annotations; spec
+// fields are added to the minimal spec.
+func createFlux(t *testing.T, gvr schema.GroupVersionResource, ns, name string, annotations map[string]string, spec map[string]any, fieldManager string) object {
+	t.Helper()
+	o := object{gvr: gvr, namespace: ns, name: name}
+	base := map[string]any{"interval": "10m"}
+	switch gvr {
+	case flux.Kustomizations:
+		o.kind = "Kustomization"
+		base["prune"] = true
+		base["sourceRef"] = map[string]any{"kind": "GitRepository", "name": "repo"}
+	case flux.GitRepositories:
+		o.kind = "GitRepository"
+		base["url"] = "https://example.com/repo.git"
+	default:
+		t.Fatalf("no minimal spec for %s", gvr)
+	}
+	for k, v := range spec {
+		base[k] = v
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvr.GroupVersion().String(), "kind": o.kind,
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     base,
+	}}
+	u.SetAnnotations(annotations)
+	_, err := env.Dynamic.Resource(gvr).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{FieldManager: fieldManager})
+	require.NoError(t, err)
+	return o
+}
+
+func get(t *testing.T, o object) *unstructured.Unstructured {
+	t.Helper()
+	u, err := env.Dynamic.Resource(o.gvr).Namespace(o.namespace).Get(context.Background(), o.name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return u
+}
+
+// waitObject waits until cond holds for the object and returns it.
+func waitObject(t *testing.T, o object, timeout time.Duration, what string, cond func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
+	t.Helper()
+	var last *unstructured.Unstructured
+	err := testenv.Wait(context.Background(), timeout, func(ctx context.Context) (bool, error) {
+		u, err := env.Dynamic.Resource(o.gvr).Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = u
+		return cond(u), nil
+	})
+	var annotations map[string]string
+	var spec any
+	if last != nil {
+		annotations, spec = last.GetAnnotations(), last.Object["spec"]
+	}
+	require.NoError(t, err, "%s: %s; last annotations %v, spec %v", o, what, annotations, spec)
+	return last
+}
+
+func specSuspend(u *unstructured.Unstructured) (bool, bool) {
+	v, found, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+	return v, found
+}
+
+// events lists the Events recorded for an object, by reason.
+func events(t *testing.T, ns, name string) map[string][]string {
+	t.Helper()
+	list, err := env.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	require.NoError(t, err)
+	byReason := map[string][]string{}
+	for _, e := range list.Items {
+		byReason[e.Reason] = append(byReason[e.Reason], e.Message)
+	}
+	return byReason
+}
+
+func waitEvent(t *testing.T, ns, name, reason string) []string {
+	t.Helper()
+	var got map[string][]string
+	err := testenv.Wait(context.Background(), 20*time.Second, func(context.Context) (bool, error) {
+		got = events(t, ns, name)
+		return len(got[reason]) > 0, nil
+	})
+	require.NoError(t, err, "event %s on %s/%s; events seen: %v", reason, ns, name, got)
+	return got[reason]
+}

@@ -1,0 +1,64 @@
+// Package plugin is kubectl-gate: open, close and list Gates, and suspend or resume any object
+// with a reason (RFC-0006), with kubectl's own connection flags.
+package plugin
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	sluice "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
+)
+
+// FieldManager names the plugin's changes in managedFields.
+const FieldManager = "kubectl-gate"
+
+// options are shared by every command.
+type options struct {
+	flags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+}
+
+func (o *options) namespace() (string, error) {
+	ns, _, err := o.flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("cannot tell the namespace from the kubeconfig: %w", err)
+	}
+	return ns, nil
+}
+
+func (o *options) sluice() (sluice.Interface, error) {
+	cfg, err := o.flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return sluice.NewForConfig(cfg)
+}
+
+// NewCommand returns the kubectl-gate command; kubectl runs it as `kubectl gate`.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &options{flags: genericclioptions.NewConfigFlags(true), IOStreams: streams}
+	root := &cobra.Command{
+		Use:   "kubectl-gate",
+		Short: "Open, close and list Sluice Gates; suspend or resume any object with a reason",
+		Long: `Open, close and list Sluice Gates, and suspend or resume any object with a reason.
+
+A closed gate holds every object that references it through the gating.sluice.dev/gates
+annotation; the gate-controller suspends them and resumes them when the gate opens.`,
+		Example: `  kubectl gate list -A
+  kubectl gate close prod -m "release 1.4 sign-off pending"
+  kubectl gate open prod --for 1h -m "hotfix for INC-123"
+  kubectl gate suspend kustomization/apps -m "migrating the database, ask #platform"
+  kubectl gate resume kustomization/apps`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	o.flags.AddFlags(root.PersistentFlags())
+	root.AddCommand(newOpenCloseCommand(o, true), newOpenCloseCommand(o, false), newListCommand(o),
+		newSuspendCommand(o), newResumeCommand(o))
+	return root
+}
