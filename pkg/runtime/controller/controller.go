@@ -35,7 +35,9 @@ type Reconciler interface {
 type ReconcilerFunc func(ctx context.Context, key string) (Result, error)
 
 // Reconcile calls f.
-func (f ReconcilerFunc) Reconcile(ctx context.Context, key string) (Result, error) { return f(ctx, key) }
+func (f ReconcilerFunc) Reconcile(ctx context.Context, key string) (Result, error) {
+	return f(ctx, key)
+}
 
 // Options tune a Controller. Zero values take sensible defaults.
 type Options struct {
