@@ -1,18 +1,20 @@
-// Command commitstatus-controller runs the Sluice commitstatus controller.
+// Command commitstatus-controller runs the Sluice commitstatus controller: it mirrors each
+// CommitStatus to its SCM (GitHub, GitLab, Gitea/Forgejo), calling the SCM only when the desired
+// state changed, and keeps statuses of plain git repositories in the cluster.
 package main
 
 import (
 	"flag"
 	"os"
 
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 )
 
 func main() {
-	os.Exit(manager.Main("commitstatus-controller", flag.CommandLine, os.Args[1:], setup))
-}
-
-// setup registers this controller's reconcilers.
-func setup(m *manager.Manager) error {
-	return nil
+	var cfg setup.Config
+	cfg.AddFlags(flag.CommandLine)
+	os.Exit(manager.Main("commitstatus-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
+		return setup.Setup(m, cfg)
+	}))
 }

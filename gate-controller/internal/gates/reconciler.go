@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +46,14 @@ type Reconciler struct {
 	Log          *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	lastWrite sync.Map // "namespace/name" -> time.Time of the last status write
 }
+
+// HeldListInterval spaces out status writes that change only the held objects: when a gate
+// closes over thousands of objects, each one held would otherwise rewrite the gate's status.
+// Changes of state are written at once.
+const HeldListInterval = time.Second
 
 // Reconcile evaluates one Gate, keyed "namespace/name", writes its status if it changed, and
 // asks to be called again when a window or the override next changes it.
@@ -57,6 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	g, err := r.Gates.Gates(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		r.Metrics.Forget(ns, name)
+		r.lastWrite.Delete(key)
 		return controller.Result{}, nil
 	}
 	if err != nil {
@@ -72,11 +81,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	result := controller.Result{RequeueAfter: out.Requeue}
 
 	if !equality.Semantic.DeepEqual(g.Status, status) {
+		if wait := r.heldListWait(key, g.Status, status, now); wait > 0 {
+			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+				result.RequeueAfter = wait
+			}
+			return result, nil
+		}
 		next := g.DeepCopy()
 		next.Status = status
 		if _, err := r.Client.GatingV1alpha1().Gates(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return controller.Result{}, fmt.Errorf("update status of gate %s: %w", key, err)
 		}
+		r.lastWrite.Store(key, now)
 		r.report(g, status, out, now)
 	}
 	r.Metrics.Held.WithLabelValues(ns, name).Set(float64(holding))
@@ -109,4 +125,18 @@ func (r *Reconciler) report(before *gatingv1alpha1.Gate, after gatingv1alpha1.Ga
 	if after.Reason == gatingv1alpha1.ReasonInvalid && before.Status.Reason != gatingv1alpha1.ReasonInvalid {
 		r.Recorder.Eventf(before, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", after.Message)
 	}
+}
+
+// heldListWait is how long to wait before writing a status that differs from the current one
+// only in its held objects.
+func (r *Reconciler) heldListWait(key string, current, next gatingv1alpha1.GateStatus, now time.Time) time.Duration {
+	next.Held, next.Holding = current.Held, current.Holding
+	if !equality.Semantic.DeepEqual(current, next) {
+		return 0
+	}
+	last, ok := r.lastWrite.Load(key)
+	if !ok {
+		return 0
+	}
+	return HeldListInterval - now.Sub(last.(time.Time))
 }

@@ -89,6 +89,9 @@ func ParseTargets(value string) ([]Target, error) {
 }
 
 func parseTarget(entry string) (Target, error) {
+	if entry == "" {
+		return Target{}, fmt.Errorf("is empty; remove the extra comma")
+	}
 	resourceGroup, modeName, ok := strings.Cut(entry, "=")
 	if !ok {
 		return Target{}, fmt.Errorf("has no mode; write RESOURCE.GROUP=MODE with MODE annotation, spec or both")

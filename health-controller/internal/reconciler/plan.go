@@ -3,6 +3,7 @@ package reconciler
 import (
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -346,5 +347,8 @@ func (p *plan) expand(r Reader, src source) (bool, error) {
 }
 
 func watchProblem(s dynamicwatch.Scope, err error) string {
-	return fmt.Sprintf("cannot watch %s: %v (if access is forbidden, add the kind to the chart's watch.rules)", s, err)
+	if apierrors.IsForbidden(err) {
+		return fmt.Sprintf("forbidden to watch %s: give the controller read access, with the chart's watch.extraRules", s)
+	}
+	return fmt.Sprintf("cannot watch %s: %v", s, err)
 }

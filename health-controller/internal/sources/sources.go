@@ -85,7 +85,10 @@ func ApplicationResources(app *unstructured.Unstructured) ([]ObjectRef, error) {
 // the commit in it. Sources that are not git (OCIRepository, Bucket) have digests, not commits,
 // and are refused.
 func KustomizationRevision(ks *unstructured.Unstructured) (revision, commit string, err error) {
-	revision, _, _ = unstructured.NestedString(ks.Object, "status", "lastAppliedRevision")
+	revision, _, err = unstructured.NestedString(ks.Object, "status", "lastAppliedRevision")
+	if err != nil {
+		return "", "", fmt.Errorf("Kustomization %s: status.lastAppliedRevision: %w", key(ks), err)
+	}
 	if revision == "" {
 		return "", "", fmt.Errorf("Kustomization %s has not applied a revision yet (status.lastAppliedRevision is empty)", key(ks))
 	}
@@ -102,9 +105,15 @@ func KustomizationRevision(ks *unstructured.Unstructured) (revision, commit stri
 // ApplicationRevision returns status.sync.revision, or the first of status.sync.revisions for a
 // multi-source Application, and the commit in it.
 func ApplicationRevision(app *unstructured.Unstructured) (revision, commit string, err error) {
-	revision, _, _ = unstructured.NestedString(app.Object, "status", "sync", "revision")
+	revision, _, err = unstructured.NestedString(app.Object, "status", "sync", "revision")
+	if err != nil {
+		return "", "", fmt.Errorf("Application %s: status.sync.revision: %w", key(app), err)
+	}
 	if revision == "" {
-		revisions, _, _ := unstructured.NestedStringSlice(app.Object, "status", "sync", "revisions")
+		revisions, _, err := unstructured.NestedStringSlice(app.Object, "status", "sync", "revisions")
+		if err != nil {
+			return "", "", fmt.Errorf("Application %s: status.sync.revisions: %w", key(app), err)
+		}
 		if len(revisions) > 0 {
 			revision = revisions[0]
 		}

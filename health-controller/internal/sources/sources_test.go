@@ -123,3 +123,10 @@ func TestApplicationRevision(t *testing.T) {
 	_, _, err = ApplicationRevision(object(t, `{metadata: {name: g, namespace: argocd}, status: {sync: {revision: "1.2.3"}}}`))
 	assert.ErrorContains(t, err, "full commit id", "a Helm chart version is not a commit")
 }
+
+func TestRevisionOfTheWrongTypeIsNamed(t *testing.T) {
+	_, _, err := ApplicationRevision(object(t, `{metadata: {name: g, namespace: argocd}, status: {sync: {revision: 1111111111111111111111111111111111111111}}}`))
+	assert.ErrorContains(t, err, "status.sync.revision")
+	_, _, err = KustomizationRevision(object(t, `{metadata: {name: apps, namespace: flux-system}, status: {lastAppliedRevision: [main]}}`))
+	assert.ErrorContains(t, err, "status.lastAppliedRevision")
+}

@@ -22,11 +22,13 @@ import (
 	v1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
 	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
 	healthv1alpha1 "github.com/sluicehq/sluice/pkg/apis/health/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/commitstatus/v1alpha1"
 	applyconfigurationgatingv1alpha1 "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/gating/v1alpha1"
 	applyconfigurationhealthv1alpha1 "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/health/v1alpha1"
 	internal "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/internal"
+	applyconfigurationpromoterv1alpha1 "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/promoter/v1alpha1"
 	applyconfigurationscmv1alpha1 "github.com/sluicehq/sluice/pkg/generated/applyconfiguration/scm/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -92,6 +94,48 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationhealthv1alpha1.SourceReferenceApplyConfiguration{}
 	case healthv1alpha1.SchemeGroupVersion.WithKind("Target"):
 		return &applyconfigurationhealthv1alpha1.TargetApplyConfiguration{}
+
+		// Group=promoter.sluice.dev, Version=v1alpha1
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("CommitState"):
+		return &applyconfigurationpromoterv1alpha1.CommitStateApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("CommitStatusPhase"):
+		return &applyconfigurationpromoterv1alpha1.CommitStatusPhaseApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("CommitStatusSelector"):
+		return &applyconfigurationpromoterv1alpha1.CommitStatusSelectorApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("Environment"):
+		return &applyconfigurationpromoterv1alpha1.EnvironmentApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("EnvironmentStatus"):
+		return &applyconfigurationpromoterv1alpha1.EnvironmentStatusApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("GateReference"):
+		return &applyconfigurationpromoterv1alpha1.GateReferenceApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("GateSelector"):
+		return &applyconfigurationpromoterv1alpha1.GateSelectorApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("HealthyDrySHA"):
+		return &applyconfigurationpromoterv1alpha1.HealthyDrySHAApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("LocalReference"):
+		return &applyconfigurationpromoterv1alpha1.LocalReferenceApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("PromotionRecord"):
+		return &applyconfigurationpromoterv1alpha1.PromotionRecordApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("PromotionStrategy"):
+		return &applyconfigurationpromoterv1alpha1.PromotionStrategyApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("PromotionStrategySpec"):
+		return &applyconfigurationpromoterv1alpha1.PromotionStrategySpecApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("PromotionStrategyStatus"):
+		return &applyconfigurationpromoterv1alpha1.PromotionStrategyStatusApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("ProposedCommit"):
+		return &applyconfigurationpromoterv1alpha1.ProposedCommitApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("ProposedCommitSpec"):
+		return &applyconfigurationpromoterv1alpha1.ProposedCommitSpecApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("ProposedCommitStatus"):
+		return &applyconfigurationpromoterv1alpha1.ProposedCommitStatusApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("PullRequest"):
+		return &applyconfigurationpromoterv1alpha1.PullRequestApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("PullRequestReference"):
+		return &applyconfigurationpromoterv1alpha1.PullRequestReferenceApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("PullRequestSpec"):
+		return &applyconfigurationpromoterv1alpha1.PullRequestSpecApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("PullRequestStatus"):
+		return &applyconfigurationpromoterv1alpha1.PullRequestStatusApplyConfiguration{}
 
 		// Group=scm.sluice.dev, Version=v1alpha1
 	case scmv1alpha1.SchemeGroupVersion.WithKind("CABundleReference"):

@@ -4,15 +4,20 @@ package main
 import (
 	"flag"
 	"os"
+	"path/filepath"
 
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
+	"github.com/sluicehq/sluice/promoter-controller/internal/promoter"
 )
 
 func main() {
-	os.Exit(manager.Main("promoter-controller", flag.CommandLine, os.Args[1:], setup))
-}
-
-// setup registers this controller's reconcilers.
-func setup(m *manager.Manager) error {
-	return nil
+	cfg := promoter.Config{}
+	flag.StringVar(&cfg.CacheDir, "git-cache-dir", filepath.Join(os.TempDir(), "sluice-promoter-git"),
+		"Folder of the git cache: one bare repository per remote, kept across restarts.")
+	flag.StringVar(&cfg.WebhookAddress, "webhook-bind-address", "0",
+		"Address of the webhook receiver (POST /hooks/<namespace>/<scmprovider>); 0 disables it.")
+	os.Exit(manager.Main("promoter-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
+		_, err := promoter.Setup(m, cfg)
+		return err
+	}))
 }

@@ -25,6 +25,7 @@ import (
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/commitstatus/v1alpha1"
 	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/gating/v1alpha1"
 	healthv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/health/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/promoter/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/scm/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
@@ -36,6 +37,7 @@ type Interface interface {
 	CommitstatusV1alpha1() commitstatusv1alpha1.CommitstatusV1alpha1Interface
 	GatingV1alpha1() gatingv1alpha1.GatingV1alpha1Interface
 	HealthV1alpha1() healthv1alpha1.HealthV1alpha1Interface
+	PromoterV1alpha1() promoterv1alpha1.PromoterV1alpha1Interface
 	ScmV1alpha1() scmv1alpha1.ScmV1alpha1Interface
 }
 
@@ -45,6 +47,7 @@ type Clientset struct {
 	commitstatusV1alpha1 *commitstatusv1alpha1.CommitstatusV1alpha1Client
 	gatingV1alpha1       *gatingv1alpha1.GatingV1alpha1Client
 	healthV1alpha1       *healthv1alpha1.HealthV1alpha1Client
+	promoterV1alpha1     *promoterv1alpha1.PromoterV1alpha1Client
 	scmV1alpha1          *scmv1alpha1.ScmV1alpha1Client
 }
 
@@ -61,6 +64,11 @@ func (c *Clientset) GatingV1alpha1() gatingv1alpha1.GatingV1alpha1Interface {
 // HealthV1alpha1 retrieves the HealthV1alpha1Client
 func (c *Clientset) HealthV1alpha1() healthv1alpha1.HealthV1alpha1Interface {
 	return c.healthV1alpha1
+}
+
+// PromoterV1alpha1 retrieves the PromoterV1alpha1Client
+func (c *Clientset) PromoterV1alpha1() promoterv1alpha1.PromoterV1alpha1Interface {
+	return c.promoterV1alpha1
 }
 
 // ScmV1alpha1 retrieves the ScmV1alpha1Client
@@ -124,6 +132,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.promoterV1alpha1, err = promoterv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.scmV1alpha1, err = scmv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -152,6 +164,7 @@ func New(c rest.Interface) *Clientset {
 	cs.commitstatusV1alpha1 = commitstatusv1alpha1.New(c)
 	cs.gatingV1alpha1 = gatingv1alpha1.New(c)
 	cs.healthV1alpha1 = healthv1alpha1.New(c)
+	cs.promoterV1alpha1 = promoterv1alpha1.New(c)
 	cs.scmV1alpha1 = scmv1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)

@@ -29,6 +29,7 @@ import (
 	gating "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/gating"
 	health "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/health"
 	internalinterfaces "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/internalinterfaces"
+	promoter "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/promoter"
 	scm "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/scm"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -331,6 +332,7 @@ type SharedInformerFactory interface {
 	Commitstatus() commitstatus.Interface
 	Gating() gating.Interface
 	Health() health.Interface
+	Promoter() promoter.Interface
 	Scm() scm.Interface
 }
 
@@ -344,6 +346,10 @@ func (f *sharedInformerFactory) Gating() gating.Interface {
 
 func (f *sharedInformerFactory) Health() health.Interface {
 	return health.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Promoter() promoter.Interface {
+	return promoter.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Scm() scm.Interface {

@@ -24,6 +24,7 @@ import (
 	v1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
 	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
 	healthv1alpha1 "github.com/sluicehq/sluice/pkg/apis/health/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -66,6 +67,14 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		// Group=health.sluice.dev, Version=v1alpha1
 	case healthv1alpha1.SchemeGroupVersion.WithResource("healthchecks"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Health().V1alpha1().HealthChecks().Informer()}, nil
+
+		// Group=promoter.sluice.dev, Version=v1alpha1
+	case promoterv1alpha1.SchemeGroupVersion.WithResource("promotionstrategies"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Promoter().V1alpha1().PromotionStrategies().Informer()}, nil
+	case promoterv1alpha1.SchemeGroupVersion.WithResource("proposedcommits"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Promoter().V1alpha1().ProposedCommits().Informer()}, nil
+	case promoterv1alpha1.SchemeGroupVersion.WithResource("pullrequests"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Promoter().V1alpha1().PullRequests().Informer()}, nil
 
 		// Group=scm.sluice.dev, Version=v1alpha1
 	case scmv1alpha1.SchemeGroupVersion.WithResource("gitrepositories"):

@@ -27,6 +27,8 @@ import (
 	fakegatingv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/gating/v1alpha1/fake"
 	healthv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/health/v1alpha1"
 	fakehealthv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/health/v1alpha1/fake"
+	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/promoter/v1alpha1"
+	fakepromoterv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/promoter/v1alpha1/fake"
 	scmv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/scm/v1alpha1"
 	fakescmv1alpha1 "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/typed/scm/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,6 +157,11 @@ func (c *Clientset) GatingV1alpha1() gatingv1alpha1.GatingV1alpha1Interface {
 // HealthV1alpha1 retrieves the HealthV1alpha1Client
 func (c *Clientset) HealthV1alpha1() healthv1alpha1.HealthV1alpha1Interface {
 	return &fakehealthv1alpha1.FakeHealthV1alpha1{Fake: &c.Fake}
+}
+
+// PromoterV1alpha1 retrieves the PromoterV1alpha1Client
+func (c *Clientset) PromoterV1alpha1() promoterv1alpha1.PromoterV1alpha1Interface {
+	return &fakepromoterv1alpha1.FakePromoterV1alpha1{Fake: &c.Fake}
 }
 
 // ScmV1alpha1 retrieves the ScmV1alpha1Client

@@ -22,6 +22,7 @@ import (
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
 	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
 	healthv1alpha1 "github.com/sluicehq/sluice/pkg/apis/health/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -37,6 +38,7 @@ var localSchemeBuilder = runtime.SchemeBuilder{
 	commitstatusv1alpha1.AddToScheme,
 	gatingv1alpha1.AddToScheme,
 	healthv1alpha1.AddToScheme,
+	promoterv1alpha1.AddToScheme,
 	scmv1alpha1.AddToScheme,
 }
 

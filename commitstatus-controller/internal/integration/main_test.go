@@ -1,0 +1,220 @@
+// Package integration runs the commitstatus-controller in-process against the real local
+// control plane, with a real Gitea and an in-process GitHub as SCMs.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/runtime/manager"
+	"github.com/sluicehq/sluice/pkg/runtime/options"
+	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
+	"github.com/sluicehq/sluice/pkg/testenv"
+)
+
+var env *testenv.Env
+
+// Only the CRDs this controller reads: the test does not depend on other groups being valid.
+func TestMain(m *testing.M) {
+	crds := filepath.Join("..", "..", "..", "pkg", "crds")
+	testenv.Main(m, testenv.Options{WithoutSluiceCRDs: true, CRDPaths: []string{
+		filepath.Join(crds, "commitstatus.sluice.dev_commitstatuses.yaml"),
+		filepath.Join(crds, "scm.sluice.dev_gitrepositories.yaml"),
+		filepath.Join(crds, "scm.sluice.dev_scmproviders.yaml"),
+	}}, &env)
+}
+
+// running is a controller started in-process.
+type running struct {
+	m      *manager.Manager
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+type controllerOptions struct {
+	// config defaults to the admin config.
+	config  *rest.Config
+	mutate  func(*options.Options)
+	setup   func(*setup.Config)
+	logTo   io.Writer
+}
+
+// startController runs the commitstatus-controller with its own rate-limit registry until the
+// test ends.
+func startController(t testing.TB, o controllerOptions) *running {
+	t.Helper()
+	opts := options.Defaults("commitstatus-controller")
+	opts.MetricsBindAddress = "0"
+	opts.HealthProbeBindAddress = "0"
+	opts.LeaderElectionNamespace = "default"
+	if o.mutate != nil {
+		o.mutate(&opts)
+	}
+	cfg := o.config
+	if cfg == nil {
+		cfg = env.Config
+	}
+	out := o.logTo
+	if out == nil {
+		out = io.Discard
+		if os.Getenv("SLUICE_TEST_LOG") != "" {
+			out = os.Stderr
+		}
+	}
+	m, err := manager.New("commitstatus-controller", opts, cfg, slog.New(slog.NewTextHandler(out, nil)))
+	require.NoError(t, err)
+	sc := setup.Defaults()
+	sc.Limiters = ratelimit.NewRegistry()
+	sc.RecheckInterval = 2 * time.Second
+	sc.CredentialsTTL = time.Second
+	if o.setup != nil {
+		o.setup(&sc)
+	}
+	require.NoError(t, setup.Setup(m, sc))
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{m: m, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- m.Run(ctx) }()
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+// stop stops the controller and reports how it ended; later calls do nothing.
+func (r *running) stop(t testing.TB) {
+	r.once.Do(func() {
+		r.cancel()
+		select {
+		case err := <-r.done:
+			if err != nil {
+				t.Errorf("controller stopped with an error: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("controller did not stop within 30s")
+		}
+	})
+}
+
+var nsCounter atomic.Int64
+
+func newNamespace(t testing.TB) string {
+	t.Helper()
+	ns := fmt.Sprintf("cs-%d-%d", time.Now().UnixNano()%1_000_000, nsCounter.Add(1))
+	_, err := env.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return ns
+}
+
+func createSecret(t testing.TB, ns, name string, data map[string]string) {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: data}
+	_, err := env.Kube.CoreV1().Secrets(ns).Create(context.Background(), s, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+func createProvider(t testing.TB, ns string, p *scmv1alpha1.ScmProvider) {
+	t.Helper()
+	p.Namespace = ns
+	_, err := env.Sluice.ScmV1alpha1().ScmProviders(ns).Create(context.Background(), p, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+func createRepository(t testing.TB, ns, name, provider, owner, repoName, url string) {
+	t.Helper()
+	r := &scmv1alpha1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: scmv1alpha1.GitRepositorySpec{
+			URL: url, AllowInsecureLoopbackHTTP: true,
+			ProviderRef: scmv1alpha1.LocalObjectReference{Name: provider},
+			Owner:       owner, Name: repoName,
+		},
+	}
+	_, err := env.Sluice.ScmV1alpha1().GitRepositories(ns).Create(context.Background(), r, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+func newCommitStatus(ns, name, repo, sha string, phase commitstatusv1alpha1.CommitStatusPhase) *commitstatusv1alpha1.CommitStatus {
+	return &commitstatusv1alpha1.CommitStatus{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{commitstatusv1alpha1.KeyLabel: "health"}},
+		Spec: commitstatusv1alpha1.CommitStatusSpec{
+			RepositoryRef: commitstatusv1alpha1.RepositoryReference{Name: repo},
+			SHA:           sha,
+			Name:          "sluice/health",
+			Description:   "healthy in staging",
+			Phase:         phase,
+			URL:           "https://dash.example.com/staging",
+		},
+	}
+}
+
+func createCommitStatus(t testing.TB, cs *commitstatusv1alpha1.CommitStatus) {
+	t.Helper()
+	_, err := env.Sluice.CommitstatusV1alpha1().CommitStatuses(cs.Namespace).Create(context.Background(), cs, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+func updateCommitStatus(t testing.TB, ns, name string, mutate func(*commitstatusv1alpha1.CommitStatus)) {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := env.Sluice.CommitstatusV1alpha1().CommitStatuses(ns).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	mutate(cs)
+	_, err = env.Sluice.CommitstatusV1alpha1().CommitStatuses(ns).Update(ctx, cs, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// waitFor polls the CommitStatus until cond holds, and returns it.
+func waitFor(t testing.TB, ns, name string, cond func(*commitstatusv1alpha1.CommitStatus) bool) *commitstatusv1alpha1.CommitStatus {
+	t.Helper()
+	var last *commitstatusv1alpha1.CommitStatus
+	err := testenv.Wait(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		cs, err := env.Sluice.CommitstatusV1alpha1().CommitStatuses(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = cs
+		return cond(cs), nil
+	})
+	require.NoError(t, err, "CommitStatus %s/%s: last seen status %+v", ns, name, statusOf(last))
+	return last
+}
+
+func statusOf(cs *commitstatusv1alpha1.CommitStatus) any {
+	if cs == nil {
+		return nil
+	}
+	return cs.Status
+}
+
+// synced is true once the SCM holds phase for the object's current generation.
+func synced(phase commitstatusv1alpha1.CommitStatusPhase) func(*commitstatusv1alpha1.CommitStatus) bool {
+	return func(cs *commitstatusv1alpha1.CommitStatus) bool {
+		ready := conditions.Get(cs.Status.Conditions, conditions.Ready)
+		return ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == cs.Generation &&
+			cs.Status.SyncedPhase == phase
+	}
+}
+
+func stalled(reason string) func(*commitstatusv1alpha1.CommitStatus) bool {
+	return func(cs *commitstatusv1alpha1.CommitStatus) bool {
+		ready := conditions.Get(cs.Status.Conditions, conditions.Ready)
+		return conditions.IsTrue(cs.Status.Conditions, conditions.Stalled) && ready != nil && ready.Reason == reason
+	}
+}
+

@@ -1,0 +1,112 @@
+package gates
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
+	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/gate"
+	"github.com/sluicehq/sluice/pkg/generated/clientset/versioned/fake"
+	sluiceinformers "github.com/sluicehq/sluice/pkg/generated/informers/externalversions"
+)
+
+type harness struct {
+	r        *Reconciler
+	client   *fake.Clientset
+	informer sluiceinformers.SharedInformerFactory
+	events   *record.FakeRecorder
+	metrics  *metrics.Gates
+	now      time.Time
+	told     []time.Time
+}
+
+func newHarness(t *testing.T, g *gatingv1alpha1.Gate) *harness {
+	// NewClientset needs generated OpenAPI models, which Sluice does not generate; status updates
+	// are plain updates, so the simple tracker serves them the same.
+	h := &harness{client: fake.NewSimpleClientset(g), events: record.NewFakeRecorder(20), now: friday}
+	h.informer = sluiceinformers.NewSharedInformerFactory(h.client, 0)
+	h.metrics = metrics.New(prometheus.NewRegistry())
+	lister := h.informer.Gating().V1alpha1().Gates()
+	require.NoError(t, lister.Informer().GetIndexer().Add(g))
+	h.r = &Reconciler{
+		Gates: lister.Lister(), Client: h.client, Recorder: h.events, Metrics: h.metrics,
+		Held:         func(gate.Ref, int) ([]gatingv1alpha1.HeldObject, int) { return nil, 0 },
+		Transitioned: func(_ gate.Ref, at time.Time) { h.told = append(h.told, at) },
+		Now:          func() time.Time { return h.now },
+	}
+	return h
+}
+
+// sync feeds the status the fake API server holds back into the lister, as the informer would.
+func (h *harness) sync(t *testing.T) *gatingv1alpha1.Gate {
+	g, err := h.client.GatingV1alpha1().Gates("apps").Get(context.Background(), "prod", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, h.informer.Gating().V1alpha1().Gates().Informer().GetIndexer().Update(g))
+	return g
+}
+
+func (h *harness) drain() []string {
+	var got []string
+	for {
+		select {
+		case e := <-h.events.Events:
+			got = append(got, e)
+		default:
+			return got
+		}
+	}
+}
+
+// The clock is injected: a window edge reached without any edit changes the state at the
+// instant the reconciler asked to be woken.
+func TestReconcileWakesAtTheWindowEdgeAndReportsTheTransition(t *testing.T) {
+	h := newHarness(t, newGate(gatingv1alpha1.GateSpec{Windows: []gatingv1alpha1.GateWindow{noDeployFriday()}}))
+	res, err := h.r.Reconcile(context.Background(), "apps/prod")
+	require.NoError(t, err)
+	assert.Equal(t, time.Hour, res.RequeueAfter)
+	g := h.sync(t)
+	assert.True(t, g.Status.Open)
+	assert.Equal(t, []string{"Normal Opened open (Default): open: not closed by hand, and no override or closed window applies; closes at 2025-06-13T18:00:00+01:00"}, h.drain())
+	assert.Equal(t, 1.0, testutil.ToFloat64(h.metrics.Open.WithLabelValues("apps", "prod")))
+
+	// Reconciling again at the same instant writes nothing and says nothing.
+	writes := len(h.client.Actions())
+	_, err = h.r.Reconcile(context.Background(), "apps/prod")
+	require.NoError(t, err)
+	assert.Len(t, h.client.Actions(), writes)
+	assert.Empty(t, h.drain())
+
+	h.now = h.now.Add(res.RequeueAfter)
+	res, err = h.r.Reconcile(context.Background(), "apps/prod")
+	require.NoError(t, err)
+	assert.Equal(t, 62*time.Hour, res.RequeueAfter)
+	g = h.sync(t)
+	assert.False(t, g.Status.Open)
+	events := h.drain()
+	require.Len(t, events, 1)
+	assert.Contains(t, events[0], `Normal Closed closed (Window): closed by window "No Deploy Friday"`)
+	assert.Equal(t, []time.Time{friday, friday.Add(time.Hour)}, h.told)
+	assert.Equal(t, 0.0, testutil.ToFloat64(h.metrics.Open.WithLabelValues("apps", "prod")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(h.metrics.Transitions.WithLabelValues("apps", "prod", "closed")))
+}
+
+func TestReconcileForgetsADeletedGate(t *testing.T) {
+	h := newHarness(t, newGate(gatingv1alpha1.GateSpec{}))
+	_, err := h.r.Reconcile(context.Background(), "apps/prod")
+	require.NoError(t, err)
+	require.NoError(t, h.informer.Gating().V1alpha1().Gates().Informer().GetIndexer().Delete(h.sync(t)))
+	_, err = h.r.Reconcile(context.Background(), "apps/prod")
+	require.NoError(t, err)
+	assert.Zero(t, testutil.CollectAndCount(h.metrics.Open))
+	_, err = h.r.Reconcile(context.Background(), "not/a/key")
+	assert.Error(t, err)
+}

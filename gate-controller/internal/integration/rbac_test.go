@@ -1,0 +1,75 @@
+package integration
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
+	"github.com/sluicehq/sluice/gate-controller/internal/setup"
+	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/gate"
+	"github.com/sluicehq/sluice/pkg/runtime/options"
+	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/pkg/testenv/charts"
+	"github.com/sluicehq/sluice/pkg/testenv/flux"
+)
+
+// The chart's RBAC is enough for the controller, with the flags the chart renders: the
+// controller runs as the chart's ServiceAccount, under leader election, and holds and releases
+// Flux objects.
+func TestTheControllerWorksUnderTheChartsRBAC(t *testing.T) {
+	testenv.SkipIfShort(t)
+	t.Parallel()
+	ctx := context.Background()
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	helm, err := charts.NewHelm(env)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = helm.Close() })
+	const release, system = "gate-controller", "sluice-system"
+	require.NoError(t, helm.Install(ctx, release, system, filepath.Join(root, "charts", "gate-controller")))
+
+	manifest, err := helm.Run(ctx, "get", "manifest", release, "--namespace", system)
+	require.NoError(t, err)
+	flag := regexp.MustCompile(`--targets=([^"\s]+)`).FindStringSubmatch(manifest)
+	require.Len(t, flag, 2, "the chart passes --targets")
+	targets, err := kinds.ParseTargets(flag[1])
+	require.NoError(t, err)
+	assert.Equal(t, kinds.Defaults(), targets, "the chart's default targets are the controller's")
+
+	shard := map[string]string{shardLabel: "rbac"}
+	runCtx, cancel := context.WithCancel(ctx)
+	done, err := startController(runCtx, "gate-controller", env.Impersonate(system, release), setup.Config{Targets: targets}, func(o *options.Options) {
+		o.WatchLabelSelector = shardLabel + "=rbac"
+		o.LeaderElect = true
+		o.LeaderElectionNamespace = system
+	})
+	require.NoError(t, err)
+
+	ns := newNamespace(t)
+	createGate(t, ns, "prod", gatingv1alpha1.GateSpec{Closed: true}, shard)
+	refs := map[string]string{gate.GatesAnnotation: "prod"}
+	ks := createFlux(t, flux.Kustomizations, ns, "apps", refs, nil, "kubectl-create", shard)
+	repo := createFlux(t, flux.GitRepositories, ns, "repo", refs, nil, "kubectl-create", shard)
+	for _, o := range []object{ks, repo} {
+		waitObject(t, o, wait, "held under the chart's RBAC", heldByController)
+		waitEvent(t, ns, o.name, "Held")
+	}
+	waitGate(t, ns, "prod", wait, func(g *gatingv1alpha1.Gate) bool { return g.Status.Holding == 2 })
+	updateGate(t, ns, "prod", func(g *gatingv1alpha1.Gate) { g.Spec.Closed = false })
+	for _, o := range []object{ks, repo} {
+		waitObject(t, o, wait, "released under the chart's RBAC", released)
+	}
+	lease, err := env.Kube.CoordinationV1().Leases(system).Get(ctx, "gate-controller-leader", metav1.GetOptions{})
+	require.NoError(t, err, "the controller holds its Lease in its own namespace")
+	assert.NotEmpty(t, lease.Spec.HolderIdentity)
+
+	cancel()
+	assert.NoError(t, <-done, "the controller stops cleanly")
+}

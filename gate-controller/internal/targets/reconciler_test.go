@@ -1,0 +1,220 @@
+package targets
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/sluicehq/sluice/gate-controller/internal/hold"
+	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
+	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
+	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/gate"
+	gatinglisters "github.com/sluicehq/sluice/pkg/generated/listers/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/suspend"
+)
+
+var kustomizations = kinds.Kind{
+	GVR:  schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"},
+	Kind: "Kustomization", Namespaced: true, Mode: hold.ModeBoth,
+}
+
+type fixture struct {
+	r       *Reconciler
+	watched *Watched
+	gates   cache.Indexer
+	applied []*unstructured.Unstructured
+	fail    error
+	events  *record.FakeRecorder
+	metrics *metrics.Gates
+	now     time.Time
+}
+
+func newFixture(t *testing.T) *fixture {
+	f := &fixture{events: record.NewFakeRecorder(20), now: time.Date(2025, 6, 13, 17, 0, 0, 0, time.UTC)}
+	informer := cache.NewSharedIndexInformer(&cache.ListWatch{}, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{gatesIndex: indexByGate})
+	f.watched = &Watched{Kind: kustomizations, Informer: informer}
+	registry := NewRegistry()
+	require.True(t, registry.Add(f.watched))
+	f.gates = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	client.PrependReactor("patch", "kustomizations", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		p := a.(clienttesting.PatchAction)
+		require.Equal(t, types.ApplyPatchType, p.GetPatchType())
+		u := &unstructured.Unstructured{}
+		require.NoError(t, json.Unmarshal(p.GetPatch(), &u.Object))
+		f.applied = append(f.applied, u)
+		return true, u, f.fail
+	})
+	f.metrics = metrics.New(prometheus.NewRegistry())
+	f.r = &Reconciler{
+		Registry: registry, Gates: gatinglisters.NewGateLister(f.gates), Dynamic: client, Recorder: f.events,
+		Metrics: f.metrics, Latency: NewLatency(), Now: func() time.Time { return f.now },
+	}
+	return f
+}
+
+func (f *fixture) gate(t *testing.T, name string, open bool, generation, observed int64) {
+	status := metav1.ConditionFalse
+	if open {
+		status = metav1.ConditionTrue
+	}
+	g := &gatingv1alpha1.Gate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, Generation: generation},
+		Status: gatingv1alpha1.GateStatus{
+			ObservedGeneration: observed, Open: open, Reason: gatingv1alpha1.ReasonManual, Message: "release sign-off",
+			Conditions: []metav1.Condition{{Type: gatingv1alpha1.ConditionOpen, Status: status, Reason: gatingv1alpha1.ReasonManual}},
+		},
+	}
+	require.NoError(t, f.gates.Add(g))
+}
+
+func (f *fixture) target(t *testing.T, annotations map[string]string) string {
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "apps", Name: "web", UID: "uid-1", ResourceVersion: "41", Annotations: annotations,
+	}}
+	require.NoError(t, f.watched.Informer.GetIndexer().Add(m))
+	return Key(f.watched.GroupResource(), m)
+}
+
+func (f *fixture) drain() []string {
+	var got []string
+	for {
+		select {
+		case e := <-f.events.Events:
+			got = append(got, e)
+		default:
+			return got
+		}
+	}
+}
+
+func TestReconcileHoldsATargetOfAClosedGate(t *testing.T) {
+	f := newFixture(t)
+	f.gate(t, "prod", false, 3, 3)
+	key := f.target(t, map[string]string{gate.GatesAnnotation: "prod"})
+	f.r.Latency.Transitioned(gate.Ref{Namespace: "apps", Name: "prod"}, f.now.Add(-2*time.Second))
+	f.r.Latency.Mark(gate.Ref{Namespace: "apps", Name: "prod"}, []string{key}, f.now)
+
+	res, err := f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err)
+	assert.Zero(t, res.RequeueAfter)
+	require.Len(t, f.applied, 1)
+	u := f.applied[0]
+	assert.Equal(t, "uid-1", string(u.GetUID()))
+	assert.Equal(t, "41", u.GetResourceVersion())
+	assert.Equal(t, "Kustomization", u.GetKind())
+	reason := u.GetAnnotations()[suspend.Annotation]
+	assert.Equal(t, "held by gate apps/prod is closed (Manual: release sign-off)", reason)
+	assert.Equal(t, map[string]any{"suspend": true}, u.Object["spec"])
+	assert.Equal(t, []string{"Normal Held " + reason}, f.drain())
+	assert.Equal(t, uint64(1), histogramCount(t, f.metrics.EnforcementLatency), "the transition-to-hold latency is observed once")
+}
+
+func TestReconcileWaitsForAGateBeingReevaluatedThenFailsClosed(t *testing.T) {
+	f := newFixture(t)
+	// Open before the edit, generation 5 not evaluated yet.
+	f.gate(t, "prod", true, 5, 4)
+	key := f.target(t, map[string]string{gate.GatesAnnotation: "prod"})
+
+	res, err := f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err)
+	assert.Equal(t, StaleGrace, res.RequeueAfter)
+	assert.Empty(t, f.applied, "no hold while the controller evaluates the edit")
+
+	f.now = f.now.Add(StaleGrace / 2)
+	res, err = f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err)
+	assert.Equal(t, StaleGrace/2, res.RequeueAfter, "the grace runs from when the stale status was first seen")
+
+	f.now = f.now.Add(StaleGrace / 2)
+	_, err = f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err)
+	require.Len(t, f.applied, 1, "a gate that is never evaluated counts as closed")
+	assert.Contains(t, f.applied[0].GetAnnotations()[suspend.Annotation], "has not been evaluated yet")
+}
+
+func TestReconcileHoldsForAMissingGateAndSaysWhich(t *testing.T) {
+	f := newFixture(t)
+	f.gate(t, "prod", true, 1, 1)
+	key := f.target(t, map[string]string{gate.GatesAnnotation: "prod,gone", gate.RequireAnnotation: "all"})
+	_, err := f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err)
+	require.Len(t, f.applied, 1)
+	rec, err := hold.ParseRecord(f.applied[0].GetAnnotations()[hold.RecordAnnotation])
+	require.NoError(t, err)
+	assert.Equal(t, []string{"apps/gone"}, rec.Gates, "only the gate that denies holds it")
+	events := f.drain()
+	assert.Contains(t, events, "Warning GateMissing held until these gates exist: [apps/gone]")
+}
+
+func TestReconcileRetriesWhenTheTargetChangedUnderIt(t *testing.T) {
+	f := newFixture(t)
+	f.gate(t, "prod", false, 1, 1)
+	key := f.target(t, map[string]string{gate.GatesAnnotation: "prod"})
+	f.fail = apierrors.NewConflict(schema.GroupResource{Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations"}, "web", nil)
+	_, err := f.r.Reconcile(context.Background(), key)
+	assert.Error(t, err)
+	assert.Empty(t, f.drain(), "nothing is reported for a hold that did not happen")
+}
+
+func TestReconcileIgnoresObjectsThatAreNotTargets(t *testing.T) {
+	f := newFixture(t)
+	key := f.target(t, map[string]string{"unrelated": "x"})
+	_, err := f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err)
+	_, err = f.r.Reconcile(context.Background(), "kustomizations.kustomize.toolkit.fluxcd.io|apps/deleted")
+	require.NoError(t, err)
+	_, err = f.r.Reconcile(context.Background(), "widgets.unwatched.example|apps/x")
+	require.NoError(t, err)
+	assert.Empty(t, f.applied)
+}
+
+func TestRegistryListsWhatAGateHolds(t *testing.T) {
+	f := newFixture(t)
+	add := func(name string, rec *hold.Record, refs string) {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, Annotations: map[string]string{gate.GatesAnnotation: refs}}}
+		if rec != nil {
+			m.Annotations[hold.RecordAnnotation] = rec.String()
+			m.ManagedFields = []metav1.ManagedFieldsEntry{{
+				Manager: hold.FieldManager, Operation: metav1.ManagedFieldsOperationApply,
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:gating.sluice.dev/hold":{}}}}`)},
+			}}
+		}
+		require.NoError(t, f.watched.Informer.GetIndexer().Add(m))
+	}
+	add("c", &hold.Record{Gates: []string{"apps/prod"}}, "prod")
+	add("a", &hold.Record{Gates: []string{"apps/prod", "apps/qa"}}, "prod,qa")
+	add("b", &hold.Record{Gates: []string{"apps/qa"}}, "prod,qa")               // held by the other gate only
+	add("d", &hold.Record{Gates: []string{"apps/prod"}, Yielded: true}, "prod") // someone resumed it
+	add("e", nil, "prod")                                                       // references it, not held
+
+	held, count := f.r.Registry.Held(gate.Ref{Namespace: "apps", Name: "prod"}, 1)
+	assert.Equal(t, 2, count)
+	assert.Equal(t, []gatingv1alpha1.HeldObject{{APIVersion: "kustomize.toolkit.fluxcd.io/v1", Kind: "Kustomization", Namespace: "apps", Name: "a"}}, held)
+	assert.Len(t, f.r.Registry.Referencing(gate.Ref{Namespace: "apps", Name: "prod"}), 5)
+	assert.Len(t, f.r.Registry.Referencing(gate.Ref{Namespace: "other", Name: "prod"}), 0)
+}
+
+func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, h.Write(&m))
+	return m.GetHistogram().GetSampleCount()
+}

@@ -1,0 +1,239 @@
+package promotion
+
+import (
+	"fmt"
+	"strings"
+
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+)
+
+// Phase is the verdict of a check.
+type Phase = commitstatusv1alpha1.CommitStatusPhase
+
+// Phases of a check.
+const (
+	Pending = commitstatusv1alpha1.CommitStatusPending
+	Success = commitstatusv1alpha1.CommitStatusSuccess
+	Failure = commitstatusv1alpha1.CommitStatusFailure
+)
+
+// Rule names what blocked a promotion; it is the reason of the PromotionBlocked Event.
+type Rule string
+
+const (
+	// RuleNoMovingBackwards is rule 1: the proposed dry SHA is older than what a later environment runs.
+	RuleNoMovingBackwards Rule = "NoMovingBackwards"
+	// RuleEarlierEnvironmentActive is rule 2: an earlier environment is not active on the proposed dry SHA.
+	RuleEarlierEnvironmentActive Rule = "EarlierEnvironmentActive"
+	// RuleEarlierEnvironmentChecks is rule 3: an active commit status of an earlier environment does not pass.
+	RuleEarlierEnvironmentChecks Rule = "EarlierEnvironmentChecks"
+	// RuleProposedChecks is rule 4: a proposed commit status of the proposed commit does not pass.
+	RuleProposedChecks Rule = "ProposedChecks"
+	// RuleGates: a gate of the environment holds.
+	RuleGates Rule = "Gates"
+	// RuleUnknownDrySHA: the proposed commit does not say which dry commit it was rendered from.
+	RuleUnknownDrySHA Rule = "UnknownDrySHA"
+)
+
+// Order is where one dry commit stands relative to another on the dry branch.
+type Order int
+
+const (
+	// Same commit.
+	Same Order = iota
+	// Newer: the first descends from the second.
+	Newer
+	// Older: the second descends from the first.
+	Older
+	// Unrelated: neither descends from the other.
+	Unrelated
+)
+
+// DryOrder compares dry commits on the dry branch: Compare(x, y) says where x stands relative
+// to y. An error (a commit no longer on the branch, say) blocks rule 1.
+type DryOrder interface {
+	Compare(x, y string) (Order, error)
+}
+
+// Check is the aggregate phase of one commit-status key on one commit.
+type Check struct {
+	Key   string
+	Phase Phase
+}
+
+// Commit is a hydrated commit and the dry commit it was rendered from.
+type Commit struct {
+	DrySHA      string
+	HydratedSHA string
+}
+
+// GateVerdict is whether the environment's gates allow, with the reason when they do not.
+type GateVerdict struct {
+	Allowed bool
+	Message string
+}
+
+// Environment is what the rules need to know about one environment.
+type Environment struct {
+	Branch   string
+	Active   Commit
+	Proposed Commit
+	// ActiveChecks are the environment's active commit statuses on Active.HydratedSHA.
+	ActiveChecks []Check
+	// ProposedChecks are the environment's proposed commit statuses on Proposed.HydratedSHA.
+	ProposedChecks []Check
+	// Gates is nil when the environment has no gates.
+	Gates *GateVerdict
+}
+
+// HasProposal reports whether the proposed branch differs from the environment branch.
+func (e Environment) HasProposal() bool {
+	return e.Proposed.HydratedSHA != "" && e.Proposed.HydratedSHA != e.Active.HydratedSHA
+}
+
+// Block is one reason a proposed change may not be merged.
+type Block struct {
+	Rule    Rule
+	Message string
+}
+
+// Verdict is the outcome of Evaluate.
+type Verdict struct {
+	// Proposed is false when there is nothing to promote; Eligible is then false with no Blocks.
+	Proposed bool
+	// Eligible is true when the change may be merged now.
+	Eligible bool
+	// Blocks lists every rule that holds the change, in rule order.
+	Blocks []Block
+}
+
+// Message joins the blocks in one line for status and Events.
+func (v Verdict) Message() string {
+	msgs := make([]string, len(v.Blocks))
+	for i, b := range v.Blocks {
+		msgs[i] = b.Message
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Rules returns the rules that block, e.g. for a metric label or an Event reason.
+func (v Verdict) Rules() []Rule {
+	rules := make([]Rule, len(v.Blocks))
+	for i, b := range v.Blocks {
+		rules[i] = b.Rule
+	}
+	return rules
+}
+
+// Evaluate applies the four rules and the gates to the change proposed for environment i.
+// envs is indexed like g.
+func Evaluate(g *Graph, envs []Environment, i int, order DryOrder) Verdict {
+	env := envs[i]
+	if !env.HasProposal() {
+		return Verdict{}
+	}
+	v := Verdict{Proposed: true}
+	block := func(r Rule, format string, args ...any) {
+		v.Blocks = append(v.Blocks, Block{Rule: r, Message: fmt.Sprintf(format, args...)})
+	}
+	dry := env.Proposed.DrySHA
+	if dry == "" {
+		block(RuleUnknownDrySHA, "%s: proposed commit %s names no dry commit (no hydrator note or hydrator.metadata file)", env.Branch, short(env.Proposed.HydratedSHA))
+	}
+
+	if dry != "" {
+		for _, j := range g.After(i) {
+			later := envs[j]
+			if later.Active.DrySHA == "" {
+				continue
+			}
+			o, err := order.Compare(dry, later.Active.DrySHA)
+			switch {
+			case err != nil:
+				block(RuleNoMovingBackwards, "rule 1 (no moving backwards): cannot order dry %s against %s's active dry %s: %v", short(dry), later.Branch, short(later.Active.DrySHA), err)
+			case o == Older:
+				block(RuleNoMovingBackwards, "rule 1 (no moving backwards): dry %s is older than %s's active dry %s", short(dry), later.Branch, short(later.Active.DrySHA))
+			case o == Unrelated:
+				block(RuleNoMovingBackwards, "rule 1 (no moving backwards): dry %s does not come after %s's active dry %s on the dry branch", short(dry), later.Branch, short(later.Active.DrySHA))
+			}
+		}
+	}
+
+	earlier := g.Before(i)
+	for _, j := range earlier {
+		e := envs[j]
+		if e.Active.DrySHA != dry || dry == "" {
+			block(RuleEarlierEnvironmentActive, "rule 2: %s is active on dry %s, not yet on %s", e.Branch, orNone(e.Active.DrySHA), orNone(dry))
+		}
+	}
+	for _, j := range earlier {
+		e := envs[j]
+		for _, c := range e.ActiveChecks {
+			if c.Phase != Success {
+				block(RuleEarlierEnvironmentChecks, "rule 3: active check %s on %s is %s", c.Key, e.Branch, phaseOf(c.Phase))
+			}
+		}
+	}
+	for _, c := range env.ProposedChecks {
+		if c.Phase != Success {
+			block(RuleProposedChecks, "rule 4: proposed check %s on %s is %s", c.Key, env.Branch, phaseOf(c.Phase))
+		}
+	}
+	if env.Gates != nil && !env.Gates.Allowed {
+		block(RuleGates, "gates hold %s: %s", env.Branch, env.Gates.Message)
+	}
+	v.Eligible = len(v.Blocks) == 0
+	return v
+}
+
+// Aggregate is the phase of a set of checks: failure if any fails, success if all pass (or
+// there are none), pending otherwise.
+func Aggregate(checks []Check) Phase {
+	phase := Success
+	for _, c := range checks {
+		switch c.Phase {
+		case Failure:
+			return Failure
+		case Success:
+		default:
+			phase = Pending
+		}
+	}
+	return phase
+}
+
+// KeyPhase is the phase of one key from every CommitStatus of that key on the commit: failure if
+// any fails, success if one passes, pending if none exists or all pend.
+func KeyPhase(phases []Phase) Phase {
+	out := Pending
+	for _, p := range phases {
+		switch p {
+		case Failure:
+			return Failure
+		case Success:
+			out = Success
+		}
+	}
+	return out
+}
+
+func phaseOf(p Phase) string {
+	if p == "" {
+		return "missing"
+	}
+	return string(p)
+}
+
+func orNone(sha string) string {
+	if sha == "" {
+		return "(none)"
+	}
+	return short(sha)
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}

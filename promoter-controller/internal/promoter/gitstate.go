@@ -1,0 +1,90 @@
+package promoter
+
+import (
+	"errors"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/git"
+	"github.com/sluicehq/sluice/pkg/promotion"
+)
+
+// maxMergeDepth bounds the walk through merge commits in search of a dry SHA.
+const maxMergeDepth = 8
+
+// drySHAOf returns the dry commit of hydrated commit sha. A merge commit made by a promotion has
+// no hydrator note of its own, so its dry SHA is that of the proposed commit it merged, its second
+// parent: this is what the proposal calls copying the note from the source on merge, without
+// writing to the notes ref that the hydrator owns.
+func drySHAOf(repo *git.Repository, sha string) (string, error) {
+	for range maxMergeDepth {
+		d, err := repo.DrySHA(sha)
+		if err == nil {
+			return d.SHA, nil
+		}
+		if !errors.Is(err, git.ErrNoDrySHA) {
+			return "", err
+		}
+		c, cerr := repo.Commit(sha)
+		if cerr != nil || len(c.Parents) < 2 {
+			return "", err
+		}
+		sha = c.Parents[1]
+	}
+	return "", git.ErrNoDrySHA
+}
+
+// describe fills a CommitState for hydrated commit sha: its dry SHA, and the time and subject of
+// the dry commit when the cache has it (it does after fetching the dry branch), else of sha.
+func describe(repo *git.Repository, sha string) promoterv1alpha1.CommitState {
+	if sha == "" {
+		return promoterv1alpha1.CommitState{}
+	}
+	cs := promoterv1alpha1.CommitState{HydratedSHA: sha}
+	cs.DrySHA, _ = drySHAOf(repo, sha)
+	info, err := repo.Commit(cs.DrySHA)
+	if cs.DrySHA == "" || err != nil {
+		info, err = repo.Commit(sha)
+	}
+	if err == nil {
+		t := metav1.NewTime(info.Time.UTC().Truncate(time.Second))
+		cs.CommitTime = &t
+		cs.Subject = truncate(info.Subject, 256)
+	}
+	return cs
+}
+
+// dryOrder orders dry commits on the dry branch, as last fetched.
+type dryOrder struct {
+	repo   *git.Repository
+	branch string
+}
+
+func (o dryOrder) Compare(x, y string) (promotion.Order, error) {
+	order, err := o.repo.CompareOnBranch(o.branch, x, y)
+	if err != nil {
+		return 0, err
+	}
+	switch order {
+	case git.OrderSame:
+		return promotion.Same, nil
+	case git.OrderAfter:
+		return promotion.Newer, nil
+	case git.OrderBefore:
+		return promotion.Older, nil
+	}
+	return promotion.Unrelated, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	for len(string(r)) > n-3 {
+		r = r[:len(r)-1]
+	}
+	return string(r) + "..."
+}

@@ -1,0 +1,281 @@
+package promoter_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/git/gittest"
+	"github.com/sluicehq/sluice/pkg/runtime/manager"
+	"github.com/sluicehq/sluice/pkg/runtime/options"
+	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/promoter-controller/internal/promoter"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.Options{}, &env)
+}
+
+// startPromoter runs the controller in-process against the control plane, as cfg's identity,
+// until the returned function is called (or the test ends).
+func startPromoter(t *testing.T, cfg *rest.Config, cacheDir string) (stop func()) {
+	t.Helper()
+	opts := options.Defaults("promoter-controller")
+	opts.MetricsBindAddress = "127.0.0.1:0"
+	opts.HealthProbeBindAddress = "127.0.0.1:0"
+	opts.LeaderElect = false
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m, err := manager.New("promoter-controller", opts, cfg, log)
+	require.NoError(t, err)
+	_, err = promoter.Setup(m, promoter.Config{CacheDir: cacheDir})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("controller did not stop within 30s")
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// fixture is a namespace with a git repository served over HTTP by the test, a GitRepository and
+// a plain git ScmProvider.
+type fixture struct {
+	t    *testing.T
+	ns   string
+	srv  *gittest.Server
+	repo *gittest.Repo
+	ctx  context.Context
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	testenv.SkipIfShort(t)
+	f := &fixture{t: t, ctx: context.Background(), ns: fmt.Sprintf("p-%d", time.Now().UnixNano())}
+	_, err := env.Kube.CoreV1().Namespaces().Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	f.srv = gittest.NewServer(t)
+	f.repo = f.srv.CreateRepo(t, "app")
+	_, err = env.Sluice.ScmV1alpha1().ScmProviders(f.ns).Create(f.ctx, &scmv1alpha1.ScmProvider{
+		ObjectMeta: metav1.ObjectMeta{Name: "git"},
+		Spec:       scmv1alpha1.ScmProviderSpec{Type: scmv1alpha1.ScmProviderGit},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = env.Sluice.ScmV1alpha1().GitRepositories(f.ns).Create(f.ctx, &scmv1alpha1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: scmv1alpha1.GitRepositorySpec{
+			URL: f.srv.URL("app"), AllowInsecureLoopbackHTTP: true,
+			ProviderRef: scmv1alpha1.LocalObjectReference{Name: "git"}, Owner: "acme", Name: "app",
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return f
+}
+
+// dryCommit adds a commit to the dry branch.
+func (f *fixture) dryCommit(msg string) string {
+	return f.repo.CommitFiles(f.t, "main", map[string]string{"values.yaml": "msg: " + msg + "\n"}, msg)
+}
+
+// hydrate renders dry onto <env>-next, on top of <env>, as a hydrator would (with a note).
+func (f *fixture) hydrate(dry string, envs ...string) map[string]string {
+	out := map[string]string{}
+	for _, e := range envs {
+		if tip := f.repo.Branch(f.t, e); tip != "" {
+			f.repo.SetBranch(f.t, e+"-next", tip)
+		}
+		sha := f.repo.CommitFiles(f.t, e+"-next", map[string]string{"manifest.yaml": "env: " + e + "\ndry: " + dry + "\n"}, "hydrate "+dry[:7])
+		f.repo.AddNote(f.t, "refs/notes/hydrator.metadata", sha, string(hydratorNote(dry)))
+		out[e] = sha
+	}
+	return out
+}
+
+func hydratorNote(dry string) []byte { return []byte(fmt.Sprintf(`{"drySha":%q}`, dry)) }
+
+// bootstrap puts every environment branch on a first dry commit.
+func (f *fixture) bootstrap(envs ...string) string {
+	d0 := f.dryCommit("initial")
+	for _, e := range envs {
+		sha := f.repo.CommitFiles(f.t, e, map[string]string{"hydrator.metadata": string(hydratorNote(d0)), "manifest.yaml": "env: " + e + "\n"}, "initial "+e)
+		_ = sha
+	}
+	return d0
+}
+
+func (f *fixture) strategy(mutate func(*promoterv1alpha1.PromotionStrategySpec)) *promoterv1alpha1.PromotionStrategy {
+	ps := &promoterv1alpha1.PromotionStrategy{
+		ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: promoterv1alpha1.PromotionStrategySpec{
+			RepositoryRef:        promoterv1alpha1.LocalReference{Name: "app"},
+			DryBranch:            "main",
+			ActiveCommitStatuses: []promoterv1alpha1.CommitStatusSelector{{Key: "health"}},
+			Environments:         []promoterv1alpha1.Environment{{Branch: "dev"}, {Branch: "staging"}, {Branch: "prod"}},
+		},
+	}
+	if mutate != nil {
+		mutate(&ps.Spec)
+	}
+	created, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Create(f.ctx, ps, metav1.CreateOptions{})
+	require.NoError(f.t, err)
+	return created
+}
+
+func (f *fixture) setStatus(key, sha string, phase commitstatusv1alpha1.CommitStatusPhase) {
+	name := key + "-" + sha[:10]
+	cs, err := env.Sluice.CommitstatusV1alpha1().CommitStatuses(f.ns).Get(f.ctx, name, metav1.GetOptions{})
+	if err == nil {
+		cs.Spec.Phase = phase
+		_, err = env.Sluice.CommitstatusV1alpha1().CommitStatuses(f.ns).Update(f.ctx, cs, metav1.UpdateOptions{})
+		require.NoError(f.t, err)
+		return
+	}
+	_, err = env.Sluice.CommitstatusV1alpha1().CommitStatuses(f.ns).Create(f.ctx, &commitstatusv1alpha1.CommitStatus{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{commitstatusv1alpha1.KeyLabel: key}},
+		Spec: commitstatusv1alpha1.CommitStatusSpec{
+			RepositoryRef: commitstatusv1alpha1.RepositoryReference{Name: "app"}, SHA: sha, Name: key, Phase: phase,
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(f.t, err)
+}
+
+// envStatus waits until cond holds for environment branch and returns its status.
+func (f *fixture) waitEnv(branch string, what string, cond func(promoterv1alpha1.EnvironmentStatus) bool) promoterv1alpha1.EnvironmentStatus {
+	f.t.Helper()
+	var last promoterv1alpha1.EnvironmentStatus
+	err := testenv.Wait(f.ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+		ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range ps.Status.Environments {
+			if e.Branch == branch {
+				last = e
+				return cond(e), nil
+			}
+		}
+		return false, nil
+	})
+	require.NoError(f.t, err, "%s: %s; last status %+v", branch, what, last)
+	return last
+}
+
+func activeOn(dry string) func(promoterv1alpha1.EnvironmentStatus) bool {
+	return func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.DrySHA == dry }
+}
+
+func blockedBy(text string) func(promoterv1alpha1.EnvironmentStatus) bool {
+	return func(e promoterv1alpha1.EnvironmentStatus) bool { return strings.Contains(e.Blocked, text) }
+}
+
+func (f *fixture) setGate(name string, open bool) {
+	g, err := env.Sluice.GatingV1alpha1().Gates(f.ns).Get(f.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		g, err = env.Sluice.GatingV1alpha1().Gates(f.ns).Create(f.ctx, &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gatingv1alpha1.GateSpec{Closed: !open}}, metav1.CreateOptions{})
+		require.NoError(f.t, err)
+	}
+	// The gate-controller's part, written directly: the promoter only reads Gate status.
+	status := metav1.ConditionFalse
+	if open {
+		status = metav1.ConditionTrue
+	}
+	g.Status.ObservedGeneration = g.Generation
+	g.Status.Open = open
+	g.Status.Conditions = []metav1.Condition{{Type: gatingv1alpha1.ConditionOpen, Status: status, Reason: gatingv1alpha1.ReasonManual, LastTransitionTime: metav1.Now(), ObservedGeneration: g.Generation}}
+	_, err = env.Sluice.GatingV1alpha1().Gates(f.ns).UpdateStatus(f.ctx, g, metav1.UpdateOptions{})
+	require.NoError(f.t, err)
+}
+
+func (f *fixture) pullRequests() []promoterv1alpha1.PullRequest {
+	list, err := env.Sluice.PromoterV1alpha1().PullRequests(f.ns).List(f.ctx, metav1.ListOptions{})
+	require.NoError(f.t, err)
+	return list.Items
+}
+
+func (f *fixture) events(reason string) []corev1.Event {
+	list, err := env.Kube.CoreV1().Events(f.ns).List(f.ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
+	require.NoError(f.t, err)
+	return list.Items
+}
+
+// A change goes dev -> staging -> prod, held by a failing status, then by a closed gate.
+func TestPromotionThroughThreeEnvironments(t *testing.T) {
+	f := newFixture(t)
+	f.bootstrap("dev", "staging", "prod")
+	f.setGate("prod-freeze", false)
+	f.strategy(func(s *promoterv1alpha1.PromotionStrategySpec) {
+		s.Environments[2].Gates = &promoterv1alpha1.GateSelector{Refs: []promoterv1alpha1.GateReference{{Name: "prod-freeze"}}}
+	})
+	startPromoter(t, env.Config, t.TempDir())
+
+	d1 := f.dryCommit("bump image to 1.1")
+	f.hydrate(d1, "dev", "staging", "prod")
+
+	dev := f.waitEnv("dev", "promoted to d1", activeOn(d1))
+	require.Len(t, dev.History, 1)
+	assert.Equal(t, d1, dev.History[0].DrySHA)
+	assert.Equal(t, "bump image to 1.1", dev.Active.Subject)
+	assert.Equal(t, dev.Active.HydratedSHA, f.repo.Branch(t, "dev"))
+
+	// Rule 3: staging waits for dev's active health check: missing, then failing, then passing.
+	f.waitEnv("staging", "blocked by dev's missing health", blockedBy("health on dev is missing"))
+	f.setStatus("health", dev.Active.HydratedSHA, commitstatusv1alpha1.CommitStatusFailure)
+	f.waitEnv("staging", "blocked by dev's failing health", blockedBy("health on dev is failure"))
+	assert.Equal(t, d1, dev.Active.DrySHA)
+	f.setStatus("health", dev.Active.HydratedSHA, commitstatusv1alpha1.CommitStatusSuccess)
+	staging := f.waitEnv("staging", "promoted to d1", activeOn(d1))
+
+	// The closed gate holds prod even with staging healthy; opening it releases prod.
+	f.setStatus("health", staging.Active.HydratedSHA, commitstatusv1alpha1.CommitStatusSuccess)
+	f.waitEnv("prod", "held by the gate", blockedBy("prod-freeze"))
+	prod := f.waitEnv("prod", "still on d0", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.DrySHA != d1 })
+	assert.Empty(t, prod.History)
+	f.setGate("prod-freeze", true)
+	prod = f.waitEnv("prod", "promoted to d1", activeOn(d1))
+	require.Len(t, prod.History, 1)
+
+	// One pull request per environment, each merged once by Sluice.
+	prs := f.pullRequests()
+	require.Len(t, prs, 3)
+	for _, pr := range prs {
+		assert.Equal(t, promoterv1alpha1.PullRequestMerged, pr.Status.State, pr.Name)
+		assert.False(t, pr.Status.MergedExternally, pr.Name)
+	}
+	staging = f.waitEnv("staging", "recorded healthy", func(e promoterv1alpha1.EnvironmentStatus) bool {
+		return len(e.LastHealthyDrySHAs) > 0 && e.LastHealthyDrySHAs[0].SHA == d1
+	})
+	require.NoError(t, testenv.Wait(f.ctx, 20*time.Second, func(context.Context) (bool, error) {
+		return len(f.events(promoter.EventPromotionCompleted)) >= 3 && len(f.events(promoter.EventPromotionBlocked)) >= 2, nil
+	}))
+	proposed, err := env.Sluice.PromoterV1alpha1().ProposedCommits(f.ns).List(f.ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, proposed.Items, 3)
+}

@@ -1,0 +1,120 @@
+package promoter
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/scm"
+)
+
+// WebhookPath is where the receiver listens: POST /hooks/<namespace>/<scmprovider>. Configure
+// the SCM's webhook with this URL and the ScmProvider secret's webhookSecret.
+const WebhookPath = "/hooks/"
+
+// Webhook receives SCM deliveries, verifies them with the ScmProvider's webhook secret and
+// enqueues at once the strategies on the repository the event is about.
+func (p *Promoter) Webhook() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		parts := strings.Split(strings.TrimPrefix(req.URL.Path, WebhookPath), "/")
+		if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+			http.Error(w, "use /hooks/<namespace>/<scmprovider>", http.StatusNotFound)
+			return
+		}
+		ns, name := parts[0], parts[1]
+		provider, err := p.resolver.providers.ScmProviders(ns).Get(name)
+		if err != nil {
+			p.strategy.Metrics.webhookEvent.WithLabelValues("unknown", "refused").Inc()
+			http.Error(w, "no such ScmProvider", http.StatusNotFound)
+			return
+		}
+		ptype := string(provider.Spec.Type)
+		var secret map[string][]byte
+		if provider.Spec.SecretRef != nil {
+			s, err := p.resolver.kube.CoreV1().Secrets(ns).Get(req.Context(), provider.Spec.SecretRef.Name, metav1.GetOptions{})
+			if err != nil {
+				http.Error(w, "cannot read the provider's secret", http.StatusServiceUnavailable)
+				return
+			}
+			secret = s.Data
+		}
+		cfg, err := scm.ConfigFor(provider, secret, nil)
+		if err != nil {
+			http.Error(w, "provider misconfigured", http.StatusServiceUnavailable)
+			return
+		}
+		sp, err := scm.New(ptype, cfg)
+		if err != nil {
+			http.Error(w, "provider misconfigured", http.StatusServiceUnavailable)
+			return
+		}
+		ev, err := scm.ReceiveWebhook(sp, req, 0)
+		if err != nil {
+			p.strategy.Metrics.webhookEvent.WithLabelValues(ptype, "refused").Inc()
+			http.Error(w, "delivery refused", http.StatusUnauthorized)
+			return
+		}
+		if ev.Kind != scm.EventPush && ev.Kind != scm.EventPullRequest {
+			p.strategy.Metrics.webhookEvent.WithLabelValues(ptype, "ignored").Inc()
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		p.strategy.Metrics.webhookEvent.WithLabelValues(ptype, "accepted").Inc()
+		for _, key := range p.strategiesFor(ns, name, ev.Repository) {
+			p.Strategies.Enqueue(key)
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+}
+
+// strategiesFor lists the strategies on repositories of provider that match the event's repository.
+func (p *Promoter) strategiesFor(ns, provider string, repo scm.Repository) []string {
+	repos, _ := p.resolver.repos.GitRepositories(ns).List(labels.Everything())
+	match := map[string]bool{}
+	for _, gr := range repos {
+		if gr.Spec.ProviderRef.Name == provider && sameRepo(gr, repo) {
+			match[gr.Name] = true
+		}
+	}
+	list, _ := p.strategy.Strategies.PromotionStrategies(ns).List(labels.Everything())
+	var keys []string
+	for _, ps := range list {
+		if match[ps.Spec.RepositoryRef.Name] {
+			keys = append(keys, ps.Namespace+"/"+ps.Name)
+		}
+	}
+	return keys
+}
+
+func sameRepo(gr *scmv1alpha1.GitRepository, r scm.Repository) bool {
+	want := scm.RepositoryFor(gr)
+	return strings.EqualFold(want.Owner, r.Owner) && strings.EqualFold(want.Name, r.Name)
+}
+
+// ServeWebhooks serves the receiver on addr until ctx ends.
+func (p *Promoter) ServeWebhooks(ctx context.Context, ln net.Listener) error {
+	mux := http.NewServeMux()
+	mux.Handle(WebhookPath, p.Webhook())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
