@@ -31,6 +31,10 @@ var chapters = []struct {
 	run   func(context.Context, *Story) error
 }{
 	{"Chapter 1: the control plane and a first Gate", chapterFirstGate},
+	{"Chapter 2: No Deploy Friday, a held Kustomization and a hotfix", chapterNoDeployFriday},
+	{"Health: a rollout turns healthy, then fails, as commit statuses", chapterHealth},
+	{"Promotion: dev -> staging -> prod through branches, held by a Gate", chapterPromotion},
+	{"Commit statuses: in the cluster with plain git, on the SCM with Gitea", chapterCommitStatuses},
 }
 
 // Run tells the whole story and stops every process it started, also when ctx is cancelled.

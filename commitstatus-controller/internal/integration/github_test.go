@@ -178,7 +178,7 @@ func TestASpentQuotaRequeuesUntilTheReset(t *testing.T) {
 	testenv.SkipIfShort(t)
 	srv := scmtest.NewGitHub(t, githubToken)
 	srv.AddRepo("acme", "app")
-	srv.SetQuota(1, 3*time.Second)
+	srv.SetQuota(1, 2*time.Second)
 	ns := githubSetup(t, srv, nil)
 	// Pauses longer than the max wait give the worker back and requeue the object for the reset
 	// time. One worker, so that no request is in flight when the quota runs out.

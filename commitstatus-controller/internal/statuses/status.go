@@ -108,6 +108,10 @@ func (r *Reconciler) announce(before, after *commitstatusv1alpha1.CommitStatus) 
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Event(after, eventType, ready.Reason, ready.Message)
+		if r.Log != nil {
+			r.Log.Info("CommitStatus changed state", "key", after.Namespace+"/"+after.Name,
+				"ready", ready.Status, "reason", ready.Reason, "message", ready.Message)
+		}
 	case after.Status.SyncedDigest != before.Status.SyncedDigest && ready.Reason == ReasonSynced:
 		r.Recorder.Event(after, corev1.EventTypeNormal, ready.Reason, ready.Message)
 	}

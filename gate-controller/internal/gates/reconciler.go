@@ -79,6 +79,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	held, holding := r.Held(ref, gatingv1alpha1.MaxHeld)
 	status, out := NextStatus(g, now, held, holding)
 	result := controller.Result{RequeueAfter: out.Requeue}
+	r.Metrics.Held.WithLabelValues(ns, name).Set(float64(holding))
+	open := 0.0
+	if status.Open {
+		open = 1
+	}
+	r.Metrics.Open.WithLabelValues(ns, name).Set(open)
 
 	if !equality.Semantic.DeepEqual(g.Status, status) {
 		if wait := r.heldListWait(key, g.Status, status, now); wait > 0 {
@@ -95,12 +101,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		r.lastWrite.Store(key, now)
 		r.report(g, status, out, now)
 	}
-	r.Metrics.Held.WithLabelValues(ns, name).Set(float64(holding))
-	open := 0.0
-	if status.Open {
-		open = 1
-	}
-	r.Metrics.Open.WithLabelValues(ns, name).Set(open)
 	return result, nil
 }
 

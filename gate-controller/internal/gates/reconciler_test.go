@@ -110,3 +110,41 @@ func TestReconcileForgetsADeletedGate(t *testing.T) {
 	_, err = h.r.Reconcile(context.Background(), "not/a/key")
 	assert.Error(t, err)
 }
+
+// While a gate takes hold of many objects, its held list is written at most once per
+// HeldListInterval; a change of state is written at once.
+func TestReconcileSpacesOutHeldListWrites(t *testing.T) {
+	h := newHarness(t, newGate(gatingv1alpha1.GateSpec{Closed: true}))
+	var held []gatingv1alpha1.HeldObject
+	h.r.Held = func(gate.Ref, int) ([]gatingv1alpha1.HeldObject, int) { return held, len(held) }
+	_, err := h.r.Reconcile(context.Background(), "apps/prod")
+	require.NoError(t, err)
+	h.sync(t)
+
+	held = append(held, gatingv1alpha1.HeldObject{Kind: "Kustomization", Namespace: "apps", Name: "a"})
+	h.now = h.now.Add(300 * time.Millisecond)
+	res, err := h.r.Reconcile(context.Background(), "apps/prod")
+	require.NoError(t, err)
+	assert.Equal(t, HeldListInterval-300*time.Millisecond, res.RequeueAfter)
+	assert.Equal(t, int32(0), h.sync(t).Status.Holding, "not written yet")
+	assert.Equal(t, 1.0, testutil.ToFloat64(h.metrics.Held.WithLabelValues("apps", "prod")), "the metric is current")
+
+	h.now = h.now.Add(res.RequeueAfter)
+	_, err = h.r.Reconcile(context.Background(), "apps/prod")
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), h.sync(t).Status.Holding)
+
+	// Opening the gate is written at once, held list and all.
+	updated := h.sync(t).DeepCopy()
+	updated.Spec.Closed = false
+	updated.Generation++
+	require.NoError(t, h.informer.Gating().V1alpha1().Gates().Informer().GetIndexer().Update(updated))
+	held = nil
+	h.now = h.now.Add(time.Millisecond)
+	_, err = h.r.Reconcile(context.Background(), "apps/prod")
+	require.NoError(t, err)
+	g, err := h.client.GatingV1alpha1().Gates("apps").Get(context.Background(), "prod", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.True(t, g.Status.Open)
+	assert.Zero(t, g.Status.Holding)
+}

@@ -137,7 +137,9 @@ spec:
 	assert.Contains(t, published.Message, "health is still computed")
 
 	labelCertificate(t, ns, "web-tls", "yes")
-	waitHC(t, ns, "shop", func(hc *healthv1alpha1.HealthCheck) bool { return conditions.IsTrue(hc.Status.Conditions, conditions.Ready) })
+	waitHC(t, ns, "shop", func(hc *healthv1alpha1.HealthCheck) bool {
+		return conditions.IsTrue(hc.Status.Conditions, conditions.Ready)
+	})
 
 	// A kind the chart does not allow is reported, not fatal.
 	hc = waitHC(t, ns, "widgets", func(hc *healthv1alpha1.HealthCheck) bool { return hc.Status.Counts.Unknown == 1 })

@@ -145,7 +145,11 @@ func (p *plan) checkNamespace(what, ns string) bool {
 }
 
 func notServed(gvk schema.GroupVersionKind, namespace, name string) healthv1alpha1.ResourceHealth {
-	return healthv1alpha1.ResourceHealth{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: namespace, Name: name,
+	apiVersion := gvk.GroupVersion().String()
+	if gvk.Version == "" {
+		apiVersion = gvk.Group
+	}
+	return healthv1alpha1.ResourceHealth{APIVersion: apiVersion, Kind: gvk.Kind, Namespace: namespace, Name: name,
 		Status: healthv1alpha1.StatusNotFound, Message: fmt.Sprintf("the API server does not serve %s (is its CRD installed?)", describeKind(gvk))}
 }
 

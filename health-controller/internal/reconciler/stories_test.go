@@ -268,7 +268,9 @@ spec:
   healthCheckExprs:
   - {apiVersion: example.org/v1, kind: Widget, current: "stauts.ready == true"}`)
 
-	hc := waitHC(t, ns, "w", func(hc *healthv1alpha1.HealthCheck) bool { return conditions.IsTrue(hc.Status.Conditions, conditions.Stalled) })
+	hc := waitHC(t, ns, "w", func(hc *healthv1alpha1.HealthCheck) bool {
+		return conditions.IsTrue(hc.Status.Conditions, conditions.Stalled)
+	})
 	stalled := conditions.Get(hc.Status.Conditions, conditions.Stalled)
 	assert.Equal(t, healthv1alpha1.ReasonInvalidCELExpression, stalled.Reason)
 	assert.Contains(t, stalled.Message, `"stauts.ready == true"`, "names the expression")
@@ -317,7 +319,9 @@ status: {conditions: [{type: Ready, status: "True"}]}`)
 	library.Data["cert-manager.yaml"] = `- {apiVersion: cert-manager.io/v1, kind: Certificate, current: "metadata.annotations["}`
 	_, err = env.Kube.CoreV1().ConfigMaps(ns).Update(context.Background(), library, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	hc := waitHC(t, ns, "by-library", func(hc *healthv1alpha1.HealthCheck) bool { return conditions.IsTrue(hc.Status.Conditions, conditions.Stalled) })
+	hc := waitHC(t, ns, "by-library", func(hc *healthv1alpha1.HealthCheck) bool {
+		return conditions.IsTrue(hc.Status.Conditions, conditions.Stalled)
+	})
 	stalled := conditions.Get(hc.Status.Conditions, conditions.Stalled)
 	assert.Equal(t, healthv1alpha1.ReasonInvalidCELExpression, stalled.Reason)
 	assert.Contains(t, stalled.Message, "user library ConfigMap "+ns+"/health-library")
@@ -361,7 +365,9 @@ func TestWatchesFollowTheHealthChecks(t *testing.T) {
 	assert.True(t, watching(), "two still needs the watch")
 
 	updateHC(t, ns, "two", func(hc *healthv1alpha1.HealthCheck) { hc.Spec.Suspend = true })
-	hc := waitHC(t, ns, "two", func(hc *healthv1alpha1.HealthCheck) bool { return conditions.IsTrue(hc.Status.Conditions, conditions.Suspended) })
+	hc := waitHC(t, ns, "two", func(hc *healthv1alpha1.HealthCheck) bool {
+		return conditions.IsTrue(hc.Status.Conditions, conditions.Suspended)
+	})
 	assert.True(t, hc.Status.Healthy, "a suspended HealthCheck keeps its last result")
 	require.NoError(t, testenv.Wait(ctx, 10*time.Second, func(context.Context) (bool, error) { return !watching(), nil }),
 		"the last HealthCheck that needed gadgets is suspended: the watch stops")

@@ -21,15 +21,17 @@ const maxMergeDepth = 8
 func drySHAOf(repo *git.Repository, sha string) (string, error) {
 	for range maxMergeDepth {
 		d, err := repo.DrySHA(sha)
-		if err == nil {
+		if err == nil && d.Source == git.DrySourceNote {
 			return d.SHA, nil
 		}
-		if !errors.Is(err, git.ErrNoDrySHA) {
+		if err != nil && !errors.Is(err, git.ErrNoDrySHA) {
 			return "", err
 		}
+		// Without a note of its own, a merge commit takes the tree of the proposed commit
+		// it merged, metadata file included; that commit's note, if any, is the newer word.
 		c, cerr := repo.Commit(sha)
 		if cerr != nil || len(c.Parents) < 2 {
-			return "", err
+			return d.SHA, err
 		}
 		sha = c.Parents[1]
 	}

@@ -36,6 +36,12 @@ func TestMain(m *testing.M) {
 // until the returned function is called (or the test ends).
 func startPromoter(t *testing.T, cfg *rest.Config, cacheDir string) (stop func()) {
 	t.Helper()
+	_, stop = startPromoterWith(t, cfg, promoter.Config{CacheDir: cacheDir})
+	return stop
+}
+
+func startPromoterWith(t *testing.T, cfg *rest.Config, pcfg promoter.Config) (p *promoter.Promoter, stop func()) {
+	t.Helper()
 	opts := options.Defaults("promoter-controller")
 	opts.MetricsBindAddress = "127.0.0.1:0"
 	opts.HealthProbeBindAddress = "127.0.0.1:0"
@@ -43,7 +49,7 @@ func startPromoter(t *testing.T, cfg *rest.Config, cacheDir string) (stop func()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m, err := manager.New("promoter-controller", opts, cfg, log)
 	require.NoError(t, err)
-	_, err = promoter.Setup(m, promoter.Config{CacheDir: cacheDir})
+	p, err = promoter.Setup(m, pcfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -63,7 +69,7 @@ func startPromoter(t *testing.T, cfg *rest.Config, cacheDir string) (stop func()
 		}
 	}
 	t.Cleanup(stop)
-	return stop
+	return p, stop
 }
 
 // fixture is a namespace with a git repository served over HTTP by the test, a GitRepository and

@@ -228,7 +228,9 @@ func (r *PullRequestReconciler) syncSCM(ctx context.Context, repo *repository, p
 		case scm.IsHeadMoved(err):
 			conditions.MarkNotReady(&pr.Status.Conditions, pr.Generation, "HeadMoved", "the head moved; waiting for the new head to be checked")
 			return controller.Result{}, nil
-		case scm.IsNotMergeable(err):
+		case scm.IsNotMergeable(err), err != nil && scm.KindOf(err) == scm.KindTransient:
+			// Checks still running, or mergeability not computed yet (Gitea answers 5xx
+			// meanwhile): try again soon rather than backing off for minutes.
 			conditions.MarkReconciling(&pr.Status.Conditions, pr.Generation, "NotMergeableYet", err.Error())
 			return controller.Result{RequeueAfter: notMergeableRetry}, nil
 		case err != nil:

@@ -49,9 +49,10 @@ func TestAutoMergeFalseWaitsForAPerson(t *testing.T) {
 	f.repo.SetBranch(t, "dev", proposed)
 	// A push to a watched branch arrives as a webhook or at the poll; here, the refresh annotation.
 	f.refresh("after merge")
-	dev := f.waitEnv("dev", "promoted", activeOn(d1))
-	require.Len(t, dev.History, 1)
+	f.waitEnv("dev", "promoted", activeOn(d1))
+	dev := f.waitEnv("dev", "recorded", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
 	assert.True(t, dev.History[0].External)
+	assert.Equal(t, d1, dev.History[0].DrySHA)
 	require.NoError(t, testenv.Wait(f.ctx, 20*time.Second, func(context.Context) (bool, error) {
 		return len(f.events(promoter.EventPullRequestMergedExternally)) == 1, nil
 	}))
@@ -168,8 +169,8 @@ func TestDAGFanOutAndFanIn(t *testing.T) {
 	pr.Spec.State = promoterv1alpha1.PullRequestMerged
 	_, err = env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Update(f.ctx, pr, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	global := f.waitEnv("global", "promoted", activeOn(d1))
-	require.Len(t, global.History, 1)
+	f.waitEnv("global", "promoted", activeOn(d1))
+	global := f.waitEnv("global", "recorded", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
 	assert.False(t, global.History[0].External)
 }
 

@@ -29,10 +29,14 @@ type Config struct {
 
 // Promoter is the running promoter: its controllers, for the webhook receiver to enqueue into.
 type Promoter struct {
-	Strategies *controller.Controller
-	strategy   *StrategyReconciler
-	resolver   *resolver
+	Strategies  *controller.Controller
+	strategy    *StrategyReconciler
+	resolver    *resolver
+	webhookAddr net.Addr
 }
+
+// WebhookAddr is where the webhook receiver listens, or nil when it is off.
+func (p *Promoter) WebhookAddr() net.Addr { return p.webhookAddr }
 
 // Setup registers the PromotionStrategy and PullRequest controllers on m.
 func Setup(m *manager.Manager, cfg Config) (*Promoter, error) {
@@ -55,6 +59,7 @@ func Setup(m *manager.Manager, cfg Config) (*Promoter, error) {
 	strategies := m.NewController("promotionstrategy", sr)
 	prr := &PullRequestReconciler{Client: m.Sluice, PullRequests: pi.PullRequests().Lister(), Metrics: metrics, Log: m.Log, resolver: res, now: time.Now}
 	prs := m.NewController("pullrequest", prr)
+	sr.PullRequestQueue = prs
 
 	add := func(err error) {
 		if err == nil {
@@ -110,6 +115,7 @@ func Setup(m *manager.Manager, cfg Config) (*Promoter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("webhook receiver on %s: %w", cfg.WebhookAddress, err)
 		}
+		p.webhookAddr = ln.Addr()
 		m.AddRunnable(func(ctx context.Context) error { return p.ServeWebhooks(ctx, ln) })
 	}
 	return p, nil

@@ -28,6 +28,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/promotion"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
@@ -56,8 +57,10 @@ type StrategyReconciler struct {
 	Recorder       record.EventRecorder
 	Metrics        *Metrics
 	Log            *slog.Logger
-	resolver       *resolver
-	now            func() time.Time
+	// PullRequestQueue receives the keys of open PullRequests after each fetch.
+	PullRequestQueue handler.Enqueuer
+	resolver         *resolver
+	now              func() time.Time
 }
 
 // Reconcile implements controller.Reconciler.

@@ -59,6 +59,11 @@ func (r *StrategyReconciler) syncPullRequest(ctx context.Context, ps *promoterv1
 		r.recordMerge(ps, repo, p, pr)
 	}
 	done := pr != nil && (pr.Status.State == promoterv1alpha1.PullRequestMerged || pr.Status.State == promoterv1alpha1.PullRequestClosed)
+	if pr != nil && !done && r.PullRequestQueue != nil {
+		// The branches moved (this reconcile fetched them): let the pull request see whether
+		// someone merged it outside Sluice.
+		r.PullRequestQueue.Enqueue(ps.Namespace + "/" + name)
+	}
 	if done && p.verdict.Proposed && pr.Spec.ExpectedHeadSHA != p.proposed && pr.Status.MergedHeadSHA != p.proposed {
 		// A new proposal after a finished pull request: replace it.
 		uid := pr.UID

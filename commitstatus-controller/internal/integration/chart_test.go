@@ -1,0 +1,60 @@
+package integration
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/runtime/options"
+	"github.com/sluicehq/sluice/pkg/scm/scmtest"
+	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/pkg/testenv/charts"
+)
+
+// The controller runs under the chart's ServiceAccount, by impersonation, with leader election:
+// the chart's RBAC is enough, and secretAccess.namespaces really limits which Secrets it can read.
+func TestTheChartRBACIsEnoughAndLimitsSecretAccess(t *testing.T) {
+	testenv.SkipIfShort(t)
+	ctx := context.Background()
+	srv := scmtest.NewGitHub(t, githubToken)
+	srv.AddRepo("acme", "app")
+	allowed := githubSetup(t, srv, nil)
+	denied := githubSetup(t, srv, nil)
+
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	helm, err := charts.NewHelm(env)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = helm.Close() })
+	const release, releaseNS = "commitstatus-controller", "sluice-system"
+	require.NoError(t, helm.Install(ctx, release, releaseNS, filepath.Join(root, "charts", "commitstatus-controller"),
+		"secretAccess.namespaces={"+allowed+"}"))
+	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), release, releaseNS) })
+
+	startController(t, controllerOptions{
+		config: env.Impersonate(releaseNS, release),
+		mutate: func(o *options.Options) {
+			o.LeaderElect = true
+			o.LeaderElectionNamespace = releaseNS
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, time.Second
+		},
+	})
+
+	createCommitStatus(t, newCommitStatus(allowed, "health", "app", sha1, commitstatusv1alpha1.CommitStatusSuccess))
+	waitFor(t, allowed, "health", synced(commitstatusv1alpha1.CommitStatusSuccess))
+	assert.Len(t, srv.Statuses("acme", "app", sha1), 1)
+
+	createCommitStatus(t, newCommitStatus(denied, "health", "app", sha1, commitstatusv1alpha1.CommitStatusSuccess))
+	cs := waitFor(t, denied, "health", stalled(resolve.ReasonSecretForbidden))
+	msg := conditions.Get(cs.Status.Conditions, conditions.Stalled).Message
+	assert.Contains(t, msg, `the controller may not read Secret "github-token" in namespace "`+denied+`"`)
+	assert.Contains(t, msg, "secretAccess")
+	assert.Len(t, srv.Statuses("acme", "app", sha1), 1, "nothing was sent for the namespace it may not read")
+}

@@ -1,0 +1,201 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/pkg/testenv/flux"
+)
+
+// The two commits Flux applies in this chapter.
+const (
+	healthCommitGood = "9fceb02d0ae598e95dc970b74767f19372d61af8"
+	healthCommitBad  = "e83c5163316f89bfbde7d9ab23ca2e25604af290"
+)
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// chapterHealth: Flux applies a commit, the Deployment rolls out, the HealthCheck turns Ready and
+// a success CommitStatus appears for that commit. Then the next commit's rollout fails, and its
+// CommitStatus says failure. Pods do not run on this control plane, so each status is written the
+// way its controller would write it.
+func chapterHealth(ctx context.Context, s *Story) error {
+	s.Step("Flux's Kustomization kind is installed, from the fluxcd Go modules")
+	if err := installKustomizationCRD(ctx, s.Env); err != nil {
+		return err
+	}
+
+	s.Step("Flux applies commit %s of the app: a Deployment", healthCommitGood[:7])
+	if err := s.Apply(ctx, `
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: "ghcr.io/example/web:1.0.0"}]
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+spec:
+  interval: 5m
+  path: ./staging
+  prune: true
+  sourceRef: {kind: GitRepository, name: app}
+`); err != nil {
+		return err
+	}
+	s.Say("kustomize-controller records what it applied, and from which commit:")
+	if err := setKustomizationStatus(ctx, s, healthCommitGood); err != nil {
+		return err
+	}
+
+	s.Step("the team asks for the health of what Flux applied, published as a commit status")
+	if err := s.Apply(ctx, `
+apiVersion: health.sluice.dev/v1alpha1
+kind: HealthCheck
+metadata:
+  name: staging
+spec:
+  targets:
+    - kustomization: {name: apps}        # every object in its inventory
+  timeout: 10m
+  commitStatus:
+    key: health-staging                  # promotions select CommitStatuses by this key
+    repositoryRef: {name: app}
+    revision:
+      kustomization: {name: apps}        # status.lastAppliedRevision: main@sha1:<sha>
+`); err != nil {
+		return err
+	}
+	if err := waitCommitStatus(ctx, s, "staging", healthCommitGood, commitstatusv1alpha1.CommitStatusPending); err != nil {
+		return err
+	}
+	s.Say("the pods are not ready yet: the HealthCheck is in progress, and so is the commit status")
+	if _, err := s.Kubectl(ctx, "get", "healthcheck,commitstatus"); err != nil {
+		return err
+	}
+
+	s.Step("the deployment controller reports the rollout complete")
+	if err := patchDeploymentStatus(ctx, s, 2, 2, "True", "NewReplicaSetAvailable", "ReplicaSet \"web-5d9c8b7f4\" has successfully progressed."); err != nil {
+		return err
+	}
+	if _, err := s.Kubectl(ctx, "wait", "--for=condition=Ready", "healthcheck/staging", "--timeout=60s"); err != nil {
+		return err
+	}
+	if err := waitCommitStatus(ctx, s, "staging", healthCommitGood, commitstatusv1alpha1.CommitStatusSuccess); err != nil {
+		return err
+	}
+	s.Say("healthy: a success CommitStatus for the running commit, which a promotion can check")
+	if _, err := s.Kubectl(ctx, "get", "healthcheck,commitstatus"); err != nil {
+		return err
+	}
+
+	s.Step("Flux applies commit %s: a new image that never becomes ready", healthCommitBad[:7])
+	if _, err := s.Kubectl(ctx, "set", "image", "deployment/web", "web=ghcr.io/example/web:2.0.0"); err != nil {
+		return err
+	}
+	if err := setKustomizationStatus(ctx, s, healthCommitBad); err != nil {
+		return err
+	}
+	if err := waitCommitStatus(ctx, s, "staging", healthCommitBad, commitstatusv1alpha1.CommitStatusPending); err != nil {
+		return err
+	}
+	s.Say("the CommitStatus moved to the new commit, pending while it rolls out")
+
+	s.Step("the rollout exceeds its progress deadline")
+	if err := patchDeploymentStatus(ctx, s, 1, 2, "False", "ProgressDeadlineExceeded", "ReplicaSet \"web-7f6b4c9d8\" has timed out progressing."); err != nil {
+		return err
+	}
+	if err := waitCommitStatus(ctx, s, "staging", healthCommitBad, commitstatusv1alpha1.CommitStatusFailure); err != nil {
+		return err
+	}
+	s.Say("failure for %s: a promotion stops here, and the last healthy revision is kept in status", healthCommitBad[:7])
+	if _, err := s.Kubectl(ctx, "get", "healthcheck", "staging", "-o",
+		"custom-columns=HEALTHY:.status.healthy,CURRENT:.status.summary,LAST HEALTHY:.status.lastHealthyRevision,MESSAGE:.status.conditions[?(@.type==\"Ready\")].message"); err != nil {
+		return err
+	}
+	_, err := s.Kubectl(ctx, "get", "commitstatus", "staging", "-o",
+		"custom-columns=KEY:.metadata.labels.commitstatus\\.sluice\\.dev/key,SHA:.spec.sha,PHASE:.spec.phase,DESCRIPTION:.spec.description")
+	return err
+}
+
+// installKustomizationCRD installs Flux's Kustomization CRD unless an earlier chapter did.
+func installKustomizationCRD(ctx context.Context, env *testenv.Env) error {
+	_, err := env.Dynamic.Resource(crdResource).Get(ctx, "kustomizations.kustomize.toolkit.fluxcd.io", metav1.GetOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	paths, err := flux.CRDPaths()
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		if filepath.Base(p) == "kustomize.toolkit.fluxcd.io_kustomizations.yaml" {
+			return env.InstallCRDPaths(p)
+		}
+	}
+	return fmt.Errorf("no Kustomization CRD among the Flux CRDs %v", paths)
+}
+
+func setKustomizationStatus(ctx context.Context, s *Story, commit string) error {
+	patch := fmt.Sprintf(`{"status":{"lastAppliedRevision":"main@sha1:%s","inventory":{"entries":[{"id":"%s_web_apps_Deployment","v":"v1"}]}}}`,
+		commit, s.Namespace)
+	_, err := s.Kubectl(ctx, "patch", "kustomization", "apps", "--subresource=status", "--type=merge", "-p", patch)
+	return err
+}
+
+// patchDeploymentStatus writes what the deployment controller would for the current generation.
+func patchDeploymentStatus(ctx context.Context, s *Story, updated, available int, progressing, reason, message string) error {
+	d, err := s.Env.Kube.AppsV1().Deployments(s.Namespace).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"status":{"observedGeneration":%d,"replicas":2,"updatedReplicas":%d,"readyReplicas":%d,"availableReplicas":%d,`+
+		`"conditions":[{"type":"Available","status":"True","reason":"MinimumReplicasAvailable","message":"Deployment has minimum availability."},`+
+		`{"type":"Progressing","status":%q,"reason":%q,"message":%q}]}}`,
+		d.Generation, updated, available, available, progressing, reason, message)
+	_, err = s.Kubectl(ctx, "patch", "deployment", "web", "--subresource=status", "--type=merge", "-p", patch)
+	return err
+}
+
+// waitCommitStatus waits until the CommitStatus speaks of commit with phase, and fails the
+// chapter otherwise.
+func waitCommitStatus(ctx context.Context, s *Story, name, commit string, phase commitstatusv1alpha1.CommitStatusPhase) error {
+	var last string
+	err := testenv.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		cs, err := s.Env.Sluice.CommitstatusV1alpha1().CommitStatuses(s.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			last = "no CommitStatus yet"
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		last = fmt.Sprintf("%s for %s (%s)", cs.Spec.Phase, cs.Spec.SHA, cs.Spec.Description)
+		return cs.Spec.SHA == commit && cs.Spec.Phase == phase, nil
+	})
+	if err != nil {
+		return fmt.Errorf("CommitStatus %s never said %s for %s; last: %s: %w", name, phase, commit, last, err)
+	}
+	s.Say("CommitStatus %s: %s for %s", name, phase, strings.TrimSpace(commit[:12]))
+	return nil
+}

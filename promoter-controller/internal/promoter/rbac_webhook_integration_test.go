@@ -1,0 +1,129 @@
+package promoter_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/git/gittest"
+	"github.com/sluicehq/sluice/pkg/scm/gitea"
+	"github.com/sluicehq/sluice/pkg/scm/webhook"
+	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/pkg/testenv/charts"
+	"github.com/sluicehq/sluice/promoter-controller/internal/promoter"
+)
+
+// The controller runs as the chart's ServiceAccount, by impersonation, through a whole
+// promotion with a credentialed repository, a CommitStatus and a Gate: the chart's RBAC is enough.
+func TestPromotionUnderTheChartsServiceAccount(t *testing.T) {
+	testenv.SkipIfShort(t)
+	ctx := context.Background()
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	helm, err := charts.NewHelm(env)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = helm.Close() })
+	require.NoError(t, helm.Install(ctx, "promoter-controller", "sluice-system", filepath.Join(root, "charts", "promoter-controller")))
+	sa := env.Impersonate("sluice-system", "promoter-controller")
+	saClient, err := kubernetes.NewForConfig(sa)
+	require.NoError(t, err)
+	for _, a := range []authorizationv1.ResourceAttributes{{Verb: "list", Resource: "secrets"}, {Verb: "watch", Resource: "secrets"}} {
+		ok, err := charts.Can(ctx, saClient, a)
+		require.NoError(t, err)
+		assert.False(t, ok, "the chart must not allow %s secrets", a.Verb)
+	}
+
+	f := newFixture(t)
+	authed := gittest.NewServer(t, gittest.WithBasicAuth("sluice", "s3cret"))
+	f.srv, f.repo = authed, authed.CreateRepo(t, "app")
+	_, err = env.Kube.CoreV1().Secrets(f.ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "git-creds"},
+		Data:       map[string][]byte{scmv1alpha1.GitSecretKeyUsername: []byte("sluice"), scmv1alpha1.GitSecretKeyPassword: []byte("s3cret")},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	gr, err := env.Sluice.ScmV1alpha1().GitRepositories(f.ns).Get(ctx, "app", metav1.GetOptions{})
+	require.NoError(t, err)
+	gr.Spec.URL = authed.URL("app")
+	gr.Spec.Auth = &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthBasic, SecretRef: scmv1alpha1.LocalObjectReference{Name: "git-creds"}}
+	_, err = env.Sluice.ScmV1alpha1().GitRepositories(f.ns).Update(ctx, gr, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	f.bootstrap("dev", "prod")
+	f.setGate("freeze", true)
+	f.strategy(func(s *promoterv1alpha1.PromotionStrategySpec) {
+		s.Environments = []promoterv1alpha1.Environment{{Branch: "dev"}, {Branch: "prod", Gates: &promoterv1alpha1.GateSelector{Refs: []promoterv1alpha1.GateReference{{Name: "freeze"}}}}}
+	})
+	startPromoter(t, sa, t.TempDir())
+	d1 := f.dryCommit("change")
+	f.hydrate(d1, "dev", "prod")
+	dev := f.waitEnv("dev", "promoted", activeOn(d1))
+	f.setStatus("health", dev.Active.HydratedSHA, "success")
+	f.waitEnv("prod", "promoted", activeOn(d1))
+	require.NoError(t, testenv.Wait(ctx, 20*time.Second, func(context.Context) (bool, error) {
+		return len(f.events(promoter.EventPromotionCompleted)) >= 2, nil
+	}), "events recorded under the chart's RBAC")
+}
+
+// A signed push delivery re-evaluates the strategy at once, long before its poll; an unsigned
+// one is refused.
+func TestWebhookTriggersAReconcile(t *testing.T) {
+	f := newFixture(t)
+	_, err := env.Kube.CoreV1().Secrets(f.ns).Create(f.ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "gitea"},
+		Data:       map[string][]byte{scmv1alpha1.SecretKeyToken: []byte("t"), scmv1alpha1.SecretKeyWebhookSecret: []byte("hook-secret")},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = env.Sluice.ScmV1alpha1().ScmProviders(f.ns).Create(f.ctx, &scmv1alpha1.ScmProvider{
+		ObjectMeta: metav1.ObjectMeta{Name: "forge"},
+		Spec: scmv1alpha1.ScmProviderSpec{Type: scmv1alpha1.ScmProviderGitea, BaseURL: "http://127.0.0.1:1", AllowInsecureLoopbackHTTP: true,
+			SecretRef: &scmv1alpha1.LocalObjectReference{Name: "gitea"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	gr, err := env.Sluice.ScmV1alpha1().GitRepositories(f.ns).Get(f.ctx, "app", metav1.GetOptions{})
+	require.NoError(t, err)
+	gr.Spec.ProviderRef.Name = "forge"
+	_, err = env.Sluice.ScmV1alpha1().GitRepositories(f.ns).Update(f.ctx, gr, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	f.bootstrap("dev")
+	// Only the proposal is observed here: the SCM behind this provider is not running.
+	f.strategy(func(s *promoterv1alpha1.PromotionStrategySpec) {
+		oneEnv(s)
+		s.Interval = &metav1.Duration{Duration: time.Hour}
+	})
+	p, _ := startPromoterWith(t, env.Config, promoter.Config{CacheDir: t.TempDir(), WebhookAddress: "127.0.0.1:0"})
+	f.waitEnv("dev", "first reconcile", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.HydratedSHA != "" })
+
+	d1 := f.dryCommit("change")
+	f.hydrate(d1, "dev")
+	url := fmt.Sprintf("http://%s%s%s/forge", p.WebhookAddr(), promoter.WebhookPath, f.ns)
+	body := []byte(`{"ref":"refs/heads/dev-next","before":"","after":"","repository":{"name":"app","owner":{"login":"acme"}}}`)
+
+	unsigned, err := http.Post(url, "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	unsigned.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, unsigned.StatusCode)
+
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set(gitea.EventHeader, "push")
+	req.Header.Set(gitea.SignatureHeader, webhook.SignHMACSHA256([]byte("hook-secret"), body))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusAccepted, resp.StatusCode)
+	f.waitEnv("dev", "proposal seen after the webhook", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Proposed.DrySHA == d1 })
+}
