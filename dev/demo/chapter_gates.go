@@ -149,6 +149,9 @@ spec:
 	if err := s.waitReleased(ctx, "podinfo"); err != nil {
 		return err
 	}
+	if err := s.waitGate(ctx, "prod", func(g *gatingv1alpha1.Gate) bool { return g.Status.Holding == 0 }); err != nil {
+		return err
+	}
 	if _, err := s.Kubectl(ctx, "get", "kustomization", "podinfo", "-o",
 		`custom-columns=NAME:.metadata.name,SUSPENDED:.spec.suspend,REASON:.metadata.annotations.reconcile\.fluxcd\.io/suspended`); err != nil {
 		return err

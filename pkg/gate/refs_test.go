@@ -89,3 +89,22 @@ func FuzzParseRefs(f *testing.F) {
 		require.Equal(t, refs, again)
 	})
 }
+
+func FuzzParseRequire(f *testing.F) {
+	for _, seed := range []string{"", "all", "oneOf", " ONEOF ", "any", "all,oneOf", "\x00"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		got, err := ParseRequire(value)
+		if err != nil {
+			require.Empty(t, got)
+			require.Contains(t, err.Error(), RequireAnnotation)
+			return
+		}
+		// Whatever the spelling, the result is one of the two, and reads back as itself.
+		require.Contains(t, []Require{RequireAll, RequireOneOf}, got)
+		again, err := ParseRequire(string(got))
+		require.NoError(t, err)
+		require.Equal(t, got, again)
+	})
+}

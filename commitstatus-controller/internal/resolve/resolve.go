@@ -276,11 +276,16 @@ func registered(typ string) bool {
 	return false
 }
 
-// Invalidate makes the next Resolve for the ScmProvider read its Secret again.
+// Invalidate makes the next Resolve for the ScmProvider read its Secret again. The client is
+// rebuilt only if the Secret changed.
 func (r *Resolver) Invalidate(providerKey string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.clients, providerKey)
+	if c, ok := r.clients[providerKey]; ok {
+		stale := *c
+		stale.checked = time.Time{}
+		r.clients[providerKey] = &stale
+	}
 }
 
 // Forget drops everything kept for a deleted ScmProvider: its client, its rate limiter and its

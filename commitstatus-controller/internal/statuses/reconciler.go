@@ -99,6 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	next := cs.DeepCopy()
 	gen := cs.Generation
 	next.Status.ObservedGeneration = gen
+	next.Status.ShortSHA = commitstatusv1alpha1.ShortSHA(cs.Spec.SHA)
 	if s := suspend.Get(cs, cs.Spec.Suspend); s.Suspended {
 		suspend.Report(&next.Status.Conditions, gen, s)
 		r.count(OutcomeSuspended)

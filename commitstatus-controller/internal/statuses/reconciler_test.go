@@ -49,6 +49,7 @@ func TestFirstReconcileSendsTheStatusAndRecordsItsDigest(t *testing.T) {
 	cs := f.get()
 	assert.Equal(t, commitstatusv1alpha1.CommitStatusSuccess, cs.Status.SyncedPhase)
 	assert.Equal(t, sha, cs.Status.SyncedSHA)
+	assert.Equal(t, sha[:7], cs.Status.ShortSHA, "for the SHA printer column")
 	assert.Equal(t, "1", cs.Status.ProviderID)
 	assert.NotEmpty(t, cs.Status.SyncedDigest)
 	require.NotNil(t, cs.Status.LastSyncTime)
@@ -110,6 +111,7 @@ func TestChangingThePhaseSendsTheNewState(t *testing.T) {
 	sent = f.scm.sent()
 	require.Len(t, sent, 3)
 	assert.Empty(t, sent[2].ProviderID, "a new commit starts a new status")
+	assert.Equal(t, otherSHA[:7], f.get().Status.ShortSHA)
 }
 
 func TestALostStatusWriteDoesNotResend(t *testing.T) {

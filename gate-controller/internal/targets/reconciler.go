@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -165,6 +166,9 @@ func (r *Reconciler) waitForStaleGates(refs []gate.Ref) time.Duration {
 }
 
 func (r *Reconciler) report(key string, w *Watched, m metav1.Object, plan hold.Plan, v verdict) {
+	if plan.Outcome != hold.OutcomeNone && r.Log != nil {
+		r.Log.Info(strings.ToLower(string(plan.Outcome[:1]))+string(plan.Outcome[1:]), "target", key, "reason", v.Reason)
+	}
 	switch plan.Outcome {
 	case hold.OutcomeHeld:
 		r.event(w, m, corev1.EventTypeNormal, ReasonHeld, "%s", v.Reason)

@@ -38,6 +38,9 @@ type Watcher struct {
 	OnWatch func(*Watched) error
 	Metrics *metrics.Gates
 	Log     *slog.Logger
+
+	// missing are the targets the last sync did not find, so each is logged once.
+	missing map[string]bool
 }
 
 // Sync watches every configured kind that is served now and is not watched yet, and logs the
@@ -68,10 +71,15 @@ func (w *Watcher) Sync() error {
 		w.Log.Info("holding objects of this kind", "resource", k.GroupResource().String(), "version", k.GVR.Version, "kind", k.Kind, "mode", k.Mode)
 	}
 	w.Metrics.Kinds.DeletePartialMatch(prometheus.Labels{"state": "missing"})
+	missing := map[string]bool{}
 	for _, t := range res.Missing {
+		missing[t.String()] = true
 		w.Metrics.Kinds.WithLabelValues(t.String(), "missing").Set(1)
-		w.Log.Info("kind not served (is its CRD installed?); skipped until it is", "target", t.String())
+		if !w.missing[t.String()] {
+			w.Log.Info("kind not served (is its CRD installed?); skipped until it is", "target", t.String())
+		}
 	}
+	w.missing = missing
 	return nil
 }
 

@@ -117,6 +117,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 			msg += ": " + strings.Join(waiting, ", ")
 		}
 		conditions.MarkReconciling(&st.Conditions, gen, healthv1alpha1.ReasonWaitingForWatches, msg)
+		if st.ObservedGeneration != gen {
+			// The spec changed: the soak and timeout clocks start over at the next evaluation.
+			st.HealthySince, st.UnhealthySince = nil, nil
+		}
 		st.ObservedGeneration = gen
 		r.Metrics.setState(hc, stateWaiting)
 		return controller.Result{}, r.writeStatus(ctx, hc, before)
@@ -187,6 +191,9 @@ func (r *Reconciler) stall(ctx context.Context, hc *healthv1alpha1.HealthCheck, 
 	}
 	r.release(hc.Namespace + "/" + hc.Name)
 	conditions.MarkStalled(&hc.Status.Conditions, hc.Generation, reason, cause.Error())
+	if hc.Status.ObservedGeneration != hc.Generation {
+		hc.Status.HealthySince, hc.Status.UnhealthySince = nil, nil
+	}
 	hc.Status.ObservedGeneration = hc.Generation
 	r.Metrics.setState(hc, stateStalled)
 	if err := r.writeStatus(ctx, hc, before); err != nil {
@@ -376,6 +383,8 @@ func (r *Reconciler) events(hc *healthv1alpha1.HealthCheck, before *healthv1alph
 	if prev != nil && prev.Reason == string(v.State) && before.ObservedRevision == hc.Status.ObservedRevision {
 		return
 	}
+	r.Log.Info("health changed", "healthcheck", hc.Namespace+"/"+hc.Name, "state", v.State,
+		"revision", hc.Status.ObservedRevision, "summary", v.Description)
 	switch v.State {
 	case verdict.Healthy:
 		r.Recorder.Event(hc, corev1.EventTypeNormal, string(v.State), verdict.Truncate(v.Message, 1024))

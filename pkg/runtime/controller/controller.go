@@ -118,6 +118,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	synced := append([]cache.InformerSynced(nil), c.hasSynced...)
 	c.mu.Unlock()
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("controller %s: caches did not sync before shutdown", c.name)
 	}
 	c.log.Info("starting workers", "workers", workers)

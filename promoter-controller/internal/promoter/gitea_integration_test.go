@@ -21,7 +21,7 @@ import (
 
 // hydrateTo writes a hydrated commit for dry onto branch (created from base when missing), with
 // the hydrator.metadata file, as Argo CD's source hydrator lays it out.
-func hydrateTo(t *testing.T, repo *git.Repository, base, branch, dry, content string) string {
+func hydrateTo(t testing.TB, repo *git.Repository, base, branch, dry, content string) string {
 	t.Helper()
 	ctx := context.Background()
 	_ = repo.Fetch(ctx, base, branch)

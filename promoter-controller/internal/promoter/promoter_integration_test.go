@@ -34,13 +34,13 @@ func TestMain(m *testing.M) {
 
 // startPromoter runs the controller in-process against the control plane, as cfg's identity,
 // until the returned function is called (or the test ends).
-func startPromoter(t *testing.T, cfg *rest.Config, cacheDir string) (stop func()) {
+func startPromoter(t testing.TB, cfg *rest.Config, cacheDir string) (stop func()) {
 	t.Helper()
 	_, stop = startPromoterWith(t, cfg, promoter.Config{CacheDir: cacheDir})
 	return stop
 }
 
-func startPromoterWith(t *testing.T, cfg *rest.Config, pcfg promoter.Config) (p *promoter.Promoter, stop func()) {
+func startPromoterWith(t testing.TB, cfg *rest.Config, pcfg promoter.Config) (p *promoter.Promoter, stop func()) {
 	t.Helper()
 	opts := options.Defaults("promoter-controller")
 	opts.MetricsBindAddress = "127.0.0.1:0"
@@ -86,24 +86,35 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	testenv.SkipIfShort(t)
 	f := &fixture{t: t, ctx: context.Background(), ns: fmt.Sprintf("p-%d", time.Now().UnixNano())}
-	_, err := env.Kube.CoreV1().Namespaces().Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	require.NoError(t, createNamespace(f.ctx, f.ns))
 	f.srv = gittest.NewServer(t)
 	f.repo = f.srv.CreateRepo(t, "app")
-	_, err = env.Sluice.ScmV1alpha1().ScmProviders(f.ns).Create(f.ctx, &scmv1alpha1.ScmProvider{
+	require.NoError(t, createPlainGitRepo(f.ctx, f.ns, "app", f.srv.URL("app")))
+	return f
+}
+
+func createNamespace(ctx context.Context, ns string) error {
+	_, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	return err
+}
+
+// createPlainGitRepo creates a plain git ScmProvider "git" and a GitRepository name at url.
+func createPlainGitRepo(ctx context.Context, ns, name, url string) error {
+	_, err := env.Sluice.ScmV1alpha1().ScmProviders(ns).Create(ctx, &scmv1alpha1.ScmProvider{
 		ObjectMeta: metav1.ObjectMeta{Name: "git"},
 		Spec:       scmv1alpha1.ScmProviderSpec{Type: scmv1alpha1.ScmProviderGit},
 	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = env.Sluice.ScmV1alpha1().GitRepositories(f.ns).Create(f.ctx, &scmv1alpha1.GitRepository{
-		ObjectMeta: metav1.ObjectMeta{Name: "app"},
+	if err != nil {
+		return err
+	}
+	_, err = env.Sluice.ScmV1alpha1().GitRepositories(ns).Create(ctx, &scmv1alpha1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: scmv1alpha1.GitRepositorySpec{
-			URL: f.srv.URL("app"), AllowInsecureLoopbackHTTP: true,
+			URL: url, AllowInsecureLoopbackHTTP: true,
 			ProviderRef: scmv1alpha1.LocalObjectReference{Name: "git"}, Owner: "acme", Name: "app",
 		},
 	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	return f
+	return err
 }
 
 // dryCommit adds a commit to the dry branch.

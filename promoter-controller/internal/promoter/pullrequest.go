@@ -27,7 +27,7 @@ const mergeRetries = 3
 
 // notMergeableRetry is how soon a merge the SCM refused for now (checks running, mergeability
 // not computed yet) is tried again.
-const notMergeableRetry = 2 * time.Second
+const notMergeableRetry = 500 * time.Millisecond
 
 // PullRequestReconciler keeps PullRequest objects and their SCM pull requests in step; on plain
 // git the object is the pull request and merging it is a go-git merge and compare-and-swap push.

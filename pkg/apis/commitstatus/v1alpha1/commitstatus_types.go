@@ -7,6 +7,18 @@ import (
 // KeyLabel carries the key that promotion checks select CommitStatuses by, together with spec.sha.
 const KeyLabel = "commitstatus.sluice.dev/key"
 
+// ShortSHALength is how many characters of the commit id status.shortSHA keeps, as git log
+// --oneline shows them.
+const ShortSHALength = 7
+
+// ShortSHA returns the start of sha that status.shortSHA holds.
+func ShortSHA(sha string) string {
+	if len(sha) > ShortSHALength {
+		return sha[:ShortSHALength]
+	}
+	return sha
+}
+
 // CommitStatusPhase is the verdict about a commit.
 // +kubebuilder:validation:Enum=pending;success;failure
 type CommitStatusPhase string
@@ -72,6 +84,12 @@ type CommitStatusStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// ShortSHA is spec.sha cut to its first 7 characters, written by the controller for the SHA
+	// printer column: CRD printer columns take a JSONPath, which cannot shorten a string.
+	// +optional
+	// +kubebuilder:validation:MaxLength=7
+	ShortSHA string `json:"shortSHA,omitempty"`
+
 	// SyncedPhase is the phase last written to the SCM.
 	// +optional
 	SyncedPhase CommitStatusPhase `json:"syncedPhase,omitempty"`
@@ -107,8 +125,8 @@ type CommitStatusStatus struct {
 // commitstatus-controller mirrors it to the SCM, and promotions select it by the
 // commitstatus.sluice.dev/key label and spec.sha.
 //
-// The SHA column prints the full spec.sha: CRD printer columns take a JSONPath, which cannot
-// shorten a string.
+// The SHA column prints status.shortSHA, which the controller keeps equal to the start of
+// spec.sha; the full id is in the wide output (kubectl get -o wide).
 //
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -116,10 +134,12 @@ type CommitStatusStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=cstatus,categories=sluice
 // +kubebuilder:printcolumn:name="Key",type=string,JSONPath=`.metadata.labels.commitstatus\.sluice\.dev/key`
-// +kubebuilder:printcolumn:name="SHA",type=string,JSONPath=`.spec.sha`
+// +kubebuilder:printcolumn:name="SHA",type=string,JSONPath=`.status.shortSHA`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.spec.phase`
 // +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Full SHA",type=string,JSONPath=`.spec.sha`,priority=1
+// +kubebuilder:printcolumn:name="Repository",type=string,JSONPath=`.spec.repositoryRef.name`,priority=1
 type CommitStatus struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -78,7 +78,8 @@ func TestCommitStatusValidation(t *testing.T) {
 	}
 }
 
-// kubectl get shows KEY (the label), SHA, PHASE, SYNCED and AGE.
+// kubectl get shows KEY (the label), SHA (short, from status), PHASE, SYNCED and AGE; -o wide adds
+// the full SHA and the repository.
 func TestPrinterColumns(t *testing.T) {
 	ctx := context.Background()
 	obj := &csv1.CommitStatus{
@@ -86,7 +87,10 @@ func TestPrinterColumns(t *testing.T) {
 		Spec: csv1.CommitStatusSpec{RepositoryRef: csv1.RepositoryReference{Name: "app"}, SHA: strings.Repeat("c", 40),
 			Name: "health", Phase: csv1.CommitStatusPending},
 	}
-	_, err := client.CommitstatusV1alpha1().CommitStatuses("default").Create(ctx, obj, metav1.CreateOptions{})
+	created, err := client.CommitstatusV1alpha1().CommitStatuses("default").Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	created.Status.ShortSHA = csv1.ShortSHA(created.Spec.SHA)
+	_, err = client.CommitstatusV1alpha1().CommitStatuses("default").UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	require.NoError(t, err)
 
 	raw, err := client.CommitstatusV1alpha1().RESTClient().Get().Namespace("default").Resource("commitstatuses").Name("printed").
@@ -94,11 +98,17 @@ func TestPrinterColumns(t *testing.T) {
 	require.NoError(t, err)
 	var table metav1.Table
 	require.NoError(t, json.Unmarshal(raw, &table))
-	var names []string
+	var names, wide []string
 	for _, c := range table.ColumnDefinitions {
-		names = append(names, c.Name)
+		if c.Priority == 0 {
+			names = append(names, c.Name)
+		} else {
+			wide = append(wide, c.Name)
+		}
 	}
 	assert.Equal(t, []string{"Name", "Key", "SHA", "Phase", "Synced", "Age"}, names)
+	assert.Equal(t, []string{"Full SHA", "Repository"}, wide)
 	require.Len(t, table.Rows, 1)
-	assert.Equal(t, []any{"printed", "argocd-health", strings.Repeat("c", 40), "pending"}, table.Rows[0].Cells[:4])
+	assert.Equal(t, []any{"printed", "argocd-health", "ccccccc", "pending"}, table.Rows[0].Cells[:4])
+	assert.Equal(t, []any{strings.Repeat("c", 40), "app"}, table.Rows[0].Cells[6:8])
 }

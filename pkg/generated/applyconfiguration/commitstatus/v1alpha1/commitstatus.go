@@ -31,8 +31,8 @@ import (
 // commitstatus-controller mirrors it to the SCM, and promotions select it by the
 // commitstatus.sluice.dev/key label and spec.sha.
 //
-// The SHA column prints the full spec.sha: CRD printer columns take a JSONPath, which cannot
-// shorten a string.
+// The SHA column prints status.shortSHA, which the controller keeps equal to the start of
+// spec.sha; the full id is in the wide output (kubectl get -o wide).
 type CommitStatusApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:",inline"`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -31,6 +31,9 @@ import (
 type CommitStatusStatusApplyConfiguration struct {
 	// ObservedGeneration is the last metadata.generation the controller acted on.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
+	// ShortSHA is spec.sha cut to its first 7 characters, written by the controller for the SHA
+	// printer column: CRD printer columns take a JSONPath, which cannot shorten a string.
+	ShortSHA *string `json:"shortSHA,omitempty"`
 	// SyncedPhase is the phase last written to the SCM.
 	SyncedPhase *commitstatusv1alpha1.CommitStatusPhase `json:"syncedPhase,omitempty"`
 	// SyncedSHA is the commit the status was last written to.
@@ -60,6 +63,14 @@ func CommitStatusStatus() *CommitStatusStatusApplyConfiguration {
 // If called multiple times, the ObservedGeneration field is set to the value of the last call.
 func (b *CommitStatusStatusApplyConfiguration) WithObservedGeneration(value int64) *CommitStatusStatusApplyConfiguration {
 	b.ObservedGeneration = &value
+	return b
+}
+
+// WithShortSHA sets the ShortSHA field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ShortSHA field is set to the value of the last call.
+func (b *CommitStatusStatusApplyConfiguration) WithShortSHA(value string) *CommitStatusStatusApplyConfiguration {
+	b.ShortSHA = &value
 	return b
 }
 

@@ -1,0 +1,148 @@
+package resolve
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmlisters "github.com/sluicehq/sluice/pkg/generated/listers/scm/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
+
+	_ "github.com/sluicehq/sluice/pkg/scm/builtin"
+)
+
+const ns = "team"
+
+type fixture struct {
+	kube     *kubefake.Clientset
+	resolver *Resolver
+	now      time.Time
+	builds   int
+}
+
+func newFixture(t *testing.T, provider *scmv1alpha1.ScmProvider, objects ...runtime.Object) *fixture {
+	t.Helper()
+	repos := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	providers := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	require.NoError(t, repos.Add(&scmv1alpha1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+		Spec:       scmv1alpha1.GitRepositorySpec{ProviderRef: scmv1alpha1.LocalObjectReference{Name: provider.Name}, Owner: "acme", Name: "app"},
+	}))
+	require.NoError(t, providers.Add(provider))
+	f := &fixture{kube: kubefake.NewClientset(objects...), now: time.Unix(1_800_000_000, 0)}
+	f.resolver = &Resolver{
+		Repositories: scmlisters.NewGitRepositoryLister(repos),
+		Providers:    scmlisters.NewScmProviderLister(providers),
+		Kube:         f.kube,
+		Limiters:     ratelimit.NewRegistry(),
+		Now:          func() time.Time { return f.now },
+		New: func(name string, cfg scm.Config) (scm.Provider, error) {
+			f.builds++
+			return scm.New(name, cfg)
+		},
+	}
+	return f
+}
+
+func (f *fixture) resolve(t *testing.T) (*Target, *Error) {
+	t.Helper()
+	return f.resolver.Resolve(context.Background(), &commitstatusv1alpha1.CommitStatus{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "health"},
+		Spec:       commitstatusv1alpha1.CommitStatusSpec{RepositoryRef: commitstatusv1alpha1.RepositoryReference{Name: "app"}},
+	})
+}
+
+func gitea(mutate func(*scmv1alpha1.ScmProvider)) *scmv1alpha1.ScmProvider {
+	p := &scmv1alpha1.ScmProvider{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gitea", UID: "u1", Generation: 1},
+		Spec: scmv1alpha1.ScmProviderSpec{
+			Type: scmv1alpha1.ScmProviderGitea, BaseURL: "https://gitea.example.com",
+			SecretRef: &scmv1alpha1.LocalObjectReference{Name: "token"},
+		},
+	}
+	if mutate != nil {
+		mutate(p)
+	}
+	return p
+}
+
+func tokenSecret() *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "token", ResourceVersion: "7"},
+		Data: map[string][]byte{"token": []byte("gitea-token-0123456789")}}
+}
+
+func TestTargetNamesTheEndpointNotTheCredentials(t *testing.T) {
+	f := newFixture(t, gitea(nil), tokenSecret())
+	target, err := f.resolve(t)
+	require.Nil(t, err)
+	assert.Equal(t, "gitea https://gitea.example.com", target.Endpoint)
+	assert.Equal(t, scm.Repository{Owner: "acme", Name: "app"}, target.Repository)
+	assert.Equal(t, "team/gitea", target.ProviderKey)
+	assert.Equal(t, "secret token@7", target.CredentialsVersion)
+	assert.False(t, target.InCluster)
+	assert.NotContains(t, target.Endpoint+target.CredentialsVersion, "gitea-token-0123456789")
+}
+
+func TestCABundleWithoutTheKeyIsReportedByName(t *testing.T) {
+	p := gitea(func(p *scmv1alpha1.ScmProvider) {
+		p.Spec.CABundle = &scmv1alpha1.CABundleReference{Kind: "ConfigMap", Name: "ca"}
+	})
+	f := newFixture(t, p, tokenSecret(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ca"}, Data: map[string]string{"bundle.pem": "x"}})
+	_, err := f.resolve(t)
+	require.NotNil(t, err)
+	assert.Equal(t, ReasonCABundleInvalid, err.Reason)
+	assert.Contains(t, err.Message, `ConfigMap "ca" has no key ca.crt`)
+	assert.True(t, err.Unwatched)
+}
+
+func TestAnAPIServerHiccupKeepsTheLastGoodClient(t *testing.T) {
+	f := newFixture(t, gitea(nil), tokenSecret())
+	first, err := f.resolve(t)
+	require.Nil(t, err)
+
+	f.kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("etcd is slow")
+	})
+	f.now = f.now.Add(DefaultCredentialsTTL)
+	again, err := f.resolve(t)
+	require.Nil(t, err, "the last good credentials stay in use")
+	assert.Same(t, first.Provider, again.Provider)
+	assert.Equal(t, 1, f.builds)
+}
+
+func TestInvalidateRereadsTheSecretAndReusesAnUnchangedClient(t *testing.T) {
+	p := gitea(nil)
+	f := newFixture(t, p, tokenSecret())
+	_, err := f.resolve(t)
+	require.Nil(t, err)
+	f.resolver.Invalidate("team/gitea")
+	_, err = f.resolve(t)
+	require.Nil(t, err)
+	assert.Equal(t, 1, f.builds, "same spec and Secret version: the client is reused")
+	gets := 0
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "get" {
+			gets++
+		}
+	}
+	assert.Equal(t, 2, gets, "Invalidate forces a fresh read")
+
+	p.Generation = 2
+	_, err = f.resolve(t)
+	require.Nil(t, err)
+	assert.Equal(t, 2, f.builds, "a spec change rebuilds the client")
+}
