@@ -95,6 +95,11 @@ spec:
               valueFrom:
                 fieldRef:
                   fieldPath: metadata.namespace
+            # The Go runtime collects garbage before the container reaches its memory limit.
+            - name: GOMEMLIMIT
+              valueFrom:
+                resourceFieldRef:
+                  resource: limits.memory
           ports:
             - name: metrics
               containerPort: {{ .Values.metrics.port }}
