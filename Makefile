@@ -25,6 +25,7 @@ verify:
 build:
 	@mkdir -p bin
 	@for c in $(CONTROLLERS); do go build -o bin/ ./$$c-controller/cmd/$$c-controller; done
+	go build -o bin/ ./gate-controller/cmd/kubectl-gate
 	go build -o bin/ ./dev/cmd/...
 
 ## testbin: build kube-apiserver, etcd, kubectl, helm and gitea from Go modules into the cache (once).

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
@@ -15,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/pkg/testenv/gitea"
 )
 
 // promotionEnvs are the environments of the promotion chapter, in order.
@@ -23,20 +25,14 @@ var promotionEnvs = []string{"dev", "staging", "prod"}
 // chapterPromotion: a dry commit is hydrated onto dev-next, staging-next and prod-next by the demo
 // itself (acting as the hydrator), promoted through dev and staging by merges the
 // promoter-controller makes with go-git, held at prod by a closed Gate, released, and promoted.
-// The git repository is served over HTTP by the demo process.
+// The git repository is served over HTTP by the demo process; with SCM=gitea it lives on a local
+// Gitea, where the pull requests are opened and merged.
 func chapterPromotion(ctx context.Context, s *Story) error {
-	s.Step("the demo serves a git repository over HTTP and acts as the hydrator")
-	root, err := os.MkdirTemp("", "sluice-demo-git-")
+	host, err := promotionHost(ctx, s)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(root)
-	srv := gittest.StartServer(root)
-	defer srv.Close()
-	url, err := srv.InitRepo("app")
-	if err != nil {
-		return err
-	}
+	defer host.close()
 	cacheDir, err := os.MkdirTemp("", "sluice-demo-hydrator-")
 	if err != nil {
 		return err
@@ -46,7 +42,7 @@ func chapterPromotion(ctx context.Context, s *Story) error {
 	if err != nil {
 		return err
 	}
-	repo, err := cache.Open(url, git.Auth{}, git.Options{})
+	repo, err := cache.Open(host.url, host.auth, git.Options{})
 	if err != nil {
 		return err
 	}
@@ -60,24 +56,10 @@ func chapterPromotion(ctx context.Context, s *Story) error {
 			return err
 		}
 	}
-	s.Say("%s: branch main (dry) at %s; dev, staging and prod hydrated from it", url, d0[:7])
+	s.Say("%s: branch main (dry) at %s; dev, staging and prod hydrated from it", host.url, d0[:7])
 
 	s.Step("a PromotionStrategy: dev -> staging -> prod, each waiting for the previous one's health, prod behind a Gate")
-	if err := s.Apply(ctx, fmt.Sprintf(`
-apiVersion: scm.sluice.dev/v1alpha1
-kind: ScmProvider
-metadata: {name: plain-git}
-spec: {type: git}
----
-apiVersion: scm.sluice.dev/v1alpha1
-kind: GitRepository
-metadata: {name: web-deploy}
-spec:
-  url: %s
-  allowInsecureLoopbackHTTP: true
-  providerRef: {name: plain-git}
-  owner: demo
-  name: app
+	if err := s.Apply(ctx, host.manifests+`
 ---
 apiVersion: gating.sluice.dev/v1alpha1
 kind: Gate
@@ -98,7 +80,7 @@ spec:
     - branch: staging
     - branch: prod
       gates: {refs: [{name: prod-release}]}
-`, url)); err != nil {
+`); err != nil {
 		return err
 	}
 	if err := s.waitGate(ctx, "prod-release", func(g *gatingv1alpha1.Gate) bool { return !g.Status.Open }); err != nil {
@@ -169,7 +151,12 @@ spec:
 	if err != nil {
 		return err
 	}
-	s.Say("prod runs dry %s (merge %s)", d1[:7], prod.History[0].MergeSHA[:7])
+	s.Say("prod runs dry %s (merge %s)", d1[:7], shortOf(prod.History[0].MergeSHA))
+	if host.pulls != nil {
+		if err := host.pulls(ctx); err != nil {
+			return err
+		}
+	}
 	if _, err := s.Kubectl(ctx, "get", "promotionstrategy,pullrequests,proposedcommits"); err != nil {
 		return err
 	}
@@ -251,4 +238,124 @@ func (s *Story) waitEnvironment(ctx context.Context, strategy, branch string, co
 		return last, fmt.Errorf("environment %s of %s: %w (last status: active dry %q, blocked %q)", branch, strategy, err, last.Active.DrySHA, last.Blocked)
 	}
 	return last, nil
+}
+
+// gitHost is where the chapter's repository lives: served by the demo over HTTP (plain git, the
+// default), or on a local Gitea with SCM=gitea.
+type gitHost struct {
+	url       string
+	auth      git.Auth
+	manifests string
+	close     func()
+	// pulls shows the pull requests on the SCM, when there is one.
+	pulls func(context.Context) error
+}
+
+func promotionHost(ctx context.Context, s *Story) (*gitHost, error) {
+	if os.Getenv("SCM") == "gitea" {
+		return giteaPromotionHost(ctx, s)
+	}
+	s.Step("the demo serves a git repository over HTTP and acts as the hydrator")
+	root, err := os.MkdirTemp("", "sluice-demo-git-")
+	if err != nil {
+		return nil, err
+	}
+	srv := gittest.StartServer(root)
+	url, err := srv.InitRepo("app")
+	if err != nil {
+		srv.Close()
+		os.RemoveAll(root)
+		return nil, err
+	}
+	return &gitHost{
+		url: url,
+		close: func() {
+			srv.Close()
+			os.RemoveAll(root)
+		},
+		manifests: fmt.Sprintf(`
+apiVersion: scm.sluice.dev/v1alpha1
+kind: ScmProvider
+metadata: {name: plain-git}
+spec: {type: git}          # plain git: the PullRequest object is the pull request, merged with go-git
+---
+apiVersion: scm.sluice.dev/v1alpha1
+kind: GitRepository
+metadata: {name: web-deploy}
+spec:
+  url: %s
+  allowInsecureLoopbackHTTP: true
+  providerRef: {name: plain-git}
+  owner: demo
+  name: app`, url),
+	}, nil
+}
+
+func giteaPromotionHost(ctx context.Context, s *Story) (*gitHost, error) {
+	s.Step("SCM=gitea: a local Gitea holds the repository; pull requests are opened and merged there")
+	srv, err := gitea.Start(ctx, gitea.Options{})
+	if err != nil {
+		return nil, err
+	}
+	url, err := srv.CreateRepo(ctx, "web-deploy")
+	if err != nil {
+		_ = srv.Close()
+		return nil, err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "gitea-promoter", Namespace: s.Namespace},
+		StringData: map[string]string{"token": srv.Token, "username": srv.AdminUser, "password": srv.Token},
+	}
+	if _, err := s.Env.Kube.CoreV1().Secrets(s.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		_ = srv.Close()
+		return nil, err
+	}
+	s.Say("Gitea %s; its token is in Secret gitea-promoter (not shown)", srv.URL)
+	return &gitHost{
+		url:   url,
+		auth:  git.Auth{Username: srv.AdminUser, Password: srv.Token},
+		close: func() { _ = srv.Close() },
+		manifests: fmt.Sprintf(`
+apiVersion: scm.sluice.dev/v1alpha1
+kind: ScmProvider
+metadata: {name: gitea-promoter}
+spec:
+  type: gitea
+  baseURL: %s
+  allowInsecureLoopbackHTTP: true
+  secretRef: {name: gitea-promoter}
+---
+apiVersion: scm.sluice.dev/v1alpha1
+kind: GitRepository
+metadata: {name: web-deploy}
+spec:
+  url: %s
+  allowInsecureLoopbackHTTP: true
+  providerRef: {name: gitea-promoter}
+  owner: %s
+  name: web-deploy
+  auth: {type: basic, secretRef: {name: gitea-promoter}}`, srv.URL, url, srv.AdminUser),
+		pulls: func(ctx context.Context) error {
+			var prs []struct {
+				Number int64  `json:"number"`
+				Title  string `json:"title"`
+				Merged bool   `json:"merged"`
+				URL    string `json:"html_url"`
+			}
+			if err := srv.API(ctx, "GET", "/repos/"+srv.AdminUser+"/web-deploy/pulls?state=all", nil, &prs); err != nil {
+				return err
+			}
+			for _, p := range prs {
+				s.Say("Gitea pull request #%d merged=%t %s  %s", p.Number, p.Merged, p.URL, p.Title)
+			}
+			return nil
+		},
+	}, nil
+}
+
+func shortOf(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
 }

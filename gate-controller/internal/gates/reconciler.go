@@ -3,7 +3,6 @@ package gates
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -43,7 +42,6 @@ type Reconciler struct {
 	Held func(ref gate.Ref, limit int) ([]gatingv1alpha1.HeldObject, int)
 	// Transitioned is told, with full precision, when a gate's state changes.
 	Transitioned func(ref gate.Ref, at time.Time)
-	Log          *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 

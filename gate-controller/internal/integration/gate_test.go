@@ -19,49 +19,58 @@ import (
 	"github.com/sluicehq/sluice/pkg/testenv/flux"
 )
 
-// A closed window that starts a few seconds from now, in a zone with a half-hour offset, closes
-// the gate and holds its targets with no edit to anything, then opens it again.
-func TestAWindowClosesAndOpensTheGateWithoutAnyEdit(t *testing.T) {
+// Windows that started this minute and end a few seconds from now, in a zone with a half-hour
+// offset: when they end, with no edit to anything, the gate behind the open window closes and
+// holds its target, and the gate behind the closed window opens and releases its target.
+func TestWindowsChangeGatesWithoutAnyEdit(t *testing.T) {
 	sharedController(t)
 	t.Parallel()
 	ns := newNamespace(t)
 	kolkata, err := time.LoadLocation("Asia/Kolkata")
 	require.NoError(t, err)
 	now := time.Now().In(kolkata)
-	start := now.Truncate(time.Minute).Add(time.Minute)
-	if start.Sub(now) < 5*time.Second {
-		start = start.Add(time.Minute)
+	start := now.Truncate(time.Minute)
+	end := now.Add(8 * time.Second).Truncate(time.Second)
+	window := func(kind gatingv1alpha1.GateState, description string) []gatingv1alpha1.GateWindow {
+		return []gatingv1alpha1.GateWindow{{
+			Schedule:    fmt.Sprintf("%d %d * * *", start.Minute(), start.Hour()),
+			Duration:    metav1.Duration{Duration: end.Sub(start)},
+			TimeZone:    "Asia/Kolkata",
+			Kind:        kind,
+			Description: description,
+		}}
 	}
-	const length = 15 * time.Second
-	createGate(t, ns, "maintenance", gatingv1alpha1.GateSpec{Windows: []gatingv1alpha1.GateWindow{{
-		Schedule:    fmt.Sprintf("%d %d * * *", start.Minute(), start.Hour()),
-		Duration:    metav1.Duration{Duration: length},
-		TimeZone:    "Asia/Kolkata",
-		Kind:        gatingv1alpha1.StateClosed,
-		Description: "database maintenance",
-	}}})
-	ks := createFlux(t, flux.Kustomizations, ns, "apps", map[string]string{gate.GatesAnnotation: "maintenance"}, nil, "kubectl-create")
+	createGate(t, ns, "business-hours", gatingv1alpha1.GateSpec{Windows: window(gatingv1alpha1.StateOpen, "business hours")})
+	createGate(t, ns, "maintenance", gatingv1alpha1.GateSpec{Windows: window(gatingv1alpha1.StateClosed, "database maintenance")})
+	closing := createFlux(t, flux.Kustomizations, ns, "apps", map[string]string{gate.GatesAnnotation: "business-hours"}, nil, "kubectl-create")
+	opening := createFlux(t, flux.Kustomizations, ns, "db", map[string]string{gate.GatesAnnotation: "maintenance"}, nil, "kubectl-create")
 
-	g := waitGate(t, ns, "maintenance", wait, isOpen)
-	require.NotNil(t, g.Status.NextTransitionTime)
-	assert.True(t, g.Status.NextTransitionTime.Time.Equal(start), "next change %s, window starts %s", g.Status.NextTransitionTime, start)
-	generation := g.Generation
-
-	closed := waitGate(t, ns, "maintenance", time.Until(start)+wait, isClosed)
-	assert.False(t, time.Now().Before(start), "closed no earlier than the window starts")
-	assert.Equal(t, gatingv1alpha1.ReasonWindow, closed.Status.Reason)
-	assert.Contains(t, closed.Status.Message, "database maintenance")
-	assert.Equal(t, generation, closed.Generation, "nobody edited the gate")
-	require.NotEmpty(t, closed.Status.History)
-	assert.Equal(t, gatingv1alpha1.StateClosed, closed.Status.History[0].State)
-	assert.True(t, closed.Status.NextTransitionTime.Time.Equal(start.Add(length)))
-	u := waitObject(t, ks, wait, "held by the window", heldByController)
+	before := map[string]*gatingv1alpha1.Gate{
+		"business-hours": waitGate(t, ns, "business-hours", wait, isOpen),
+		"maintenance":    waitGate(t, ns, "maintenance", wait, isClosed),
+	}
+	for name, g := range before {
+		require.NotNil(t, g.Status.NextTransitionTime, name)
+		assert.True(t, g.Status.NextTransitionTime.Time.Equal(end), "%s: next change %s, windows end %s", name, g.Status.NextTransitionTime, end)
+		assert.Equal(t, gatingv1alpha1.ReasonWindow, g.Status.Reason)
+	}
+	u := waitObject(t, opening, wait, "held by the maintenance window", heldByController)
 	assert.Contains(t, u.GetAnnotations()[suspend.Annotation], "database maintenance")
 
-	reopened := waitGate(t, ns, "maintenance", time.Until(start.Add(length))+wait, isOpen)
-	assert.Equal(t, generation, reopened.Generation)
-	assert.Len(t, reopened.Status.History, 3, "opened, closed by the window, opened again")
-	waitObject(t, ks, wait, "released when the window ends", released)
+	closed := waitGate(t, ns, "business-hours", time.Until(end)+wait, isClosed)
+	assert.False(t, time.Now().Before(end), "closed no earlier than the window ends")
+	assert.Contains(t, closed.Status.Message, "closed outside every open window")
+	opened := waitGate(t, ns, "maintenance", time.Until(end)+wait, isOpen)
+	assert.Equal(t, gatingv1alpha1.ReasonDefault, opened.Status.Reason, "no window applies any more")
+	for _, g := range []*gatingv1alpha1.Gate{closed, opened} {
+		assert.Equal(t, before[g.Name].Generation, g.Generation, "%s: nobody edited the gate", g.Name)
+		require.Len(t, g.Status.History, 2, g.Name)
+		assert.Equal(t, g.Status.Reason, g.Status.History[0].Reason)
+		assert.Equal(t, g.Status.Open, g.Status.History[0].State == gatingv1alpha1.StateOpen)
+	}
+	u = waitObject(t, closing, wait, "held when business hours end", heldByController)
+	assert.Contains(t, u.GetAnnotations()[suspend.Annotation], ns+"/business-hours")
+	waitObject(t, opening, wait, "released when the maintenance ends", released)
 }
 
 func TestKubectlWaitForConditionOpen(t *testing.T) {

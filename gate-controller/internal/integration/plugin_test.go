@@ -76,6 +76,9 @@ func TestPluginOpensClosesAndListsGates(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "gate/prod open (Override): open by override until")
 	assert.Contains(t, out, "hotfix INC-123")
+	out, err = kubectlGate(t, ns, "open", "prod", "--for", "30m")
+	require.NoError(t, err, out)
+	assert.Empty(t, getGate(t, ns, "prod").Spec.Override.Message, "a new override keeps nothing of the old one")
 
 	_, err = kubectlGate(t, ns, "open", "nope")
 	require.Error(t, err)

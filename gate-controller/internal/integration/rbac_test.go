@@ -34,6 +34,7 @@ func TestTheControllerWorksUnderTheChartsRBAC(t *testing.T) {
 	t.Cleanup(func() { _ = helm.Close() })
 	const release, system = "gate-controller", "sluice-system"
 	require.NoError(t, helm.Install(ctx, release, system, filepath.Join(root, "charts", "gate-controller")))
+	t.Cleanup(func() { assert.NoError(t, helm.Uninstall(ctx, release, system)) })
 
 	manifest, err := helm.Run(ctx, "get", "manifest", release, "--namespace", system)
 	require.NoError(t, err)

@@ -65,8 +65,11 @@ The command then waits for the gate-controller to evaluate the change and prints
 				if open && g.Spec.Closed {
 					return fmt.Errorf("gate %s/%s is closed by hand (spec.closed: true), which beats any override; open it with `kubectl gate open %s` instead", ns, args[0], args[0])
 				}
-				until := metav1.NewTime(time.Now().Add(forDuration).UTC().Truncate(time.Second))
-				patch = map[string]any{"spec": map[string]any{"override": gatingv1alpha1.GateOverride{State: state, Until: until, Message: message}}}
+				until := time.Now().Add(forDuration).UTC().Truncate(time.Second)
+				// A merge patch merges into an existing override: name every field, so none is left over.
+				patch = map[string]any{"spec": map[string]any{"override": map[string]any{
+					"state": state, "until": until.Format(time.RFC3339), "message": nullIfEmpty(message),
+				}}}
 			} else {
 				patch = map[string]any{"spec": map[string]any{"closed": !open, "message": nullIfEmpty(message), "override": nil}}
 			}

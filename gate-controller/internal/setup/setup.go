@@ -52,7 +52,6 @@ func Setup(m *manager.Manager, cfg Config) error {
 		Metrics:      gateMetrics,
 		Held:         registry.Held,
 		Transitioned: latency.Transitioned,
-		Log:          m.Log,
 	})
 	targetController := m.NewController("gate-targets", &targets.Reconciler{
 		Registry: registry,

@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
@@ -34,10 +32,11 @@ const (
 	ReasonHoldFailed     = "HoldFailed"
 )
 
-// StaleGrace is how long a target waits for a referenced gate whose spec changed to be evaluated
-// again before its stale status counts as closed. The gate-controller evaluates the gate itself,
-// within milliseconds, so the wait keeps an edit to an open gate from holding and releasing every
-// object behind it; the bound keeps a gate that cannot be evaluated failing closed.
+// StaleGrace is how long a target waits for a referenced gate whose current spec has not been
+// evaluated (a new gate, or one just edited) before its status counts as closed. The
+// gate-controller evaluates the gate itself, within milliseconds, so the wait keeps an edit to an
+// open gate, or a gate created together with its targets, from holding and releasing every object
+// behind it; the bound keeps a gate that cannot be evaluated failing closed.
 const StaleGrace = 10 * time.Second
 
 // Reconciler holds and releases targets as their gates say.
@@ -113,7 +112,7 @@ type verdict struct {
 	invalid bool
 }
 
-// verdict reads the target's gates. It asks the caller to wait when a referenced gate's new
+// verdict reads the target's gates. It asks the caller to wait while a referenced gate's current
 // spec has not been evaluated yet.
 func (r *Reconciler) verdict(m metav1.Object) (verdict, time.Duration) {
 	annotations := m.GetAnnotations()
@@ -148,7 +147,7 @@ func (r *Reconciler) waitForStaleGates(refs []gate.Ref) time.Duration {
 	var wait time.Duration
 	for _, ref := range refs {
 		g, err := r.Gates.Gates(ref.Namespace).Get(ref.Name)
-		if err != nil || g.Status.ObservedGeneration == g.Generation || meta.FindStatusCondition(g.Status.Conditions, gatingv1alpha1.ConditionOpen) == nil {
+		if err != nil || g.Status.ObservedGeneration == g.Generation {
 			r.staleSince.Delete(ref)
 			continue
 		}
@@ -166,8 +165,8 @@ func (r *Reconciler) waitForStaleGates(refs []gate.Ref) time.Duration {
 }
 
 func (r *Reconciler) report(key string, w *Watched, m metav1.Object, plan hold.Plan, v verdict) {
-	if plan.Outcome != hold.OutcomeNone && r.Log != nil {
-		r.Log.Info(strings.ToLower(string(plan.Outcome[:1]))+string(plan.Outcome[1:]), "target", key, "reason", v.Reason)
+	if msg, ok := outcomeLog[plan.Outcome]; ok && r.Log != nil {
+		r.Log.Info(msg, "target", key, "reason", v.Reason)
 	}
 	switch plan.Outcome {
 	case hold.OutcomeHeld:
@@ -197,6 +196,12 @@ func (r *Reconciler) report(key string, w *Watched, m metav1.Object, plan hold.P
 		}
 		r.event(w, m, corev1.EventTypeWarning, ReasonGateMissing, "held until these gates exist: %v", names)
 	}
+}
+
+var outcomeLog = map[hold.Outcome]string{
+	hold.OutcomeHeld:     "held",
+	hold.OutcomeReleased: "released",
+	hold.OutcomeYielded:  "resumed by someone while held; not holding it again until its gates allow",
 }
 
 func changes(r *hold.Record) string {

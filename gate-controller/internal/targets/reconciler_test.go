@@ -150,6 +150,21 @@ func TestReconcileWaitsForAGateBeingReevaluatedThenFailsClosed(t *testing.T) {
 	assert.Contains(t, f.applied[0].GetAnnotations()[suspend.Annotation], "has not been evaluated yet")
 }
 
+func TestReconcileWaitsForANewGateToBeEvaluated(t *testing.T) {
+	f := newFixture(t)
+	require.NoError(t, f.gates.Add(&gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "prod", Generation: 1}}))
+	key := f.target(t, map[string]string{gate.GatesAnnotation: "prod"})
+	res, err := f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err)
+	assert.Equal(t, StaleGrace, res.RequeueAfter)
+	assert.Empty(t, f.applied)
+
+	f.gate(t, "prod", true, 1, 1) // replaces it, evaluated open
+	_, err = f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err)
+	assert.Empty(t, f.applied, "created together with an open gate: never held")
+}
+
 func TestReconcileHoldsForAMissingGateAndSaysWhich(t *testing.T) {
 	f := newFixture(t)
 	f.gate(t, "prod", true, 1, 1)

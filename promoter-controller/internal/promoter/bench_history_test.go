@@ -96,7 +96,7 @@ func BenchmarkPromotionOn20kCommits(b *testing.B) {
 			},
 		}, metav1.CreateOptions{})
 		must(b, err)
-		cmd := startControllerProcess(b)
+		cmd := startControllerProcess(b, f.ns)
 
 		b.ResetTimer()
 		for i := range b.N {
@@ -143,19 +143,20 @@ func refreshB(b *testing.B, f *fixture, value string) {
 	must(b, err)
 }
 
-// startControllerProcess builds the controller and runs it against the control plane.
-func startControllerProcess(b *testing.B) *exec.Cmd {
+// startControllerProcess builds the controller and runs it against the control plane, watching
+// only namespace ns: strategies other benchmarks left behind must not share its workers.
+func startControllerProcess(b *testing.B, ns string) *exec.Cmd {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "promoter-controller")
 	build := exec.Command("go", "build", "-o", bin, "../../cmd/promoter-controller")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build the controller: %v\n%s", err, out)
 	}
-	logFile, err := os.Create(filepath.Join(b.TempDir(), "controller.log"))
+	logFile, err := os.Create("/tmp/promoter-bench-controller.log")
 	must(b, err)
-	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig, "--leader-elect=false",
+	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig, "--leader-elect=false", "--namespace", ns,
 		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0",
-		"--git-cache-dir", b.TempDir())
+		"--git-cache-dir", b.TempDir(), "--log-format", "text", "--v", "4")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	must(b, cmd.Start())
 	b.Cleanup(func() {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,7 +47,8 @@ func startPromoterWith(t testing.TB, cfg *rest.Config, pcfg promoter.Config) (p 
 	opts.MetricsBindAddress = "127.0.0.1:0"
 	opts.HealthProbeBindAddress = "127.0.0.1:0"
 	opts.LeaderElect = false
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	panics := &panicCounter{Handler: slog.NewTextHandler(io.Discard, nil)}
+	log := slog.New(panics)
 	m, err := manager.New("promoter-controller", opts, cfg, log)
 	require.NoError(t, err)
 	p, err = promoter.Setup(m, pcfg)
@@ -67,6 +69,7 @@ func startPromoterWith(t testing.TB, cfg *rest.Config, pcfg promoter.Config) (p 
 		case <-time.After(30 * time.Second):
 			t.Error("controller did not stop within 30s")
 		}
+		assert.Zero(t, panics.count.Load(), "reconciles panicked")
 	}
 	t.Cleanup(stop)
 	return p, stop
@@ -295,4 +298,46 @@ func TestPromotionThroughThreeEnvironments(t *testing.T) {
 	proposed, err := env.Sluice.PromoterV1alpha1().ProposedCommits(f.ns).List(f.ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, proposed.Items, 3)
+}
+
+// panicCounter counts the runner's "reconcile panicked" records: the runner recovers panics, and
+// a test must still fail on one.
+type panicCounter struct {
+	slog.Handler
+	count atomic.Int64
+}
+
+func (h *panicCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "reconcile panicked" {
+		h.count.Add(1)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *panicCounter) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &panicCounterChild{parent: h, Handler: h.Handler.WithAttrs(attrs)}
+}
+
+func (h *panicCounter) WithGroup(name string) slog.Handler {
+	return &panicCounterChild{parent: h, Handler: h.Handler.WithGroup(name)}
+}
+
+type panicCounterChild struct {
+	slog.Handler
+	parent *panicCounter
+}
+
+func (h *panicCounterChild) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "reconcile panicked" {
+		h.parent.count.Add(1)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *panicCounterChild) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &panicCounterChild{parent: h.parent, Handler: h.Handler.WithAttrs(attrs)}
+}
+
+func (h *panicCounterChild) WithGroup(name string) slog.Handler {
+	return &panicCounterChild{parent: h.parent, Handler: h.Handler.WithGroup(name)}
 }

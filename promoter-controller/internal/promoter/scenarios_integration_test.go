@@ -206,3 +206,23 @@ func TestPromotionOverSSH(t *testing.T) {
 	f.waitEnv("dev", "promoted over ssh", activeOn(d1))
 	assert.Equal(t, proposed, f.repo.Branch(t, "dev"))
 }
+
+// A second change after a finished promotion replaces the finished PullRequest and is promoted
+// too; history keeps both, newest first.
+func TestSuccessivePromotions(t *testing.T) {
+	f := newFixture(t)
+	f.bootstrap("dev")
+	f.strategy(oneEnv)
+	startPromoter(t, env.Config, t.TempDir())
+	d1 := f.dryCommit("first")
+	f.hydrate(d1, "dev")
+	f.waitEnv("dev", "first promoted", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
+	d2 := f.dryCommit("second")
+	second := f.hydrate(d2, "dev")["dev"]
+	dev := f.waitEnv("dev", "second promoted", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 2 })
+	assert.Equal(t, d2, dev.Active.DrySHA)
+	assert.Equal(t, []string{d2, d1}, []string{dev.History[0].DrySHA, dev.History[1].DrySHA})
+	prs := f.pullRequests()
+	require.Len(t, prs, 1)
+	assert.Equal(t, second, prs[0].Status.MergedHeadSHA)
+}

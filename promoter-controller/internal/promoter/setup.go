@@ -91,6 +91,22 @@ func Setup(m *manager.Manager, cfg Config) (*Promoter, error) {
 		return byRepo(cs.Namespace, cs.Spec.RepositoryRef.Name)
 	}))
 	add(err)
+	// A fixed GitRepository or ScmProvider (a stalled strategy's usual cure) re-evaluates at once.
+	_, err = scmInf.GitRepositories().Informer().AddEventHandler(handler.EnqueueMapped(strategies, func(obj metav1.Object) []string {
+		return byRepo(obj.GetNamespace(), obj.GetName())
+	}))
+	add(err)
+	_, err = scmInf.ScmProviders().Informer().AddEventHandler(handler.EnqueueMapped(strategies, func(obj metav1.Object) []string {
+		repos, _ := res.repos.GitRepositories(obj.GetNamespace()).List(labels.Everything())
+		var keys []string
+		for _, gr := range repos {
+			if gr.Spec.ProviderRef.Name == obj.GetName() {
+				keys = append(keys, byRepo(gr.Namespace, gr.Name)...)
+			}
+		}
+		return keys
+	}))
+	add(err)
 	_, err = inf.Gating().V1alpha1().Gates().Informer().AddEventHandler(handler.EnqueueMapped(strategies, func(obj metav1.Object) []string {
 		g, ok := obj.(*gatingv1alpha1.Gate)
 		if !ok {
@@ -106,9 +122,6 @@ func Setup(m *manager.Manager, cfg Config) (*Promoter, error) {
 		return keys
 	}))
 	add(err)
-	for _, informer := range []interface{ HasSynced() bool }{scmInf.GitRepositories().Informer(), scmInf.ScmProviders().Informer()} {
-		m.WaitFor(informer.HasSynced)
-	}
 	p := &Promoter{Strategies: strategies, strategy: sr, resolver: res}
 	if cfg.WebhookAddress != "" && cfg.WebhookAddress != "0" {
 		ln, err := net.Listen("tcp", cfg.WebhookAddress)

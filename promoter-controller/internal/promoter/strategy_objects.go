@@ -70,14 +70,24 @@ func (r *StrategyReconciler) syncPullRequest(ctx context.Context, ps *promoterv1
 		if err := client.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
 			return "", err
 		}
-		pr = nil
+		pr, done = nil, false
 	}
 	if !p.verdict.Proposed {
-		if pr != nil {
-			p.status.PullRequest = prRef(pr)
-		} else {
-			p.status.PullRequest = nil
+		p.status.PullRequest = nil
+		if pr == nil {
+			return "", nil
 		}
+		if !done && p.proposed == "" && pr.Spec.State != promoterv1alpha1.PullRequestClosed {
+			// The proposed branch is gone: nothing is left to merge.
+			next := pr.DeepCopy()
+			next.Spec.State = promoterv1alpha1.PullRequestClosed
+			updated, err := client.Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
+			if err != nil {
+				return "", fmt.Errorf("close PullRequest %s: %w", name, err)
+			}
+			pr = updated
+		}
+		p.status.PullRequest = prRef(pr)
 		return "", nil
 	}
 	if done {
