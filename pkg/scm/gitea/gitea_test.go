@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/pkg/scm"
-	"github.com/sluicehq/sluice/pkg/scm/scmtest"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
+	"github.com/sluicehq/sluice/pkg/scm/scmtest"
 	"github.com/sluicehq/sluice/pkg/scm/webhook"
 )
 

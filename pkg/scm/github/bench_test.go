@@ -11,8 +11,8 @@ import (
 	gh "github.com/google/go-github/v75/github"
 
 	"github.com/sluicehq/sluice/pkg/scm"
-	"github.com/sluicehq/sluice/pkg/scm/scmtest"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
+	"github.com/sluicehq/sluice/pkg/scm/scmtest"
 )
 
 // quota refuses, with 429 and Retry-After, requests beyond perWindow in a fixed window, the way

@@ -107,6 +107,9 @@ TYPE = immediate
 [queue.issue_indexer]
 TYPE = channel
 
+[queue.pr_patch_checker]
+TYPE = channel
+
 [indexer]
 ISSUE_INDEXER_TYPE = db
 REPO_INDEXER_ENABLED = false
