@@ -97,7 +97,10 @@ spec:
 			return err
 		}
 	}
-	s.Say("dry commit %s", d1[:7])
+	s.Say("dry commit %s; the hydrator's CI asks for a refresh (on GitHub, GitLab or Gitea a signed webhook does it)", d1[:7])
+	if _, err := s.Kubectl(ctx, "annotate", "promotionstrategy", "web", "--overwrite", promoterv1alpha1.RefreshAnnotation+"="+d1[:7]); err != nil {
+		return err
+	}
 
 	s.Step("the promoter merges dev-next into dev at once: dev has no earlier environment")
 	dev, err := s.waitEnvironment(ctx, "web", "dev", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.DrySHA == d1 })
@@ -128,7 +131,8 @@ spec:
 
 	s.Step("staging is healthy too, but the closed Gate holds prod")
 	prod, err := s.waitEnvironment(ctx, "web", "prod", func(e promoterv1alpha1.EnvironmentStatus) bool {
-		return strings.Contains(e.Blocked, "prod-release") && e.Active.DrySHA != d1
+		// Only the gate holds it now: rules 2 and 3 pass.
+		return strings.HasPrefix(e.Blocked, "gates hold") && e.Active.DrySHA != d1
 	})
 	if err != nil {
 		return err

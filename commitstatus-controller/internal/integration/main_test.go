@@ -51,10 +51,10 @@ type running struct {
 
 type controllerOptions struct {
 	// config defaults to the admin config.
-	config  *rest.Config
-	mutate  func(*options.Options)
-	setup   func(*setup.Config)
-	logTo   io.Writer
+	config *rest.Config
+	mutate func(*options.Options)
+	setup  func(*setup.Config)
+	logTo  io.Writer
 }
 
 // startController runs the commitstatus-controller with its own rate-limit registry until the
@@ -217,4 +217,3 @@ func stalled(reason string) func(*commitstatusv1alpha1.CommitStatus) bool {
 		return conditions.IsTrue(cs.Status.Conditions, conditions.Stalled) && ready != nil && ready.Reason == reason
 	}
 }
-

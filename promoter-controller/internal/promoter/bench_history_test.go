@@ -152,11 +152,11 @@ func startControllerProcess(b *testing.B, ns string) *exec.Cmd {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build the controller: %v\n%s", err, out)
 	}
-	logFile, err := os.Create("/tmp/promoter-bench-controller.log")
+	logFile, err := os.Create(filepath.Join(b.TempDir(), "controller.log"))
 	must(b, err)
 	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig, "--leader-elect=false", "--namespace", ns,
 		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0",
-		"--git-cache-dir", b.TempDir(), "--log-format", "text", "--v", "4")
+		"--git-cache-dir", b.TempDir())
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	must(b, cmd.Start())
 	b.Cleanup(func() {

@@ -136,6 +136,10 @@ func (f *fixture) hydrate(dry string, envs ...string) map[string]string {
 		f.repo.AddNote(f.t, "refs/notes/hydrator.metadata", sha, string(hydratorNote(dry)))
 		out[e] = sha
 	}
+	// Plain git sends no webhooks: a hydrator's CI asks for a refresh (once a strategy exists).
+	if _, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(f.ctx, "app", metav1.GetOptions{}); err == nil {
+		f.refresh("hydrated " + dry)
+	}
 	return out
 }
 

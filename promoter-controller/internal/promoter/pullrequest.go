@@ -67,11 +67,13 @@ func (r *PullRequestReconciler) Reconcile(ctx context.Context, key string) (cont
 		return controller.Result{}, err
 	}
 	conditions.Remove(&pr.Status.Conditions, conditions.Stalled)
+	opCtx, cancel := context.WithTimeout(ctx, reconcileTimeout)
+	defer cancel()
 	var res controller.Result
 	if repo.pullRequests() {
-		res, err = r.syncSCM(ctx, repo, pr)
+		res, err = r.syncSCM(opCtx, repo, pr)
 	} else {
-		res, err = r.syncGit(ctx, repo, pr)
+		res, err = r.syncGit(opCtx, repo, pr)
 	}
 	pr.Status.ObservedGeneration = pr.Generation
 	if err != nil {

@@ -43,6 +43,9 @@ const (
 	EventPullRequestMergedExternally = "PullRequestMergedExternally"
 )
 
+// reconcileTimeout bounds the git and SCM work of one reconcile.
+const reconcileTimeout = 2 * time.Minute
+
 // DefaultInterval is the fallback poll when spec.interval is not set.
 const DefaultInterval = 5 * time.Minute
 
@@ -92,7 +95,10 @@ func (r *StrategyReconciler) Reconcile(ctx context.Context, key string) (control
 	}
 	conditions.Remove(&st.Conditions, conditions.Stalled)
 
-	res, err := r.promote(ctx, ps)
+	// A stalled remote must not hold a worker forever.
+	opCtx, cancel := context.WithTimeout(ctx, reconcileTimeout)
+	defer cancel()
+	res, err := r.promote(opCtx, ps)
 	if isConfigError(err) {
 		conditions.MarkStalled(&st.Conditions, gen, "InvalidConfiguration", err.Error())
 		conditions.MarkNotReady(&st.Conditions, gen, "InvalidConfiguration", err.Error())
