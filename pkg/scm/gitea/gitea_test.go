@@ -30,13 +30,7 @@ var repo = scm.Repository{Owner: "acme", Name: "app"}
 func newFake(t *testing.T, name string) (*scmtest.Server, *Provider) {
 	t.Helper()
 	srv := scmtest.NewTLSServer(t)
-	p, err := NewProvider(name, scm.Config{
-		Key:         "test/" + t.Name(),
-		BaseURL:     srv.URL,
-		CABundle:    srv.CAPEM,
-		Credentials: scm.Credentials{Token: token, WebhookSecret: []byte("hook-secret")},
-		Limiters:    ratelimit.NewRegistry(),
-	})
+	p, err := NewProvider(name, srv.ProviderConfig(t, scm.Credentials{Token: token, WebhookSecret: []byte("hook-secret")}))
 	require.NoError(t, err)
 	return srv, p
 }

@@ -14,6 +14,7 @@ import (
 	sdk "code.gitea.io/sdk/gitea"
 
 	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/pkg/scm/internal/opname"
 )
 
 // Listing open pull requests is bounded: Gitea's list cannot filter by head branch.
@@ -21,10 +22,6 @@ const (
 	pullsPageSize = 50
 	maxPullsPages = 20
 )
-
-func prOp(verb string, repo scm.Repository, number int64) string {
-	return fmt.Sprintf("%s pull request #%d in %s", verb, number, repo)
-}
 
 // CreatePullRequest implements scm.PullRequests.
 func (p *Provider) CreatePullRequest(c context.Context, repo scm.Repository, pr scm.NewPullRequest) (*scm.PullRequest, error) {
@@ -53,7 +50,7 @@ func (p *Provider) CreatePullRequest(c context.Context, repo scm.Repository, pr 
 
 // UpdatePullRequest implements scm.PullRequests.
 func (p *Provider) UpdatePullRequest(c context.Context, repo scm.Repository, number int64, title, body string) (*scm.PullRequest, error) {
-	op := prOp("update", repo, number)
+	op := opname.PullRequest("update", repo, number)
 	if err := repo.Validate(); err != nil {
 		return nil, p.invalid(op, err)
 	}
@@ -108,7 +105,7 @@ func (p *Provider) FindOpenPullRequest(c context.Context, repo scm.Repository, h
 
 // GetPullRequest implements scm.PullRequests.
 func (p *Provider) GetPullRequest(c context.Context, repo scm.Repository, number int64) (*scm.PullRequest, error) {
-	op := prOp("get", repo, number)
+	op := opname.PullRequest("get", repo, number)
 	if err := repo.Validate(); err != nil {
 		return nil, p.invalid(op, err)
 	}
@@ -130,7 +127,7 @@ func (p *Provider) GetPullRequest(c context.Context, repo scm.Repository, number
 // explanation: a 405 means "still checking mergeability, try again later" as well as "already
 // merged" or "not allowed", and only the message tells a transient refusal from a final one.
 func (p *Provider) MergePullRequest(c context.Context, repo scm.Repository, number int64, opts scm.MergeOptions) (*scm.MergeResult, error) {
-	op := prOp("merge", repo, number)
+	op := opname.PullRequest("merge", repo, number)
 	if err := repo.Validate(); err != nil {
 		return nil, p.invalid(op, err)
 	}
@@ -212,7 +209,7 @@ func (p *Provider) postMerge(c context.Context, repo scm.Repository, number int6
 
 // ClosePullRequest implements scm.PullRequests.
 func (p *Provider) ClosePullRequest(c context.Context, repo scm.Repository, number int64) error {
-	op := prOp("close", repo, number)
+	op := opname.PullRequest("close", repo, number)
 	if err := repo.Validate(); err != nil {
 		return p.invalid(op, err)
 	}

@@ -2,21 +2,17 @@ package gitea
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
 	sdk "code.gitea.io/sdk/gitea"
 
 	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/pkg/scm/internal/opname"
 )
-
-func statusOp(verb string, repo scm.Repository, sha, name string) string {
-	return fmt.Sprintf("%s commit status %q on %s@%s", verb, name, repo, scm.ShortSHA(sha))
-}
 
 // SetCommitStatus implements scm.CommitStatuses.
 func (p *Provider) SetCommitStatus(c context.Context, repo scm.Repository, st scm.CommitStatus) (scm.CommitStatus, error) {
-	op := statusOp("set", repo, st.SHA, st.Name)
+	op := opname.CommitStatus("set", repo, st.SHA, st.Name)
 	if err := repo.Validate(); err != nil {
 		return st, p.invalid(op, err)
 	}
@@ -43,7 +39,7 @@ func (p *Provider) SetCommitStatus(c context.Context, repo scm.Repository, st sc
 // GetCommitStatus implements scm.CommitStatuses, from the combined status, which holds the latest
 // status of each context.
 func (p *Provider) GetCommitStatus(c context.Context, repo scm.Repository, sha, name string) (*scm.CommitStatus, error) {
-	op := statusOp("get", repo, sha, name)
+	op := opname.CommitStatus("get", repo, sha, name)
 	if err := repo.Validate(); err != nil {
 		return nil, p.invalid(op, err)
 	}

@@ -35,13 +35,7 @@ var repo = scm.Repository{Owner: "acme", Name: "app"}
 func newFake(t *testing.T) (*scmtest.Server, *Provider) {
 	t.Helper()
 	srv := scmtest.NewTLSServer(t)
-	p, err := NewProvider(scm.Config{
-		Key:         "test/" + t.Name(),
-		BaseURL:     srv.URL,
-		CABundle:    srv.CAPEM,
-		Credentials: scm.Credentials{Token: token, WebhookSecret: []byte("hook-secret")},
-		Limiters:    ratelimit.NewRegistry(),
-	})
+	p, err := NewProvider(srv.ProviderConfig(t, scm.Credentials{Token: token, WebhookSecret: []byte("hook-secret")}))
 	require.NoError(t, err)
 	return srv, p
 }

@@ -9,13 +9,10 @@ import (
 	gh "github.com/google/go-github/v75/github"
 
 	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/pkg/scm/internal/opname"
 )
 
 var nowUTC = func() time.Time { return time.Now().UTC() }
-
-func prOp(verb string, repo scm.Repository, number int64) string {
-	return fmt.Sprintf("%s pull request #%d in %s", verb, number, repo)
-}
 
 // CreatePullRequest implements scm.PullRequests.
 func (p *Provider) CreatePullRequest(c context.Context, repo scm.Repository, pr scm.NewPullRequest) (*scm.PullRequest, error) {
@@ -40,7 +37,7 @@ func (p *Provider) CreatePullRequest(c context.Context, repo scm.Repository, pr 
 
 // UpdatePullRequest implements scm.PullRequests.
 func (p *Provider) UpdatePullRequest(c context.Context, repo scm.Repository, number int64, title, body string) (*scm.PullRequest, error) {
-	op := prOp("update", repo, number)
+	op := opname.PullRequest("update", repo, number)
 	if err := repo.Validate(); err != nil {
 		return nil, invalid(op, err)
 	}
@@ -83,7 +80,7 @@ func (p *Provider) FindOpenPullRequest(c context.Context, repo scm.Repository, h
 
 // GetPullRequest implements scm.PullRequests.
 func (p *Provider) GetPullRequest(c context.Context, repo scm.Repository, number int64) (*scm.PullRequest, error) {
-	op := prOp("get", repo, number)
+	op := opname.PullRequest("get", repo, number)
 	if err := repo.Validate(); err != nil {
 		return nil, invalid(op, err)
 	}
@@ -97,7 +94,7 @@ func (p *Provider) GetPullRequest(c context.Context, repo scm.Repository, number
 // MergePullRequest implements scm.PullRequests. GitHub enforces the expected head with the sha
 // parameter and answers 409 when it moved.
 func (p *Provider) MergePullRequest(c context.Context, repo scm.Repository, number int64, opts scm.MergeOptions) (*scm.MergeResult, error) {
-	op := prOp("merge", repo, number)
+	op := opname.PullRequest("merge", repo, number)
 	if err := repo.Validate(); err != nil {
 		return nil, invalid(op, err)
 	}
@@ -139,7 +136,7 @@ func (p *Provider) MergePullRequest(c context.Context, repo scm.Repository, numb
 
 // ClosePullRequest implements scm.PullRequests.
 func (p *Provider) ClosePullRequest(c context.Context, repo scm.Repository, number int64) error {
-	op := prOp("close", repo, number)
+	op := opname.PullRequest("close", repo, number)
 	if err := repo.Validate(); err != nil {
 		return invalid(op, err)
 	}

@@ -2,7 +2,6 @@ package github
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
@@ -10,6 +9,7 @@ import (
 	gh "github.com/google/go-github/v75/github"
 
 	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/pkg/scm/internal/opname"
 )
 
 // maxStatusDescription is GitHub's limit for a commit status description; longer ones get a 422.
@@ -18,13 +18,9 @@ const maxStatusDescription = 140
 // maxStatusPages bounds the pages of combined status read while looking for one context.
 const maxStatusPages = 10
 
-func statusOp(verb string, repo scm.Repository, sha, name string) string {
-	return fmt.Sprintf("%s commit status %q on %s@%s", verb, name, repo, scm.ShortSHA(sha))
-}
-
 // SetCommitStatus implements scm.CommitStatuses: a check run as an App, a status otherwise.
 func (p *Provider) SetCommitStatus(c context.Context, repo scm.Repository, st scm.CommitStatus) (scm.CommitStatus, error) {
-	op := statusOp("set", repo, st.SHA, st.Name)
+	op := opname.CommitStatus("set", repo, st.SHA, st.Name)
 	if err := repo.Validate(); err != nil {
 		return st, invalid(op, err)
 	}
@@ -54,7 +50,7 @@ func (p *Provider) SetCommitStatus(c context.Context, repo scm.Repository, st sc
 
 // GetCommitStatus implements scm.CommitStatuses.
 func (p *Provider) GetCommitStatus(c context.Context, repo scm.Repository, sha, name string) (*scm.CommitStatus, error) {
-	op := statusOp("get", repo, sha, name)
+	op := opname.CommitStatus("get", repo, sha, name)
 	if err := repo.Validate(); err != nil {
 		return nil, invalid(op, err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/pkg/scm"
-	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 	"github.com/sluicehq/sluice/pkg/scm/scmtest"
 	"github.com/sluicehq/sluice/pkg/scm/webhook"
 )
@@ -33,13 +32,7 @@ const escapedProject = "/api/v4/projects/group%2Fsub%2Fapp"
 func newFake(t *testing.T) (*scmtest.Server, *Provider) {
 	t.Helper()
 	srv := scmtest.NewTLSServer(t)
-	p, err := NewProvider(scm.Config{
-		Key:         "test/" + t.Name(),
-		BaseURL:     srv.URL,
-		CABundle:    srv.CAPEM,
-		Credentials: scm.Credentials{Token: token, WebhookSecret: []byte("hook-token")},
-		Limiters:    ratelimit.NewRegistry(),
-	})
+	p, err := NewProvider(srv.ProviderConfig(t, scm.Credentials{Token: token, WebhookSecret: []byte("hook-token")}))
 	require.NoError(t, err)
 	return srv, p
 }

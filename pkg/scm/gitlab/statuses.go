@@ -2,18 +2,14 @@ package gitlab
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
 	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/pkg/scm/internal/opname"
 )
-
-func statusOp(verb string, repo scm.Repository, sha, name string) string {
-	return fmt.Sprintf("%s commit status %q on %s@%s", verb, name, repo, scm.ShortSHA(sha))
-}
 
 // SetCommitStatus implements scm.CommitStatuses.
 //
@@ -21,7 +17,7 @@ func statusOp(verb string, repo scm.Repository, sha, name string) string {
 // :run from :running", 400). When that happens the current status is read: if it already says
 // what was asked, the call succeeds.
 func (p *Provider) SetCommitStatus(c context.Context, repo scm.Repository, st scm.CommitStatus) (scm.CommitStatus, error) {
-	op := statusOp("set", repo, st.SHA, st.Name)
+	op := opname.CommitStatus("set", repo, st.SHA, st.Name)
 	if err := repo.Validate(); err != nil {
 		return st, invalid(op, err)
 	}
@@ -57,7 +53,7 @@ func (p *Provider) SetCommitStatus(c context.Context, repo scm.Repository, st sc
 // GetCommitStatus implements scm.CommitStatuses. GitLab lists the latest status of each name
 // unless asked for all.
 func (p *Provider) GetCommitStatus(c context.Context, repo scm.Repository, sha, name string) (*scm.CommitStatus, error) {
-	op := statusOp("get", repo, sha, name)
+	op := opname.CommitStatus("get", repo, sha, name)
 	if err := repo.Validate(); err != nil {
 		return nil, invalid(op, err)
 	}

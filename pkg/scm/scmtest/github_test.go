@@ -11,7 +11,6 @@ import (
 
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/github"
-	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 	"github.com/sluicehq/sluice/pkg/scm/scmtest"
 )
 
@@ -22,10 +21,9 @@ const (
 
 func provider(t *testing.T, srv *scmtest.GitHub, tok string) scm.Provider {
 	t.Helper()
-	p, err := github.New(scm.Config{
-		Key: "test/" + t.Name(), BaseURL: srv.URL, CABundle: srv.CAPEM,
-		Credentials: scm.Credentials{Token: tok}, Limiters: ratelimit.NewRegistry(), MaxWait: time.Millisecond,
-	})
+	cfg := srv.ProviderConfig(t, scm.Credentials{Token: tok})
+	cfg.MaxWait = time.Millisecond
+	p, err := github.New(cfg)
 	require.NoError(t, err)
 	return p
 }

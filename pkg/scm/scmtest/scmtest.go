@@ -12,6 +12,9 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+
+	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 )
 
 // Request is one request the fake SCM received.
@@ -56,6 +59,18 @@ func NewTLSServer(t testing.TB) *Server {
 	t.Cleanup(s.Close)
 	s.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
 	return s
+}
+
+// ProviderConfig configures a provider for this server with creds. The limiter registry is the
+// test's own, so no test waits on a rate limit budget another spent.
+func (s *Server) ProviderConfig(t testing.TB, creds scm.Credentials) scm.Config {
+	return scm.Config{
+		Key:         "test/" + t.Name(),
+		BaseURL:     s.URL,
+		CABundle:    s.CAPEM,
+		Credentials: creds,
+		Limiters:    ratelimit.NewRegistry(),
+	}
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
