@@ -73,7 +73,10 @@ func (s *Story) Apply(ctx context.Context, manifest string) error {
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.Env.Kubeconfig)
 	cmd.Stdin = strings.NewReader(manifest)
 	out, err := cmd.CombinedOutput()
-	fmt.Fprintf(s.out, "           $ kubectl apply -f -\n           %s", out)
+	fmt.Fprintf(s.out, "           $ kubectl apply -f -\n")
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		fmt.Fprintf(s.out, "           %s\n", line)
+	}
 	if err != nil {
 		return fmt.Errorf("kubectl apply: %w: %s", err, out)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/testenv"
 	giteatest "github.com/sluicehq/sluice/pkg/testenv/gitea"
+	"github.com/sluicehq/sluice/promoter-controller/internal/promoter"
 )
 
 // hydrateTo writes a hydrated commit for dry onto branch (created from base when missing), with
@@ -40,8 +41,9 @@ func hydrateTo(t testing.TB, repo *git.Repository, base, branch, dry, content st
 	return sha
 }
 
-// End to end on a real Gitea: pull requests opened and merged there, gated by a status set there
-// and mirrored in the cluster.
+// End to end on a real Gitea: pushes and pull request events delivered by Gitea's signed
+// webhooks, pull requests opened and merged there, gated by a status set there and mirrored in
+// the cluster.
 func TestPromotionOnGitea(t *testing.T) {
 	f := newFixture(t)
 	srv := giteatest.StartForTest(t)
@@ -61,7 +63,10 @@ func TestPromotionOnGitea(t *testing.T) {
 
 	_, err = env.Kube.CoreV1().Secrets(f.ns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "gitea"},
-		Data:       map[string][]byte{scmv1alpha1.SecretKeyToken: []byte(srv.Token), scmv1alpha1.GitSecretKeyUsername: []byte(srv.AdminUser), scmv1alpha1.GitSecretKeyPassword: []byte(srv.Token)},
+		Data: map[string][]byte{
+			scmv1alpha1.SecretKeyToken: []byte(srv.Token), scmv1alpha1.SecretKeyWebhookSecret: []byte("hook-secret"),
+			scmv1alpha1.GitSecretKeyUsername: []byte(srv.AdminUser), scmv1alpha1.GitSecretKeyPassword: []byte(srv.Token),
+		},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = env.Sluice.ScmV1alpha1().ScmProviders(f.ns).Create(ctx, &scmv1alpha1.ScmProvider{
@@ -87,7 +92,15 @@ func TestPromotionOnGitea(t *testing.T) {
 			{Branch: "staging"},
 		}
 	})
-	startPromoter(t, env.Config, t.TempDir())
+	p, _ := startPromoterWith(t, env.Config, promoter.Config{CacheDir: t.TempDir(), WebhookAddress: "127.0.0.1:0"})
+	// Gitea delivers pushes and pull request events to the receiver, signed.
+	require.NoError(t, srv.API(ctx, "POST", "/repos/"+srv.AdminUser+"/app/hooks", map[string]any{
+		"type": "gitea", "active": true, "events": []string{"push", "pull_request"},
+		"config": map[string]string{
+			"url":          fmt.Sprintf("http://%s%s%s/gitea", p.WebhookAddr(), promoter.WebhookPath, f.ns),
+			"content_type": "json", "secret": "hook-secret",
+		},
+	}, nil))
 
 	_ = repo.Fetch(ctx, "main")
 	d1, err := repo.CommitFiles(ctx, git.CommitRequest{Branch: "main", Files: map[string][]byte{"values.yaml": []byte("v: 1\n")}, Message: "bump to 1"})

@@ -37,6 +37,7 @@ func TestPromotionUnderTheChartsServiceAccount(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = helm.Close() })
 	require.NoError(t, helm.Install(ctx, "promoter-controller", "sluice-system", filepath.Join(root, "charts", "promoter-controller")))
+	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), "promoter-controller", "sluice-system") })
 	sa := env.Impersonate("sluice-system", "promoter-controller")
 	saClient, err := kubernetes.NewForConfig(sa)
 	require.NoError(t, err)

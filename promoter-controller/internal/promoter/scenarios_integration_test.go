@@ -130,7 +130,8 @@ func TestRestartMidPromotionMakesNoDuplicates(t *testing.T) {
 	receives := f.srv.Receives()
 
 	startPromoter(t, env.Config, cache)
-	staging := f.waitEnv("staging", "promoted", activeOn(d1))
+	f.waitEnv("staging", "promoted", activeOn(d1))
+	staging := f.waitEnv("staging", "recorded", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
 	assert.Equal(t, next["staging"], f.repo.Branch(t, "staging"), "no second merge on top")
 	assert.Equal(t, receives, f.srv.Receives(), "nothing pushed: the merge was already there")
 	require.Len(t, staging.History, 1)
