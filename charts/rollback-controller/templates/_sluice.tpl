@@ -36,9 +36,28 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 
+{{/* sluice.controller is the hook through which a chart adds what its own controller needs to
+the shared Deployment: every chart defines it in templates/_controller.tpl, empty when it needs
+nothing (Helm fails on the include of an undefined template, so it cannot be optional). It renders
+a YAML map with any of the lists args (flags), ports (container ports), volumeMounts and volumes.
+The user's extraArgs, extraPorts, extraVolumeMounts and extraVolumes come after the chart's, so a
+flag in extraArgs overrides the chart's one. */}}
+{{- define "sluice.controllerParts" -}}
+{{- $parts := include "sluice.controller" . | fromYaml -}}
+{{- if hasKey $parts "Error" -}}
+{{- fail (printf "the sluice.controller template of chart %s is not a YAML map: %s" .Chart.Name $parts.Error) -}}
+{{- end -}}
+{{- $merged := dict -}}
+{{- range $key, $extra := dict "args" "extraArgs" "ports" "extraPorts" "volumeMounts" "extraVolumeMounts" "volumes" "extraVolumes" -}}
+{{- $_ := set $merged $key (concat (get $parts $key | default list) (get $.Values $extra | default list)) -}}
+{{- end -}}
+{{- toYaml $merged -}}
+{{- end -}}
+
 {{/* sluice.workload renders the ServiceAccount, Deployment, metrics Service, leader-election
 Role, and the opt-in ServiceMonitor and PodDisruptionBudget. */}}
 {{- define "sluice.workload" -}}
+{{- $parts := include "sluice.controllerParts" . | fromYaml -}}
 {{- if .Values.serviceAccount.create }}
 apiVersion: v1
 kind: ServiceAccount
@@ -87,7 +106,7 @@ spec:
             - --v={{ .Values.log.level }}
             - --metrics-bind-address=:{{ .Values.metrics.port }}
             - --health-probe-bind-address=:{{ .Values.probes.port }}
-            {{- range .Values.extraArgs }}
+            {{- range $parts.args }}
             - {{ . | quote }}
             {{- end }}
           env:
@@ -105,6 +124,9 @@ spec:
               containerPort: {{ .Values.metrics.port }}
             - name: probes
               containerPort: {{ .Values.probes.port }}
+            {{- with $parts.ports }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
           livenessProbe:
             httpGet: {path: /livez, port: probes}
             periodSeconds: 10
@@ -113,6 +135,12 @@ spec:
             periodSeconds: 5
           securityContext: {{- toYaml .Values.securityContext | nindent 12 }}
           resources: {{- toYaml .Values.resources | nindent 12 }}
+          {{- with $parts.volumeMounts }}
+          volumeMounts: {{- toYaml . | nindent 12 }}
+          {{- end }}
+      {{- with $parts.volumes }}
+      volumes: {{- toYaml . | nindent 8 }}
+      {{- end }}
       {{- with .Values.nodeSelector }}
       nodeSelector: {{- toYaml . | nindent 8 }}
       {{- end }}

@@ -1,0 +1,9 @@
+{{/* The health-controller's own flags, added to the shared Deployment (see sluice.controller in
+_sluice.tpl); the user's extraArgs come after them and can override them. */}}
+{{- define "sluice.controller" -}}
+args:
+  - {{ printf "--library-configmap-name=%s" .Values.library.name | quote }}
+  - {{ printf "--library-configmap-namespace=%s" .Release.Namespace | quote }}
+  - {{ printf "--no-cross-namespace-refs=%t" .Values.noCrossNamespaceRefs | quote }}
+  - {{ printf "--cel-cost-limit=%d" (int64 .Values.celCostLimit) | quote }}
+{{- end -}}
