@@ -216,6 +216,14 @@ func activeOn(dry string) func(promoterv1alpha1.EnvironmentStatus) bool {
 	return func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.DrySHA == dry }
 }
 
+// promotedTo waits for the history record too: git shows a merge before the PullRequest's
+// status does, and history follows the latter.
+func promotedTo(dry string) func(promoterv1alpha1.EnvironmentStatus) bool {
+	return func(e promoterv1alpha1.EnvironmentStatus) bool {
+		return e.Active.DrySHA == dry && len(e.History) > 0 && e.History[0].DrySHA == dry
+	}
+}
+
 func blockedBy(text string) func(promoterv1alpha1.EnvironmentStatus) bool {
 	return func(e promoterv1alpha1.EnvironmentStatus) bool { return strings.Contains(e.Blocked, text) }
 }
@@ -263,7 +271,7 @@ func TestPromotionThroughThreeEnvironments(t *testing.T) {
 	d1 := f.dryCommit("bump image to 1.1")
 	f.hydrate(d1, "dev", "staging", "prod")
 
-	dev := f.waitEnv("dev", "promoted to d1", activeOn(d1))
+	dev := f.waitEnv("dev", "promoted to d1", promotedTo(d1))
 	require.Len(t, dev.History, 1)
 	assert.Equal(t, d1, dev.History[0].DrySHA)
 	assert.Equal(t, "bump image to 1.1", dev.Active.Subject)
@@ -283,7 +291,7 @@ func TestPromotionThroughThreeEnvironments(t *testing.T) {
 	prod := f.waitEnv("prod", "still on d0", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.DrySHA != d1 })
 	assert.Empty(t, prod.History)
 	f.setGate("prod-freeze", true)
-	prod = f.waitEnv("prod", "promoted to d1", activeOn(d1))
+	prod = f.waitEnv("prod", "promoted to d1", promotedTo(d1))
 	require.Len(t, prod.History, 1)
 
 	// One pull request per environment, each merged once by Sluice.

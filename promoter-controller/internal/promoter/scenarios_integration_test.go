@@ -92,7 +92,7 @@ func TestNonFastForwardRace(t *testing.T) {
 	f.strategy(oneEnv)
 	startPromoter(t, env.Config, t.TempDir())
 
-	dev := f.waitEnv("dev", "promoted", activeOn(d1))
+	dev := f.waitEnv("dev", "promoted", promotedTo(d1))
 	require.True(t, raced.Load())
 	tip := f.repo.Branch(t, "dev")
 	assert.Equal(t, tip, dev.Active.HydratedSHA)
