@@ -8,7 +8,13 @@ TOOLS="${ROOT}/hack/tools/codegen"
 export GOBIN="${ROOT}/.cache/tools/bin"
 mkdir -p "${GOBIN}"
 
+# `go list -m` reports no folder for a module not yet in the cache: download it first.
+(cd "${TOOLS}" && GOWORK=off go mod download k8s.io/code-generator)
 CODEGEN_DIR="$(cd "${TOOLS}" && GOWORK=off go list -m -f '{{.Dir}}' k8s.io/code-generator)"
+if [ ! -f "${CODEGEN_DIR}/kube_codegen.sh" ]; then
+  echo "cannot find kube_codegen.sh of k8s.io/code-generator (got folder '${CODEGEN_DIR}')" >&2
+  exit 1
+fi
 # shellcheck source=/dev/null
 source "${CODEGEN_DIR}/kube_codegen.sh"
 
