@@ -127,6 +127,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 			retry.Stop()
 			return nil
 		case <-changed:
+			// A CRD just appeared or changed: it will be served within moments, so look again
+			// quickly rather than after a backoff grown while installing earlier CRDs.
+			backoff = minRetry
 		case <-retry.C:
 		}
 		if err := w.Sync(); err != nil {
@@ -152,9 +155,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 }
 
 // Discovery lags a CRD's establishment by a moment; a CRD never served is retried every maxRetry.
+// The cap bounds how late a kind installed alongside others is picked up.
 const (
 	minRetry = 250 * time.Millisecond
-	maxRetry = time.Minute
+	maxRetry = 10 * time.Second
 )
 
 // wants reports whether a configured target covers gr.
