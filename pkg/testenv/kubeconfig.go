@@ -41,19 +41,3 @@ func (e *Env) Impersonate(namespace, serviceAccount string) *rest.Config {
 	}
 	return cfg
 }
-
-// ImpersonatedKubeconfig writes a kubeconfig that acts as the ServiceAccount, for running a
-// controller process under its chart's RBAC.
-func (e *Env) ImpersonatedKubeconfig(namespace, serviceAccount, path string) error {
-	cfg := e.Impersonate(namespace, serviceAccount)
-	if err := WriteKubeconfig(cfg, path); err != nil {
-		return err
-	}
-	kc, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		return err
-	}
-	kc.AuthInfos["sluice"].Impersonate = cfg.Impersonate.UserName
-	kc.AuthInfos["sluice"].ImpersonateGroups = cfg.Impersonate.Groups
-	return clientcmd.WriteToFile(*kc, path)
-}

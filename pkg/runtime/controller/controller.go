@@ -97,9 +97,6 @@ func (c *Controller) Enqueue(key string) { c.queue.Add(key) }
 // EnqueueAfter schedules key after d.
 func (c *Controller) EnqueueAfter(key string, d time.Duration) { c.queue.AddAfter(key, d) }
 
-// Len is the number of keys waiting.
-func (c *Controller) Len() int { return c.queue.Len() }
-
 // WaitFor adds informers whose caches must be synced before workers start.
 func (c *Controller) WaitFor(synced ...cache.InformerSynced) {
 	c.mu.Lock()
