@@ -127,15 +127,13 @@ func TestTheSameStateIsSentOnlyOnce(t *testing.T) {
 	// Events on the object, its repository and its provider bring it back; none sends again.
 	before := outcomes(t, first, statuses.OutcomeUnchanged)
 	updateCommitStatus(t, ns, "health", func(cs *commitstatusv1alpha1.CommitStatus) { cs.Labels["touched"] = "1" })
-	repo, err := env.Sluice.ScmV1alpha1().GitRepositories(ns).Get(ctx, "app", metav1.GetOptions{})
+	_, err := testenv.Update(ctx, env.Sluice.ScmV1alpha1().GitRepositories(ns), "app", func(repo *scmv1alpha1.GitRepository) {
+		metav1.SetMetaDataAnnotation(&repo.ObjectMeta, "touched", "1")
+	})
 	require.NoError(t, err)
-	repo.Annotations = map[string]string{"touched": "1"}
-	_, err = env.Sluice.ScmV1alpha1().GitRepositories(ns).Update(ctx, repo, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	provider, err := env.Sluice.ScmV1alpha1().ScmProviders(ns).Get(ctx, "github", metav1.GetOptions{})
-	require.NoError(t, err)
-	provider.Annotations = map[string]string{"touched": "1"}
-	_, err = env.Sluice.ScmV1alpha1().ScmProviders(ns).Update(ctx, provider, metav1.UpdateOptions{})
+	_, err = testenv.Update(ctx, env.Sluice.ScmV1alpha1().ScmProviders(ns), "github", func(provider *scmv1alpha1.ScmProvider) {
+		metav1.SetMetaDataAnnotation(&provider.ObjectMeta, "touched", "1")
+	})
 	require.NoError(t, err)
 	waitOutcome(t, first, statuses.OutcomeUnchanged, before+3)
 	assert.Equal(t, int64(1), srv.StatusPosts(), "three reconciles, no call")

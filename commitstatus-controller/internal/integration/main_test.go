@@ -171,11 +171,7 @@ func createCommitStatus(t testing.TB, cs *commitstatusv1alpha1.CommitStatus) {
 
 func updateCommitStatus(t testing.TB, ns, name string, mutate func(*commitstatusv1alpha1.CommitStatus)) {
 	t.Helper()
-	ctx := context.Background()
-	cs, err := env.Sluice.CommitstatusV1alpha1().CommitStatuses(ns).Get(ctx, name, metav1.GetOptions{})
-	require.NoError(t, err)
-	mutate(cs)
-	_, err = env.Sluice.CommitstatusV1alpha1().CommitStatuses(ns).Update(ctx, cs, metav1.UpdateOptions{})
+	_, err := testenv.Update(context.Background(), env.Sluice.CommitstatusV1alpha1().CommitStatuses(ns), name, mutate)
 	require.NoError(t, err)
 }
 

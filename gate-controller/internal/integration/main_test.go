@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/sluicehq/sluice/gate-controller/internal/setup"
 	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
@@ -159,12 +158,7 @@ func getGate(t *testing.T, ns, name string) *gatingv1alpha1.Gate {
 // write got there first.
 func updateGate(t *testing.T, ns, name string, mutate func(*gatingv1alpha1.Gate)) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		g := getGate(t, ns, name)
-		mutate(g)
-		_, err := env.Sluice.GatingV1alpha1().Gates(ns).Update(context.Background(), g, metav1.UpdateOptions{})
-		return err
-	})
+	_, err := testenv.Update(context.Background(), env.Sluice.GatingV1alpha1().Gates(ns), name, mutate)
 	require.NoError(t, err)
 }
 

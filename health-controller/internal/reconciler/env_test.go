@@ -231,10 +231,7 @@ func createHC(t *testing.T, ns, doc string) *healthv1alpha1.HealthCheck {
 
 func updateHC(t *testing.T, ns, name string, mutate func(*healthv1alpha1.HealthCheck)) {
 	t.Helper()
-	hc, err := env.Sluice.HealthV1alpha1().HealthChecks(ns).Get(context.Background(), name, metav1.GetOptions{})
-	require.NoError(t, err)
-	mutate(hc)
-	_, err = env.Sluice.HealthV1alpha1().HealthChecks(ns).Update(context.Background(), hc, metav1.UpdateOptions{})
+	_, err := testenv.Update(context.Background(), env.Sluice.HealthV1alpha1().HealthChecks(ns), name, mutate)
 	require.NoError(t, err)
 }
 

@@ -196,11 +196,11 @@ func TestSuspendedObjectsAreSkippedWithTheirReason(t *testing.T) {
 	}
 
 	// Removing the annotation resumes the object; the annotation never bumped its generation.
-	g, err := env.Sluice.GatingV1alpha1().Gates(ns).Get(context.Background(), "by-annotation", metav1.GetOptions{})
-	require.NoError(t, err)
-	generation := g.Generation
-	suspend.Unset(g)
-	_, err = env.Sluice.GatingV1alpha1().Gates(ns).Update(context.Background(), g, metav1.UpdateOptions{})
+	var generation int64
+	_, err := testenv.Update(context.Background(), env.Sluice.GatingV1alpha1().Gates(ns), "by-annotation", func(g *gatingv1alpha1.Gate) {
+		generation = g.Generation
+		suspend.Unset(g)
+	})
 	require.NoError(t, err)
 	resumed := waitGate(t, ns, "by-annotation", func(g *gatingv1alpha1.Gate) bool { return conditions.IsTrue(g.Status.Conditions, conditions.Ready) })
 	assert.Nil(t, conditions.Get(resumed.Status.Conditions, conditions.Suspended))

@@ -133,13 +133,9 @@ func createNamespaceAndRepo(b *testing.B, f *fixture, url string) {
 
 // refreshB sets the refresh annotation (plain git sends no webhooks).
 func refreshB(b *testing.B, f *fixture, value string) {
-	ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(f.ctx, "app", metav1.GetOptions{})
-	must(b, err)
-	if ps.Annotations == nil {
-		ps.Annotations = map[string]string{}
-	}
-	ps.Annotations[promoterv1alpha1.RefreshAnnotation] = value
-	_, err = env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Update(f.ctx, ps, metav1.UpdateOptions{})
+	_, err := testenv.Update(f.ctx, env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns), "app", func(ps *promoterv1alpha1.PromotionStrategy) {
+		metav1.SetMetaDataAnnotation(&ps.ObjectMeta, promoterv1alpha1.RefreshAnnotation, value)
+	})
 	must(b, err)
 }
 

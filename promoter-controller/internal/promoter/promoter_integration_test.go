@@ -175,11 +175,10 @@ func (f *fixture) strategy(mutate func(*promoterv1alpha1.PromotionStrategySpec))
 
 func (f *fixture) setStatus(key, sha string, phase commitstatusv1alpha1.CommitStatusPhase) {
 	name := key + "-" + sha[:10]
-	cs, err := env.Sluice.CommitstatusV1alpha1().CommitStatuses(f.ns).Get(f.ctx, name, metav1.GetOptions{})
-	if err == nil {
+	_, err := testenv.Update(f.ctx, env.Sluice.CommitstatusV1alpha1().CommitStatuses(f.ns), name, func(cs *commitstatusv1alpha1.CommitStatus) {
 		cs.Spec.Phase = phase
-		_, err = env.Sluice.CommitstatusV1alpha1().CommitStatuses(f.ns).Update(f.ctx, cs, metav1.UpdateOptions{})
-		require.NoError(f.t, err)
+	})
+	if err == nil {
 		return
 	}
 	_, err = env.Sluice.CommitstatusV1alpha1().CommitStatuses(f.ns).Create(f.ctx, &commitstatusv1alpha1.CommitStatus{

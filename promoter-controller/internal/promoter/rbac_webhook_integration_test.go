@@ -55,11 +55,10 @@ func TestPromotionUnderTheChartsServiceAccount(t *testing.T) {
 		Data:       map[string][]byte{scmv1alpha1.GitSecretKeyUsername: []byte("sluice"), scmv1alpha1.GitSecretKeyPassword: []byte("s3cret")},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	gr, err := env.Sluice.ScmV1alpha1().GitRepositories(f.ns).Get(ctx, "app", metav1.GetOptions{})
-	require.NoError(t, err)
-	gr.Spec.URL = authed.URL("app")
-	gr.Spec.Auth = &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthBasic, SecretRef: scmv1alpha1.LocalObjectReference{Name: "git-creds"}}
-	_, err = env.Sluice.ScmV1alpha1().GitRepositories(f.ns).Update(ctx, gr, metav1.UpdateOptions{})
+	_, err = testenv.Update(ctx, env.Sluice.ScmV1alpha1().GitRepositories(f.ns), "app", func(gr *scmv1alpha1.GitRepository) {
+		gr.Spec.URL = authed.URL("app")
+		gr.Spec.Auth = &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthBasic, SecretRef: scmv1alpha1.LocalObjectReference{Name: "git-creds"}}
+	})
 	require.NoError(t, err)
 
 	f.bootstrap("dev", "prod")
@@ -93,10 +92,9 @@ func TestWebhookTriggersAReconcile(t *testing.T) {
 			SecretRef: &scmv1alpha1.LocalObjectReference{Name: "gitea"}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	gr, err := env.Sluice.ScmV1alpha1().GitRepositories(f.ns).Get(f.ctx, "app", metav1.GetOptions{})
-	require.NoError(t, err)
-	gr.Spec.ProviderRef.Name = "forge"
-	_, err = env.Sluice.ScmV1alpha1().GitRepositories(f.ns).Update(f.ctx, gr, metav1.UpdateOptions{})
+	_, err = testenv.Update(f.ctx, env.Sluice.ScmV1alpha1().GitRepositories(f.ns), "app", func(gr *scmv1alpha1.GitRepository) {
+		gr.Spec.ProviderRef.Name = "forge"
+	})
 	require.NoError(t, err)
 
 	f.bootstrap("dev")

@@ -60,13 +60,9 @@ func TestAutoMergeFalseWaitsForAPerson(t *testing.T) {
 
 func (f *fixture) refresh(value string) {
 	f.t.Helper()
-	ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(f.ctx, "app", metav1.GetOptions{})
-	require.NoError(f.t, err)
-	if ps.Annotations == nil {
-		ps.Annotations = map[string]string{}
-	}
-	ps.Annotations[promoterv1alpha1.RefreshAnnotation] = value
-	_, err = env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Update(f.ctx, ps, metav1.UpdateOptions{})
+	_, err := testenv.Update(f.ctx, env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns), "app", func(ps *promoterv1alpha1.PromotionStrategy) {
+		metav1.SetMetaDataAnnotation(&ps.ObjectMeta, promoterv1alpha1.RefreshAnnotation, value)
+	})
 	require.NoError(f.t, err)
 	require.NoError(f.t, testenv.Wait(f.ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
 		ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(ctx, "app", metav1.GetOptions{})
@@ -122,10 +118,9 @@ func TestRestartMidPromotionMakesNoDuplicates(t *testing.T) {
 	// with the PullRequest asked to merge but its status never written.
 	f.setStatus("health", dev.Active.HydratedSHA, "success")
 	f.repo.SetBranch(t, "staging", next["staging"])
-	pr, err := env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Get(f.ctx, "app-staging", metav1.GetOptions{})
-	require.NoError(t, err)
-	pr.Spec.State, pr.Spec.ExpectedHeadSHA = promoterv1alpha1.PullRequestMerged, next["staging"]
-	_, err = env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Update(f.ctx, pr, metav1.UpdateOptions{})
+	_, err := testenv.Update(f.ctx, env.Sluice.PromoterV1alpha1().PullRequests(f.ns), "app-staging", func(pr *promoterv1alpha1.PullRequest) {
+		pr.Spec.State, pr.Spec.ExpectedHeadSHA = promoterv1alpha1.PullRequestMerged, next["staging"]
+	})
 	require.NoError(t, err)
 	receives := f.srv.Receives()
 
@@ -165,10 +160,9 @@ func TestDAGFanOutAndFanIn(t *testing.T) {
 	assert.NotEqual(t, next["global"], f.repo.Branch(t, "global"))
 
 	// A person merges global through the PullRequest object, as on plain git.
-	pr, err := env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Get(f.ctx, "app-global", metav1.GetOptions{})
-	require.NoError(t, err)
-	pr.Spec.State = promoterv1alpha1.PullRequestMerged
-	_, err = env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Update(f.ctx, pr, metav1.UpdateOptions{})
+	_, err := testenv.Update(f.ctx, env.Sluice.PromoterV1alpha1().PullRequests(f.ns), "app-global", func(pr *promoterv1alpha1.PullRequest) {
+		pr.Spec.State = promoterv1alpha1.PullRequestMerged
+	})
 	require.NoError(t, err)
 	f.waitEnv("global", "promoted", activeOn(d1))
 	global := f.waitEnv("global", "recorded", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
