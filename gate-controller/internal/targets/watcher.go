@@ -3,13 +3,11 @@ package targets
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
@@ -19,10 +17,8 @@ import (
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
-	"github.com/sluicehq/sluice/pkg/runtime/handler"
+	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
 )
-
-var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // Watcher keeps the registry in step with what the API server serves: it watches every
 // configured kind that is served, and starts watching a missing one when its CRD is installed.
@@ -90,33 +86,23 @@ func (w *Watcher) Run(ctx context.Context) error {
 	var mu sync.Mutex
 	waiting := map[schema.GroupResource]bool{}
 	changed := make(chan struct{}, 1)
-	notify := func(obj any) {
-		m, ok := handler.Object(obj)
-		if !ok {
-			return
-		}
-		// A CRD is named plural.group.
-		plural, group, _ := strings.Cut(m.GetName(), ".")
-		gr := schema.GroupResource{Group: group, Resource: plural}
-		if !w.wants(gr) || w.Registry.Has(gr) {
+	notify := func(e crdwatch.Event) {
+		if e.Deleted || !w.wants(e.Resource) || w.Registry.Has(e.Resource) {
 			return
 		}
 		mu.Lock()
-		waiting[gr] = true
+		waiting[e.Resource] = true
 		mu.Unlock()
 		select {
 		case changed <- struct{}{}:
 		default:
 		}
 	}
-	crds := metadatainformer.NewFilteredMetadataInformer(w.Metadata, crdResource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	if _, err := crds.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    notify,
-		UpdateFunc: func(_, obj any) { notify(obj) },
-	}); err != nil {
+	watchCRDs, err := crdwatch.Watch(w.Metadata, notify)
+	if err != nil {
 		return err
 	}
-	go crds.Run(ctx.Done())
+	go func() { _ = watchCRDs(ctx) }()
 
 	retry := time.NewTimer(0)
 	<-retry.C

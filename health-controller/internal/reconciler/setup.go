@@ -12,10 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
 	kubeinformers "k8s.io/client-go/informers"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 
@@ -24,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/health/cel"
 	"github.com/sluicehq/sluice/pkg/health/library"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
 	"github.com/sluicehq/sluice/pkg/runtime/dynamicwatch"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
@@ -62,8 +61,6 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.CELCostLimit, "cel-cost-limit", c.CELCostLimit,
 		"runtime cost after which a CEL evaluation stops with an error, making the object Unknown")
 }
-
-var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // Setup registers the HealthCheck reconciler and everything it watches on m.
 func Setup(m *manager.Manager, cfg Config) (*Reconciler, error) {
@@ -211,29 +208,19 @@ func watchLibrary(m *manager.Manager, c *controller.Controller, lib *userlib.Lib
 // kind, so that installing a CRD is noticed without polling. Discovery can lag the CRD's
 // Established condition by a moment, so they are woken again shortly after.
 func watchCRDs(m *manager.Manager, mapper *restmapper.DeferredDiscoveryRESTMapper, c *controller.Controller, r *Reconciler) error {
-	informer := metadatainformer.NewFilteredMetadataInformer(m.Metadata, crdResource, "", 0, cache.Indexers{}, nil).Informer()
-	changed := func() {
+	run, err := crdwatch.Watch(m.Metadata, func(e crdwatch.Event) {
+		if e.Initial {
+			return
+		}
 		mapper.Reset()
 		for _, k := range r.Undiscovered() {
 			c.Enqueue(k)
 			c.EnqueueAfter(k, time.Second)
 		}
-	}
-	_, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(_ any, isInInitialList bool) {
-			if !isInInitialList {
-				changed()
-			}
-		},
-		UpdateFunc: func(_, _ any) { changed() },
-		DeleteFunc: func(any) { changed() },
 	})
 	if err != nil {
 		return err
 	}
-	m.AddRunnable(func(ctx context.Context) error {
-		informer.RunWithContext(ctx)
-		return nil
-	})
+	m.AddRunnable(run)
 	return nil
 }
