@@ -234,7 +234,9 @@ func (r *StrategyReconciler) promote(ctx context.Context, ps *promoterv1alpha1.P
 		p.verdict = promotion.Evaluate(graph, rulesEnvs, i, order)
 		p.status.Eligible = p.verdict.Eligible
 		msg := p.verdict.Message()
-		if msg != "" && msg != previous[p.spec.Branch].Blocked {
+		// Compared as stored: a message longer than the status keeps would otherwise look new on
+		// every pass and repeat the Event.
+		if msg != "" && truncate(msg, 1024) != previous[p.spec.Branch].Blocked {
 			rules := p.verdict.Rules()
 			r.Recorder.Eventf(ps, corev1.EventTypeNormal, EventPromotionBlocked, "%s: %s blocked by %s: %s", p.spec.Branch, shortSHA(p.proposed), rules[0], msg)
 			for _, rule := range uniqueRules(rules) {
