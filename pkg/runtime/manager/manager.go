@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -64,7 +65,9 @@ type Manager struct {
 	broadcaster record.EventBroadcaster
 	controllers []*controller.Controller
 	runnables   []func(context.Context) error
+	servers     []func(context.Context) error
 	waitFor     []cache.InformerSynced
+	leading     atomic.Bool
 }
 
 // New builds a Manager from flags; cfg may be nil to load it from --kubeconfig or the cluster.
@@ -136,6 +139,17 @@ func (m *Manager) AddRunnable(run func(context.Context) error) {
 	m.runnables = append(m.runnables, run)
 }
 
+// AddServer adds work that runs on every replica for as long as Run does, leading or not: a
+// receiver behind a Service answers whichever replica a request reaches. Check Leading before
+// acting on a request.
+func (m *Manager) AddServer(run func(context.Context) error) {
+	m.servers = append(m.servers, run)
+}
+
+// Leading reports whether this replica runs the controllers now: while it holds the Lease, or
+// once caches synced when leader election is off.
+func (m *Manager) Leading() bool { return m.leading.Load() }
+
 // Run serves probes, starts and syncs informers, then runs the controllers (under leader
 // election when enabled) until ctx is done. Losing the Lease returns leaderelection.ErrLeaseLost.
 func (m *Manager) Run(ctx context.Context) error {
@@ -145,6 +159,9 @@ func (m *Manager) Run(ctx context.Context) error {
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return m.Probes.Run(ctx) })
+	for _, run := range m.servers {
+		g.Go(func() error { return run(ctx) })
+	}
 
 	// Caches start before the election so a standby is warm and ready to take over at once.
 	m.KubeInformers.Start(ctx.Done())
@@ -218,6 +235,8 @@ func (m *Manager) waitForCaches(ctx context.Context) error {
 }
 
 func (m *Manager) runControllers(ctx context.Context) error {
+	m.leading.Store(true)
+	defer m.leading.Store(false)
 	g, ctx := errgroup.WithContext(ctx)
 	for _, c := range m.controllers {
 		g.Go(func() error { return c.Run(ctx, m.Options.Workers) })

@@ -71,10 +71,11 @@ func (r *gateMarker) Reconcile(ctx context.Context, key string) (controller.Resu
 }
 
 type running struct {
-	m      *manager.Manager
-	r      *gateMarker
-	cancel context.CancelFunc
-	done   chan error
+	m       *manager.Manager
+	r       *gateMarker
+	cancel  context.CancelFunc
+	done    chan error
+	serving atomic.Bool
 }
 
 func startManager(t *testing.T, name string, mutate func(*options.Options), extraSynced cache.InformerSynced) *running {
@@ -99,6 +100,11 @@ func startManager(t *testing.T, name string, mutate func(*options.Options), extr
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	run := &running{m: m, r: r, cancel: cancel, done: make(chan error, 1)}
+	m.AddServer(func(ctx context.Context) error {
+		run.serving.Store(true)
+		<-ctx.Done()
+		return nil
+	})
 	go func() { run.done <- m.Run(ctx) }()
 	t.Cleanup(func() { run.stop(t) })
 	return run
@@ -229,6 +235,9 @@ func TestLeaderElectionHandsOverWhenTheLeaderStops(t *testing.T) {
 	if byB {
 		leader, standby = b, a
 	}
+	assert.True(t, leader.m.Leading())
+	assert.False(t, standby.m.Leading())
+	assert.True(t, a.serving.Load() && b.serving.Load(), "servers run on the standby too")
 	holder := leaseHolder(t, lease)
 	require.NotEmpty(t, holder)
 
@@ -242,6 +251,7 @@ func TestLeaderElectionHandsOverWhenTheLeaderStops(t *testing.T) {
 	waitGate(t, ns, "second", func(g *gatingv1alpha1.Gate) bool { return conditions.IsTrue(g.Status.Conditions, conditions.Ready) })
 	_, byStandby := standby.r.handled.Load(ns + "/second")
 	assert.True(t, byStandby, "the standby took over the work")
+	assert.True(t, standby.m.Leading())
 }
 
 func leaseHolder(t *testing.T, name string) string {

@@ -43,10 +43,19 @@ func startPromoter(t testing.TB, cfg *rest.Config, cacheDir string) (stop func()
 
 func startPromoterWith(t testing.TB, cfg *rest.Config, pcfg promoter.Config) (p *promoter.Promoter, stop func()) {
 	t.Helper()
+	return startPromoterOpts(t, cfg, pcfg, nil)
+}
+
+// startPromoterOpts starts a promoter whose shared flags mutate may change.
+func startPromoterOpts(t testing.TB, cfg *rest.Config, pcfg promoter.Config, mutate func(*options.Options)) (p *promoter.Promoter, stop func()) {
+	t.Helper()
 	opts := options.Defaults("promoter-controller")
 	opts.MetricsBindAddress = "127.0.0.1:0"
 	opts.HealthProbeBindAddress = "127.0.0.1:0"
 	opts.LeaderElect = false
+	if mutate != nil {
+		mutate(&opts)
+	}
 	panics := &panicCounter{Handler: slog.NewTextHandler(io.Discard, nil)}
 	log := slog.New(panics)
 	m, err := manager.New("promoter-controller", opts, cfg, log)

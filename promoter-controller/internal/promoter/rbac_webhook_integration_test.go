@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -19,6 +21,7 @@ import (
 	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
+	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/pkg/scm/gitea"
 	"github.com/sluicehq/sluice/pkg/scm/webhook"
 	"github.com/sluicehq/sluice/pkg/testenv"
@@ -125,4 +128,32 @@ func TestWebhookTriggersAReconcile(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusAccepted, resp.StatusCode)
 	f.waitEnv("dev", "proposal seen after the webhook", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Proposed.DrySHA == d1 })
+}
+
+// A replica that does not lead answers a delivery with 503 and Retry-After within a few seconds,
+// well before an SCM gives up on it, instead of leaving the connection hanging.
+func TestWebhookOnAStandbyIsAnsweredAtOnce(t *testing.T) {
+	f := newFixture(t)
+	holder, forever := "another-replica", int32(3600)
+	now := metav1.NewMicroTime(time.Now())
+	_, err := env.Kube.CoordinationV1().Leases(f.ns).Create(f.ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "promoter"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &forever, AcquireTime: &now, RenewTime: &now},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	p, _ := startPromoterOpts(t, env.Config, promoter.Config{CacheDir: t.TempDir(), WebhookAddress: "127.0.0.1:0"}, func(o *options.Options) {
+		o.LeaderElect = true
+		o.LeaderElectionNamespace = f.ns
+		o.LeaderElectionID = "promoter"
+	})
+
+	url := fmt.Sprintf("http://%s%s%s/forge", p.WebhookAddr(), promoter.WebhookPath, f.ns)
+	client := &http.Client{Timeout: 9 * time.Second}
+	resp, err := client.Post(url, "application/json", bytes.NewReader([]byte(`{}`)))
+	require.NoError(t, err, "answered before a 9 s client timeout")
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	assert.Contains(t, string(body), "standby")
 }

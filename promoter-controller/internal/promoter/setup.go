@@ -33,6 +33,9 @@ type Promoter struct {
 	strategy    *StrategyReconciler
 	resolver    *resolver
 	webhookAddr net.Addr
+	// leading reports whether this replica runs the reconcilers; only then can a delivery be
+	// acted on.
+	leading func() bool
 }
 
 // WebhookAddr is where the webhook receiver listens, or nil when it is off.
@@ -122,14 +125,14 @@ func Setup(m *manager.Manager, cfg Config) (*Promoter, error) {
 		return keys
 	}))
 	add(err)
-	p := &Promoter{Strategies: strategies, strategy: sr, resolver: res}
+	p := &Promoter{Strategies: strategies, strategy: sr, resolver: res, leading: m.Leading}
 	if cfg.WebhookAddress != "" && cfg.WebhookAddress != "0" {
 		ln, err := net.Listen("tcp", cfg.WebhookAddress)
 		if err != nil {
 			return nil, fmt.Errorf("webhook receiver on %s: %w", cfg.WebhookAddress, err)
 		}
 		p.webhookAddr = ln.Addr()
-		m.AddRunnable(func(ctx context.Context) error { return p.ServeWebhooks(ctx, ln) })
+		m.AddServer(func(ctx context.Context) error { return p.ServeWebhooks(ctx, ln) })
 	}
 	return p, nil
 }

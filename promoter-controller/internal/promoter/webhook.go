@@ -32,6 +32,12 @@ func (p *Promoter) Webhook() http.Handler {
 			http.Error(w, "use /hooks/<namespace>/<scmprovider>", http.StatusNotFound)
 			return
 		}
+		if !p.awaitLeadership(req.Context()) {
+			p.strategy.Metrics.webhookEvent.WithLabelValues("unknown", "standby").Inc()
+			w.Header().Set("Retry-After", "10")
+			http.Error(w, "this replica is a standby: the leader acts on deliveries, and spec.interval catches up with missed ones", http.StatusServiceUnavailable)
+			return
+		}
 		ns, name := parts[0], parts[1]
 		provider, err := p.resolver.providers.ScmProviders(ns).Get(name)
 		if err != nil {
@@ -76,6 +82,31 @@ func (p *Promoter) Webhook() http.Handler {
 		}
 		w.WriteHeader(http.StatusAccepted)
 	})
+}
+
+// leadershipWait is how long a delivery waits for this replica to lead. It covers a start or a
+// handover, where the replica leads within seconds, while a standby in a long-lived pair still
+// answers well before an SCM's delivery timeout (10 s on GitHub).
+const leadershipWait = 5 * time.Second
+
+func (p *Promoter) awaitLeadership(ctx context.Context) bool {
+	if p.leading() {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, leadershipWait)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+			if p.leading() {
+				return true
+			}
+		}
+	}
 }
 
 // strategiesFor lists the strategies on repositories of provider that match the event's repository.
