@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
@@ -36,6 +37,9 @@ type Promoter struct {
 	// leading reports whether this replica runs the reconcilers; only then can a delivery be
 	// acted on.
 	leading func() bool
+
+	verifiersMu sync.Mutex
+	verifiers   map[string]verifier
 }
 
 // WebhookAddr is where the webhook receiver listens, or nil when it is off.

@@ -46,27 +46,14 @@ func (p *Promoter) Webhook() http.Handler {
 			return
 		}
 		ptype := string(provider.Spec.Type)
-		var secret map[string][]byte
-		if provider.Spec.SecretRef != nil {
-			s, err := p.resolver.kube.CoreV1().Secrets(ns).Get(req.Context(), provider.Spec.SecretRef.Name, metav1.GetOptions{})
-			if err != nil {
-				http.Error(w, "cannot read the provider's secret", http.StatusServiceUnavailable)
-				return
-			}
-			secret = s.Data
-		}
-		cfg, err := scm.ConfigFor(provider, secret, nil)
-		if err != nil {
-			http.Error(w, "provider misconfigured", http.StatusServiceUnavailable)
-			return
-		}
-		sp, err := scm.New(ptype, cfg)
-		if err != nil {
-			http.Error(w, "provider misconfigured", http.StatusServiceUnavailable)
+		sp, status, msg := p.webhookVerifier(req.Context(), provider)
+		if sp == nil {
+			http.Error(w, msg, status)
 			return
 		}
 		ev, err := scm.ReceiveWebhook(sp, req, 0)
 		if err != nil {
+			p.forgetStaleVerifier(provider)
 			p.strategy.Metrics.webhookEvent.WithLabelValues(ptype, "refused").Inc()
 			http.Error(w, "delivery refused", http.StatusUnauthorized)
 			return
@@ -83,6 +70,67 @@ func (p *Promoter) Webhook() http.Handler {
 		w.WriteHeader(http.StatusAccepted)
 	})
 }
+
+// verifierTTL is how long a provider's webhook secret is reused. Deliveries are unauthenticated
+// until verified, so reading the Secret for each one would let anyone spend the controller's API
+// budget; a rotated secret is in use within this time.
+const verifierTTL = time.Minute
+
+type verifier struct {
+	provider        scm.Provider
+	resourceVersion string
+	read            time.Time
+}
+
+// webhookVerifier returns the provider client that checks deliveries for provider, reading its
+// Secret at most once per verifierTTL and whenever the ScmProvider changes. On failure it returns
+// the HTTP status and message to answer with; they never carry the Secret's content.
+func (p *Promoter) webhookVerifier(ctx context.Context, provider *scmv1alpha1.ScmProvider) (scm.Provider, int, string) {
+	key := provider.Namespace + "/" + provider.Name
+	p.verifiersMu.Lock()
+	cached, ok := p.verifiers[key]
+	p.verifiersMu.Unlock()
+	if ok && cached.resourceVersion == provider.ResourceVersion && time.Since(cached.read) < verifierTTL {
+		return cached.provider, 0, ""
+	}
+	var secret map[string][]byte
+	if provider.Spec.SecretRef != nil {
+		s, err := p.resolver.kube.CoreV1().Secrets(provider.Namespace).Get(ctx, provider.Spec.SecretRef.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, http.StatusServiceUnavailable, "cannot read the provider's secret"
+		}
+		secret = s.Data
+	}
+	cfg, err := scm.ConfigFor(provider, secret, nil)
+	if err != nil {
+		return nil, http.StatusServiceUnavailable, "provider misconfigured"
+	}
+	sp, err := scm.New(string(provider.Spec.Type), cfg)
+	if err != nil {
+		return nil, http.StatusServiceUnavailable, "provider misconfigured"
+	}
+	p.verifiersMu.Lock()
+	if p.verifiers == nil {
+		p.verifiers = map[string]verifier{}
+	}
+	p.verifiers[key] = verifier{provider: sp, resourceVersion: provider.ResourceVersion, read: time.Now()}
+	p.verifiersMu.Unlock()
+	return sp, 0, ""
+}
+
+// forgetStaleVerifier drops a verifier that refused a delivery and was read more than
+// verifierRereadAfter ago, so a rotated webhook secret is picked up within seconds while a flood
+// of bad deliveries still reads the Secret at most once per that interval.
+func (p *Promoter) forgetStaleVerifier(provider *scmv1alpha1.ScmProvider) {
+	key := provider.Namespace + "/" + provider.Name
+	p.verifiersMu.Lock()
+	defer p.verifiersMu.Unlock()
+	if v, ok := p.verifiers[key]; ok && time.Since(v.read) > verifierRereadAfter {
+		delete(p.verifiers, key)
+	}
+}
+
+const verifierRereadAfter = 10 * time.Second
 
 // leadershipWait is how long a delivery waits for this replica to lead. It covers a start or a
 // handover, where the replica leads within seconds, while a standby in a long-lived pair still
