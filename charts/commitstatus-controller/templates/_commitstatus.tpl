@@ -8,3 +8,11 @@ secretAccess.resourceNames. */}}
   resourceNames: {{- toYaml . | nindent 4 }}
   {{- end }}
 {{- end -}}
+
+{{/* commitstatus.secretWatchRule: list and watch on Secrets, for secretAccess.watch. RBAC cannot
+narrow list or watch by resourceNames, so the two do not combine. */}}
+{{- define "commitstatus.secretWatchRule" -}}
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [list, watch]
+{{- end -}}

@@ -8,8 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/scmobjects"
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
@@ -19,7 +21,8 @@ import (
 )
 
 // The controller runs under the chart's ServiceAccount, by impersonation, with leader election:
-// the chart's RBAC is enough, and secretAccess.namespaces really limits which Secrets it can read.
+// the chart's RBAC is enough, for CommitStatus, ScmProvider and GitRepository status, and
+// secretAccess.namespaces really limits which Secrets it can read.
 func TestTheChartRBACIsEnoughAndLimitsSecretAccess(t *testing.T) {
 	testenv.SkipIfShort(t)
 	ctx := context.Background()
@@ -57,4 +60,11 @@ func TestTheChartRBACIsEnoughAndLimitsSecretAccess(t *testing.T) {
 	assert.Contains(t, msg, `the controller may not read Secret "github-token" in namespace "`+denied+`"`)
 	assert.Contains(t, msg, "secretAccess")
 	assert.Len(t, srv.Statuses("acme", "app", sha1), 1, "nothing was sent for the namespace it may not read")
+
+	// The chart lets it write ScmProvider and GitRepository status, and the same Secret limits apply.
+	waitProvider(t, allowed, "github", readyIs(metav1.ConditionTrue, scmobjects.ReasonValid))
+	waitRepository(t, allowed, "app", readyIs(metav1.ConditionTrue, scmobjects.ReasonValid))
+	p := waitProvider(t, denied, "github", readyIs(metav1.ConditionFalse, resolve.ReasonSecretForbidden))
+	assert.Contains(t, conditions.Get(p.Status.Conditions, conditions.Ready).Message, "secretAccess")
+	waitRepository(t, denied, "app", readyIs(metav1.ConditionFalse, scmobjects.ReasonProviderNotReady))
 }

@@ -60,7 +60,9 @@ type Resolver struct {
 
 	mu      sync.Mutex
 	clients map[string]*client
-	flight  singleflight.Group
+	// epochs counts the Invalidate calls per ScmProvider.
+	epochs map[string]uint64
+	flight singleflight.Group
 }
 
 // Target is where a CommitStatus is mirrored.
@@ -83,7 +85,10 @@ type Target struct {
 
 // client is the cached provider of one ScmProvider, or why it could not be built.
 type client struct {
-	spec        string
+	spec string
+	// epoch is the ScmProvider's Invalidate count when the read began: an Invalidate during the
+	// read makes its answer stale.
+	epoch       uint64
 	credentials string
 	checked     time.Time
 	provider    scm.Provider
@@ -152,6 +157,16 @@ func (r *Resolver) Resolve(ctx context.Context, cs *commitstatusv1alpha1.CommitS
 	return t, nil
 }
 
+// CheckProvider reports whether p is usable, or an *Error saying what a person must fix: its
+// type is supported, its spec (base URL, rate limit, GitHub App) is valid, and its Secret and CA
+// bundle exist and hold the keys the type needs. It shares the client cache with Resolve, so a
+// check costs at most one Secret read per CredentialsTTL. Building a provider sends nothing:
+// the SCM is never called here, so checks spend none of its API quota.
+func (r *Resolver) CheckProvider(ctx context.Context, p *scmv1alpha1.ScmProvider) *Error {
+	_, err := r.client(ctx, p)
+	return err
+}
+
 // Reasons a suspended GitRepository or ScmProvider gives in the CommitStatus's Suspended condition.
 const (
 	ReasonProviderSuspended   = "ScmProviderSuspended"
@@ -189,23 +204,36 @@ func endpoint(p *scmv1alpha1.ScmProvider) string {
 func (r *Resolver) client(ctx context.Context, p *scmv1alpha1.ScmProvider) (*client, *Error) {
 	key := p.Namespace + "/" + p.Name
 	spec := fmt.Sprintf("%s/%d", p.UID, p.Generation)
-	r.mu.Lock()
-	cached := r.clients[key]
-	r.mu.Unlock()
-	if cached != nil && cached.spec == spec && r.now().Sub(cached.checked) < r.ttl() {
-		return cached, cached.err
-	}
+	for attempt := 0; ; attempt++ {
+		r.mu.Lock()
+		cached := r.clients[key]
+		epoch := r.epochs[key]
+		r.mu.Unlock()
+		if cached != nil && cached.spec == spec && cached.epoch == epoch && r.now().Sub(cached.checked) < r.ttl() {
+			return cached, cached.err
+		}
 
-	v, _, _ := r.flight.Do(key, func() (any, error) {
-		return r.refresh(ctx, key, spec, p, cached), nil
-	})
-	c := v.(*client)
-	return c, c.err
+		v, _, _ := r.flight.Do(key, func() (any, error) {
+			return r.refresh(ctx, key, spec, p, cached), nil
+		})
+		c := v.(*client)
+		if attempt > 0 || c.epoch == r.epoch(key) {
+			return c, c.err
+		}
+		// Invalidated while the Secret was read, for example by the event of the Secret being
+		// created: read once more, or the stale answer would stay with no event left to replace it.
+	}
+}
+
+func (r *Resolver) epoch(key string) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.epochs[key]
 }
 
 // refresh reads p's credentials and rebuilds its provider when they or its spec changed.
 func (r *Resolver) refresh(ctx context.Context, key, spec string, p *scmv1alpha1.ScmProvider, cached *client) *client {
-	c := &client{spec: spec, checked: r.now()}
+	c := &client{spec: spec, checked: r.now(), epoch: r.epoch(key)}
 	creds, rerr := r.readCredentials(ctx, p)
 	switch {
 	case rerr != nil && rerr.Transient && cached != nil && cached.spec == spec && cached.err == nil:
@@ -231,6 +259,17 @@ func (r *Resolver) refresh(ctx context.Context, key, spec string, p *scmv1alpha1
 }
 
 func (r *Resolver) build(key string, p *scmv1alpha1.ScmProvider, creds credentials) (scm.Provider, *Error) {
+	typ := string(p.Spec.Type)
+	build := r.New
+	if build == nil {
+		// Checked first: the keys a Secret needs depend on the type.
+		if !registered(typ) {
+			return nil, &Error{Reason: ReasonUnsupportedType, Message: fmt.Sprintf(
+				"ScmProvider %q has type %q, which this controller does not support; supported types: %s",
+				p.Name, typ, strings.Join(scm.Registered(), ", "))}
+		}
+		build = scm.New
+	}
 	if _, err := scm.LimitsFor(p.Spec.RateLimit); err != nil {
 		return nil, &Error{Reason: ReasonProviderInvalid, Message: fmt.Sprintf("ScmProvider %q: %v", p.Name, err)}
 	}
@@ -244,16 +283,6 @@ func (r *Resolver) build(key string, p *scmv1alpha1.ScmProvider, creds credentia
 	cfg.UserAgent = r.UserAgent
 	if r.Metrics != nil {
 		cfg.WrapTransport = r.Metrics.WrapTransport(key)
-	}
-	typ := string(p.Spec.Type)
-	build := r.New
-	if build == nil {
-		if !registered(typ) {
-			return nil, &Error{Reason: ReasonUnsupportedType, Message: fmt.Sprintf(
-				"ScmProvider %q has type %q, which this controller does not support; supported types: %s",
-				p.Name, typ, strings.Join(scm.Registered(), ", "))}
-		}
-		build = scm.New
 	}
 	provider, err := build(typ, cfg)
 	if err != nil {
@@ -276,16 +305,15 @@ func registered(typ string) bool {
 	return false
 }
 
-// Invalidate makes the next Resolve for the ScmProvider read its Secret again. The client is
-// rebuilt only if the Secret changed.
+// Invalidate makes the next Resolve or CheckProvider for the ScmProvider read its Secret again,
+// and a read under way count as stale. The client is rebuilt only if the Secret changed.
 func (r *Resolver) Invalidate(providerKey string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.clients[providerKey]; ok {
-		stale := *c
-		stale.checked = time.Time{}
-		r.clients[providerKey] = &stale
+	if r.epochs == nil {
+		r.epochs = map[string]uint64{}
 	}
+	r.epochs[providerKey]++
 }
 
 // Forget drops everything kept for a deleted ScmProvider: its client, its rate limiter and its
@@ -293,6 +321,7 @@ func (r *Resolver) Invalidate(providerKey string) {
 func (r *Resolver) Forget(providerKey string) {
 	r.mu.Lock()
 	delete(r.clients, providerKey)
+	delete(r.epochs, providerKey)
 	r.mu.Unlock()
 	limiters := r.Limiters
 	if limiters == nil {

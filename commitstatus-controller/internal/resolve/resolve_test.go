@@ -9,8 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -145,4 +147,51 @@ func TestInvalidateRereadsTheSecretAndReusesAnUnchangedClient(t *testing.T) {
 	_, err = f.resolve(t)
 	require.Nil(t, err)
 	assert.Equal(t, 2, f.builds, "a spec change rebuilds the client")
+}
+
+// CheckProvider judges an ScmProvider the way Resolve does, from the same cache: the check and
+// the CommitStatuses behind the provider cost one Secret read together.
+func TestCheckProviderSharesTheClientCacheWithResolve(t *testing.T) {
+	p := gitea(nil)
+	f := newFixture(t, p)
+	err := f.resolver.CheckProvider(context.Background(), p)
+	require.NotNil(t, err)
+	assert.Equal(t, ReasonSecretNotFound, err.Reason)
+
+	_, cerr := f.kube.CoreV1().Secrets(ns).Create(context.Background(), tokenSecret(), metav1.CreateOptions{})
+	require.NoError(t, cerr)
+	f.resolver.Invalidate("team/gitea")
+	require.Nil(t, f.resolver.CheckProvider(context.Background(), p))
+	_, err = f.resolve(t)
+	require.Nil(t, err)
+	gets := 0
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "get" {
+			gets++
+		}
+	}
+	assert.Equal(t, 2, gets, "one read before the Secret existed, one after; Resolve reused the checked client")
+	assert.Equal(t, 1, f.builds)
+}
+
+// A Secret event that arrives while the Secret is being read must not leave the answer of that
+// read in the cache: nothing else would replace it before the TTL.
+func TestInvalidateDuringAReadReadsAgain(t *testing.T) {
+	p := gitea(nil)
+	f := newFixture(t, p)
+	reads := 0
+	f.kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		reads++
+		if reads == 1 {
+			// The Secret is created while the first read is on its way back with "not found".
+			f.resolver.Invalidate("team/gitea")
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, "token")
+		}
+		return true, tokenSecret(), nil
+	})
+	require.Nil(t, f.resolver.CheckProvider(context.Background(), p), "the read after the event finds the Secret")
+	assert.Equal(t, 2, reads)
+
+	require.Nil(t, f.resolver.CheckProvider(context.Background(), p))
+	assert.Equal(t, 2, reads, "no event since: the cached answer is used")
 }

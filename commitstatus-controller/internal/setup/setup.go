@@ -1,6 +1,6 @@
 // Package setup wires the commitstatus-controller into a manager: the CommitStatus reconciler,
-// the watches that bring a CommitStatus back when its GitRepository or ScmProvider changes, and
-// the SCM metrics.
+// the watches that bring a CommitStatus back when its GitRepository or ScmProvider changes, the
+// reconcilers of ScmProvider and GitRepository status, and the SCM metrics.
 package setup
 
 import (
@@ -31,7 +31,8 @@ const ControllerName = "commitstatuses"
 
 // Config is the commitstatus-controller's own configuration.
 type Config struct {
-	// RecheckInterval: see statuses.Reconciler.RecheckInterval.
+	// RecheckInterval: see statuses.Reconciler.RecheckInterval; it also paces ScmProviders and
+	// GitRepositories waiting for a Secret that is not watched.
 	RecheckInterval time.Duration
 	// CallTimeout: see statuses.Reconciler.CallTimeout.
 	CallTimeout time.Duration
@@ -59,7 +60,7 @@ func Defaults() Config {
 func (c *Config) AddFlags(fs *flag.FlagSet) {
 	*c = Defaults()
 	fs.DurationVar(&c.RecheckInterval, "stalled-recheck-interval", c.RecheckInterval,
-		"How often a CommitStatus stalled on a Secret or an SCM refusal is looked at again; no SCM call is made unless the object or the credentials changed.")
+		"How often a CommitStatus stalled on a Secret or an SCM refusal, or an ScmProvider or GitRepository waiting for a Secret that is not watched, is looked at again; no SCM call is made unless the object or the credentials changed.")
 	fs.DurationVar(&c.CallTimeout, "scm-call-timeout", c.CallTimeout,
 		"Longest time one SCM call may take, waits for the shared rate limiter included.")
 	fs.DurationVar(&c.CredentialsTTL, "credentials-cache-ttl", c.CredentialsTTL,
@@ -178,7 +179,12 @@ func Setup(m *manager.Manager, cfg Config) error {
 	}
 
 	c.WaitFor(repoInformer.Informer().HasSynced, providerInformer.Informer().HasSynced)
+	runSecretWatch, err := setupScmObjects(m, cfg, resolver, repoInformer, providerInformer)
+	if err != nil {
+		return err
+	}
 	m.AddRunnable(func(ctx context.Context) error {
+		go runSecretWatch(ctx)
 		scmFactory.Start(ctx.Done())
 		<-ctx.Done()
 		scmFactory.Shutdown()

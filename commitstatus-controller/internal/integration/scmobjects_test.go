@@ -1,0 +1,164 @@
+package integration
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/scmobjects"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
+	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/scm/scmtest"
+	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/pkg/testenv/charts"
+)
+
+// The controller fills the Ready condition of ScmProviders and GitRepositories, under the chart's
+// ServiceAccount. With secretAccess.watch, creating a missing Secret is enough to make them Ready
+// at once: the recheck interval is an hour, so only the Secret event can. With the chart's
+// default (get only, no watch) the periodic recheck notices it instead. The SCM is never called.
+func TestScmProvidersAndGitRepositoriesReportReadiness(t *testing.T) {
+	testenv.SkipIfShort(t)
+	for _, tc := range []struct {
+		name    string
+		release string
+		set     []string
+		recheck time.Duration
+	}{
+		{name: "Secrets watched", release: "commitstatus-controller-watch", set: []string{"secretAccess.watch=true"}, recheck: time.Hour},
+		{name: "get only, rechecked", release: "commitstatus-controller-get", recheck: 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const releaseNS = "sluice-scm-status"
+			installChart(t, tc.release, releaseNS, tc.set...)
+			startController(t, controllerOptions{
+				config: env.Impersonate(releaseNS, tc.release),
+				setup:  func(c *setup.Config) { c.RecheckInterval = tc.recheck },
+			})
+			readinessScenario(t)
+		})
+	}
+}
+
+func readinessScenario(t *testing.T) {
+	ctx := context.Background()
+	srv := scmtest.NewGitHub(t, githubToken)
+	ns := newNamespace(t)
+	createSecret(t, ns, "github-ca", map[string]string{"ca.crt": string(srv.CAPEM)})
+	createProvider(t, ns, &scmv1alpha1.ScmProvider{
+		ObjectMeta: metav1.ObjectMeta{Name: "github"},
+		Spec: scmv1alpha1.ScmProviderSpec{
+			Type: scmv1alpha1.ScmProviderGitHub, BaseURL: srv.URL,
+			SecretRef: &scmv1alpha1.LocalObjectReference{Name: "github-token"},
+			CABundle:  &scmv1alpha1.CABundleReference{Kind: "Secret", Name: "github-ca"},
+		},
+	})
+	createRepository(t, ns, "app", "github", "acme", "app", "https://github.example.com/acme/app.git")
+
+	missing := waitProvider(t, ns, "github", readyIs(metav1.ConditionFalse, resolve.ReasonSecretNotFound))
+	assert.True(t, conditions.IsTrue(missing.Status.Conditions, conditions.Stalled))
+	assert.Contains(t, conditions.Get(missing.Status.Conditions, conditions.Ready).Message,
+		`Secret "github-token", named by ScmProvider "github", does not exist in namespace "`+ns+`"`)
+	assert.Equal(t, missing.Generation, missing.Status.ObservedGeneration)
+	waitRepository(t, ns, "app", readyIs(metav1.ConditionFalse, scmobjects.ReasonProviderNotReady))
+
+	// Nothing but the Secret changes.
+	createSecret(t, ns, "github-token", map[string]string{"token": githubToken})
+	ready := waitProvider(t, ns, "github", readyIs(metav1.ConditionTrue, scmobjects.ReasonValid))
+	assert.Equal(t, missing.Generation, ready.Generation)
+	assert.Empty(t, ready.Annotations, "no touch was needed")
+	assert.Nil(t, conditions.Get(ready.Status.Conditions, conditions.Stalled))
+	waitRepository(t, ns, "app", readyIs(metav1.ConditionTrue, scmobjects.ReasonValid))
+
+	createRepository(t, ns, "orphan", "gitlab", "acme", "app", "https://gitlab.example.com/acme/app.git")
+	orphan := waitRepository(t, ns, "orphan", readyIs(metav1.ConditionFalse, resolve.ReasonProviderNotFound))
+	assert.Contains(t, conditions.Get(orphan.Status.Conditions, conditions.Ready).Message,
+		`ScmProvider "gitlab" does not exist in namespace "`+ns+`": create it, or fix spec.providerRef.name`)
+
+	// A repository whose git credentials are missing, then created.
+	_, err := env.Sluice.ScmV1alpha1().GitRepositories(ns).Create(ctx, &scmv1alpha1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "private"},
+		Spec: scmv1alpha1.GitRepositorySpec{
+			URL: "ssh://git@github.example.com/acme/private.git", ProviderRef: scmv1alpha1.LocalObjectReference{Name: "github"},
+			Owner: "acme", Name: "private",
+			Auth: &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthSSH, SecretRef: scmv1alpha1.LocalObjectReference{Name: "deploy-key"}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	private := waitRepository(t, ns, "private", readyIs(metav1.ConditionFalse, resolve.ReasonSecretNotFound))
+	assert.Contains(t, conditions.Get(private.Status.Conditions, conditions.Ready).Message, "identity and known_hosts")
+	createSecret(t, ns, "deploy-key", map[string]string{"identity": "-----BEGIN OPENSSH PRIVATE KEY-----\n", "known_hosts": "github.example.com ssh-ed25519 AAAA"})
+	waitRepository(t, ns, "private", readyIs(metav1.ConditionTrue, scmobjects.ReasonValid))
+
+	assert.Empty(t, srv.Requests(), "checking an ScmProvider spends none of the SCM's quota")
+}
+
+func installChart(t *testing.T, release, namespace string, set ...string) {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	helm, err := charts.NewHelm(env)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = helm.Close() })
+	require.NoError(t, helm.Install(context.Background(), release, namespace, filepath.Join(root, "charts", "commitstatus-controller"), set...))
+	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), release, namespace) })
+}
+
+// readyIs is true once Ready has status and reason at the object's current generation.
+func readyIs(status metav1.ConditionStatus, reason string) func(generation int64, conds []metav1.Condition) bool {
+	return func(generation int64, conds []metav1.Condition) bool {
+		r := conditions.Get(conds, conditions.Ready)
+		return r != nil && r.Status == status && r.Reason == reason && r.ObservedGeneration == generation
+	}
+}
+
+func waitProvider(t testing.TB, ns, name string, cond func(int64, []metav1.Condition) bool) *scmv1alpha1.ScmProvider {
+	t.Helper()
+	var last *scmv1alpha1.ScmProvider
+	err := testenv.Wait(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		p, err := env.Sluice.ScmV1alpha1().ScmProviders(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = p
+		return cond(p.Generation, p.Status.Conditions), nil
+	})
+	require.NoError(t, err, "ScmProvider %s/%s: last seen status %+v", ns, name, statusOfObject(last))
+	return last
+}
+
+func waitRepository(t testing.TB, ns, name string, cond func(int64, []metav1.Condition) bool) *scmv1alpha1.GitRepository {
+	t.Helper()
+	var last *scmv1alpha1.GitRepository
+	err := testenv.Wait(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		r, err := env.Sluice.ScmV1alpha1().GitRepositories(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = r
+		return cond(r.Generation, r.Status.Conditions), nil
+	})
+	require.NoError(t, err, "GitRepository %s/%s: last seen status %+v", ns, name, statusOfObject(last))
+	return last
+}
+
+func statusOfObject[T *scmv1alpha1.ScmProvider | *scmv1alpha1.GitRepository](obj T) any {
+	switch o := any(obj).(type) {
+	case *scmv1alpha1.ScmProvider:
+		if o != nil {
+			return o.Status
+		}
+	case *scmv1alpha1.GitRepository:
+		if o != nil {
+			return o.Status
+		}
+	}
+	return nil
+}
