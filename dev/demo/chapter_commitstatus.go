@@ -45,6 +45,13 @@ spec:
 `); err != nil {
 		return err
 	}
+	if _, err := s.Kubectl(ctx, "wait", "--for=condition=Ready", "scmprovider/plain", "scmrepo/app", "--timeout=60s"); err != nil {
+		return err
+	}
+	s.Say("the commitstatus-controller checks both without calling any SCM, and fills their READY column")
+	if _, err := s.Kubectl(ctx, "get", "scmproviders,scmrepo"); err != nil {
+		return err
+	}
 
 	s.Step("a check reports on commit %s", statusCommit[:7])
 	if err := s.Apply(ctx, fmt.Sprintf(`
