@@ -156,6 +156,11 @@ func (c *Cache) ensureOpen(sh *shared) error {
 	}
 	sto, err := openBare(sh.dir, sh.url)
 	if err == nil {
+		// What a process killed mid-write left: see removeLeftovers.
+		if err := removeLeftovers(sh.dir); err != nil {
+			c.log.Warn("cannot remove what an interrupted write left in the git cache",
+				"url", redactURL(sh.url), "dir", sh.dir, "reason", err.Error())
+		}
 		sh.sto = sto
 		return nil
 	}

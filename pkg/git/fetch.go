@@ -150,6 +150,9 @@ func (r *Repository) downloadPack(ctx context.Context, sess transport.UploadPack
 		pack = sideband.NewDemuxer(sideband.Sideband, resp)
 	}
 	if err := packfile.UpdateObjectStorage(r.sh.sto, pack); err != nil {
+		// go-git keeps the partial pack of a failed download. The error to report is the
+		// download's; a removal that failed is tried again when the next process opens the cache.
+		_ = removeLeftovers(r.sh.dir)
 		return r.remoteErr(ctx, "store the pack fetched from", err)
 	}
 	return nil

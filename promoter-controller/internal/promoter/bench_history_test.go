@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,22 +144,37 @@ func refreshB(b *testing.B, f *fixture, value string) {
 // only namespace ns: strategies other benchmarks left behind must not share its workers.
 func startControllerProcess(b *testing.B, ns string) *exec.Cmd {
 	b.Helper()
-	bin := filepath.Join(b.TempDir(), "promoter-controller")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/promoter-controller")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build the controller: %v\n%s", err, out)
-	}
 	logFile, err := os.Create(filepath.Join(b.TempDir(), "controller.log"))
 	must(b, err)
+	b.Cleanup(func() { _ = logFile.Close() })
+	return runControllerProcess(b, buildController(b), ns, b.TempDir(), logFile)
+}
+
+// buildController builds the controller binary and returns its path.
+func buildController(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "promoter-controller")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/promoter-controller")
+	if out, err := build.CombinedOutput(); err != nil {
+		tb.Fatalf("build the controller: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runControllerProcess runs the controller binary bin against the control plane, watching only
+// namespace ns, with its git cache in cacheDir and its output to log. A process still running
+// when the test ends is interrupted and waited for.
+func runControllerProcess(tb testing.TB, bin, ns, cacheDir string, log io.Writer) *exec.Cmd {
+	tb.Helper()
 	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig, "--leader-elect=false", "--namespace", ns,
 		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0",
-		"--git-cache-dir", b.TempDir())
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	must(b, cmd.Start())
-	b.Cleanup(func() {
+		"--git-cache-dir", cacheDir)
+	cmd.Stdout, cmd.Stderr = log, log
+	must(tb, cmd.Start())
+	tb.Cleanup(func() {
+		// Both fail harmlessly on a process the test already waited for.
 		_ = cmd.Process.Signal(os.Interrupt)
 		_ = cmd.Wait()
-		_ = logFile.Close()
 	})
 	return cmd
 }
