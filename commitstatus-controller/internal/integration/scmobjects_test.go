@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/scmobjects"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/scm/scmtest"
@@ -161,4 +162,36 @@ func statusOfObject[T *scmv1alpha1.ScmProvider | *scmv1alpha1.GitRepository](obj
 		}
 	}
 	return nil
+}
+
+// A CommitStatus stalled on its provider's missing Secret is sent as soon as the provider turns
+// Ready, not at its next recheck (an hour here).
+func TestACommitStatusWaitingForItsProviderIsSentWhenItTurnsReady(t *testing.T) {
+	testenv.SkipIfShort(t)
+	const releaseNS, release = "sluice-scm-status", "commitstatus-controller-waiting"
+	installChart(t, release, releaseNS, "secretAccess.watch=true")
+	startController(t, controllerOptions{
+		config: env.Impersonate(releaseNS, release),
+		setup:  func(c *setup.Config) { c.RecheckInterval = time.Hour },
+	})
+	srv := scmtest.NewGitHub(t, githubToken)
+	srv.AddRepo("acme", "app")
+	ns := newNamespace(t)
+	createSecret(t, ns, "github-ca", map[string]string{"ca.crt": string(srv.CAPEM)})
+	createProvider(t, ns, &scmv1alpha1.ScmProvider{
+		ObjectMeta: metav1.ObjectMeta{Name: "github"},
+		Spec: scmv1alpha1.ScmProviderSpec{
+			Type: scmv1alpha1.ScmProviderGitHub, BaseURL: srv.URL,
+			SecretRef: &scmv1alpha1.LocalObjectReference{Name: "github-token"},
+			CABundle:  &scmv1alpha1.CABundleReference{Kind: "Secret", Name: "github-ca"},
+		},
+	})
+	createRepository(t, ns, "app", "github", "acme", "app", "https://github.example.com/acme/app.git")
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	createCommitStatus(t, newCommitStatus(ns, "health", "app", sha, commitstatusv1alpha1.CommitStatusSuccess))
+	waitFor(t, ns, "health", stalled(resolve.ReasonSecretNotFound))
+
+	createSecret(t, ns, "github-token", map[string]string{"token": githubToken})
+	waitFor(t, ns, "health", synced(commitstatusv1alpha1.CommitStatusSuccess))
+	assert.Len(t, srv.Statuses("acme", "app", sha), 1)
 }

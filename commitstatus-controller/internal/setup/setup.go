@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/statuses"
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
 	sluiceinformers "github.com/sluicehq/sluice/pkg/generated/informers/externalversions"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
@@ -158,7 +159,7 @@ func Setup(m *manager.Manager, cfg Config) error {
 	}, nil, nil)); err != nil {
 		return err
 	}
-	if _, err := providerInformer.Informer().AddEventHandler(onSpecChange(c, func(p *scmv1alpha1.ScmProvider) []string {
+	statusesOfProvider := func(p *scmv1alpha1.ScmProvider) []string {
 		repos, err := repoInformer.Informer().GetIndexer().ByIndex(byProvider, handler.Key(p))
 		if err != nil {
 			return nil
@@ -170,7 +171,23 @@ func Setup(m *manager.Manager, cfg Config) error {
 			}
 		}
 		return keys
-	},
+	}
+	// A provider that turns Ready (its Secret was created or fixed) brings back at once the
+	// CommitStatuses that were waiting for it, instead of at their next recheck.
+	if _, err := providerInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			before, okOld := oldObj.(*scmv1alpha1.ScmProvider)
+			after, okNew := newObj.(*scmv1alpha1.ScmProvider)
+			if okOld && okNew && !conditions.IsTrue(before.Status.Conditions, conditions.Ready) && conditions.IsTrue(after.Status.Conditions, conditions.Ready) {
+				for _, key := range statusesOfProvider(after) {
+					c.Enqueue(key)
+				}
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	if _, err := providerInformer.Informer().AddEventHandler(onSpecChange(c, statusesOfProvider,
 		// Touching an ScmProvider (any annotation) makes the controller read its Secret again now.
 		func(p *scmv1alpha1.ScmProvider) { resolver.Invalidate(handler.Key(p)) },
 		func(p *scmv1alpha1.ScmProvider) { resolver.Forget(handler.Key(p)) },
