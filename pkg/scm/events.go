@@ -1,6 +1,7 @@
 package scm
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -71,8 +72,13 @@ func ReadWebhookBody(r *http.Request, maxBytes int64) ([]byte, error) {
 	return webhook.ReadBody(r, maxBytes)
 }
 
+// ErrMalformedWebhook wraps the error of a delivery that is signed correctly but whose payload
+// cannot be read: the sender, not the secret, is at fault.
+var ErrMalformedWebhook = errors.New("malformed webhook payload")
+
 // ReceiveWebhook reads, verifies and parses one delivery. A delivery that is too large or not
-// signed with the configured secret is refused before its payload is parsed.
+// signed with the configured secret is refused before its payload is parsed; one that is signed
+// but cannot be parsed returns an error wrapping ErrMalformedWebhook.
 func ReceiveWebhook(p Webhooks, r *http.Request, maxBytes int64) (*Event, error) {
 	body, err := webhook.ReadBody(r, maxBytes)
 	if err != nil {
@@ -83,7 +89,7 @@ func ReceiveWebhook(p Webhooks, r *http.Request, maxBytes int64) (*Event, error)
 	}
 	ev, err := p.ParseWebhook(r.Header, body)
 	if err != nil {
-		return nil, fmt.Errorf("parsing webhook: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrMalformedWebhook, err)
 	}
 	return ev, nil
 }

@@ -51,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"namespace", "strategy", "environment", "rule"}),
 		webhookEvent: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_promoter_webhook_deliveries_total",
-			Help: "Webhook deliveries by provider and result (accepted, refused, ignored, standby).",
+			Help: "Webhook deliveries by provider and result (accepted, refused, malformed, ignored, standby).",
 		}, []string{"provider", "result"}),
 	}
 	reg.MustRegister(m.gitOps, m.gitDuration, m.promotions, m.deployments, m.leadTime, m.blocked, m.webhookEvent)

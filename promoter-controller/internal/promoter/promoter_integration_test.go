@@ -138,12 +138,7 @@ func (f *fixture) dryCommit(msg string) string {
 func (f *fixture) hydrate(dry string, envs ...string) map[string]string {
 	out := map[string]string{}
 	for _, e := range envs {
-		if tip := f.repo.Branch(f.t, e); tip != "" {
-			f.repo.SetBranch(f.t, e+"-next", tip)
-		}
-		sha := f.repo.CommitFiles(f.t, e+"-next", map[string]string{"manifest.yaml": "env: " + e + "\ndry: " + dry + "\n"}, "hydrate "+dry[:7])
-		f.repo.AddNote(f.t, "refs/notes/hydrator.metadata", sha, string(hydratorNote(dry)))
-		out[e] = sha
+		out[e] = f.hydrateUnannounced(dry, e)
 	}
 	// Plain git sends no webhooks: a hydrator's CI asks for a refresh (once a strategy exists).
 	if _, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(f.ctx, "app", metav1.GetOptions{}); err == nil {

@@ -109,8 +109,11 @@ func TestWebhookTriggersAReconcile(t *testing.T) {
 	p, _ := startPromoterWith(t, env.Config, promoter.Config{CacheDir: t.TempDir(), WebhookAddress: "127.0.0.1:0"})
 	f.waitEnv("dev", "first reconcile", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.HydratedSHA != "" })
 
+	// The first status write wakes the strategy once more; let that reconcile end before the
+	// change lands, so that only the delivery can bring it in.
+	time.Sleep(2 * time.Second)
 	d1 := f.dryCommit("change")
-	f.hydrate(d1, "dev")
+	f.hydrateUnannounced(d1, "dev")
 	url := fmt.Sprintf("http://%s%s%s/forge", p.WebhookAddr(), promoter.WebhookPath, f.ns)
 	body := []byte(`{"ref":"refs/heads/dev-next","before":"","after":"","repository":{"name":"app","owner":{"login":"acme"}}}`)
 

@@ -13,6 +13,7 @@ import (
 
 	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/pkg/scm/webhook"
 )
 
 // WebhookPath is where the receiver listens: POST /hooks/<namespace>/<scmprovider>. Configure
@@ -52,7 +53,16 @@ func (p *Promoter) Webhook() http.Handler {
 			return
 		}
 		ev, err := scm.ReceiveWebhook(sp, req, 0)
-		if err != nil {
+		switch {
+		case errors.Is(err, scm.ErrMalformedWebhook):
+			p.strategy.Metrics.webhookEvent.WithLabelValues(ptype, "malformed").Inc()
+			http.Error(w, "signed, but the payload cannot be read as a "+ptype+" event", http.StatusBadRequest)
+			return
+		case errors.Is(err, webhook.ErrTooLarge):
+			p.strategy.Metrics.webhookEvent.WithLabelValues(ptype, "refused").Inc()
+			http.Error(w, "delivery too large", http.StatusRequestEntityTooLarge)
+			return
+		case err != nil:
 			p.forgetStaleVerifier(provider)
 			p.strategy.Metrics.webhookEvent.WithLabelValues(ptype, "refused").Inc()
 			http.Error(w, "delivery refused", http.StatusUnauthorized)
