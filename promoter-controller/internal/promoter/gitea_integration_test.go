@@ -86,6 +86,10 @@ func TestPromotionOnGitea(t *testing.T) {
 	require.NoError(t, err)
 	f.strategy(func(s *promoterv1alpha1.PromotionStrategySpec) {
 		s.RepositoryRef.Name = "gitea-app"
+		// Deliveries drive this test; TestWebhook* prove a delivery alone wakes a strategy. A
+		// short fallback poll keeps one delivery lost on a loaded machine from failing the
+		// scenario: CI once saw no proposal within a minute after Gitea's push.
+		s.Interval = &metav1.Duration{Duration: 20 * time.Second}
 		s.ActiveCommitStatuses = nil
 		s.Environments = []promoterv1alpha1.Environment{
 			{Branch: "dev", ProposedCommitStatuses: []promoterv1alpha1.CommitStatusSelector{{Key: "lint"}}},
