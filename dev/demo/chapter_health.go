@@ -9,9 +9,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
 	"github.com/sluicehq/sluice/pkg/testenv"
 	"github.com/sluicehq/sluice/pkg/testenv/flux"
 )
@@ -21,8 +21,6 @@ const (
 	healthCommitGood = "9fceb02d0ae598e95dc970b74767f19372d61af8"
 	healthCommitBad  = "e83c5163316f89bfbde7d9ab23ca2e25604af290"
 )
-
-var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // chapterHealth: Flux applies a commit, the Deployment rolls out, the HealthCheck turns Ready and
 // a success CommitStatus appears for that commit. Then the next commit's rollout fails, and its
@@ -137,7 +135,7 @@ spec:
 
 // installKustomizationCRD installs Flux's Kustomization CRD unless an earlier chapter did.
 func installKustomizationCRD(ctx context.Context, env *testenv.Env) error {
-	_, err := env.Dynamic.Resource(crdResource).Get(ctx, "kustomizations.kustomize.toolkit.fluxcd.io", metav1.GetOptions{})
+	_, err := env.Dynamic.Resource(crdwatch.Resource).Get(ctx, "kustomizations.kustomize.toolkit.fluxcd.io", metav1.GetOptions{})
 	if err == nil {
 		return nil
 	}
