@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	gogit "github.com/go-git/go-git/v5"
@@ -37,8 +38,12 @@ const remoteName = "origin"
 // that uses that URL. It survives restarts: an existing repository is reopened, and one that
 // cannot be read is removed and fetched again from scratch.
 type Cache struct {
-	root string
-	log  *slog.Logger
+	root        string
+	log         *slog.Logger
+	maintenance Maintenance
+	// maintenanceStep, when set, is called at each step of a repack; tests use it to fail or
+	// kill one.
+	maintenanceStep func(step string) error
 
 	mu    sync.Mutex
 	repos map[string]*shared
@@ -47,15 +52,23 @@ type Cache struct {
 // shared is the state of one cached repository. Its lock is held for every operation, network
 // included, so that two callers never interleave ref updates in the same repository.
 type shared struct {
-	mu  sync.Mutex
-	url string
-	dir string
-	sto *filesystem.Storage
+	mu    sync.Mutex
+	url   string
+	dir   string
+	sto   *filesystem.Storage
+	cache *Cache
+
+	// looseKept is how many loose objects the last repack left in place (unreachable ones, kept
+	// for Maintenance.KeepUnreachable): they do not count towards the next repack.
+	looseKept int
+	// maintenanceAfter delays the next repack after one failed, so that a repository that cannot
+	// be repacked is not walked again on every fetch.
+	maintenanceAfter time.Time
 }
 
 // NewCache returns a cache rooted at root, creating the folder if needed. log receives the
-// cache's own events (recovery from a damaged repository); nil means slog.Default().
-func NewCache(root string, log *slog.Logger) (*Cache, error) {
+// cache's own events (recovery from a damaged repository, repacks); nil means slog.Default().
+func NewCache(root string, log *slog.Logger, opts ...CacheOption) (*Cache, error) {
 	if root == "" {
 		return nil, errors.New("the git cache needs a root folder")
 	}
@@ -65,8 +78,16 @@ func NewCache(root string, log *slog.Logger) (*Cache, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Cache{root: root, log: log, repos: map[string]*shared{}}, nil
+	c := &Cache{root: root, log: log, repos: map[string]*shared{}}
+	for _, opt := range opts {
+		opt(c)
+	}
+	c.maintenance = c.maintenance.withDefaults()
+	return c, nil
 }
+
+// CacheOption tunes a Cache.
+type CacheOption func(*Cache)
 
 // Options tunes how a repository's hydrator metadata is read.
 type Options struct {
@@ -134,7 +155,7 @@ func (c *Cache) shared(url string) *shared {
 	defer c.mu.Unlock()
 	sh, ok := c.repos[key]
 	if !ok {
-		sh = &shared{url: url, dir: filepath.Join(c.root, key)}
+		sh = &shared{url: url, dir: filepath.Join(c.root, key), cache: c}
 		c.repos[key] = sh
 	}
 	return sh

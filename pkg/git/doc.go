@@ -10,6 +10,13 @@
 // The cache outlives the process: a restart reopens the repositories, and a folder that does not
 // read as the URL's repository is removed, logged, and fetched again.
 //
+// Every fetch that brings something adds a pack, and every commit the cache writes adds loose
+// objects; go-git probes every pack index on each object lookup. So after a fetch, a repository
+// holding more than Maintenance.MaxPacks packs (32) or MaxLooseObjects loose objects (2,000) is
+// repacked, under its lock: what its refs and notes reach goes into one new pack, copied without
+// recompressing, which replaces the others. The new pack is complete and synced before anything is
+// removed, so a process killed at any step leaves a readable repository (see repack).
+//
 // Remote branches are kept as refs/remotes/origin/<branch>, the notes ref as
 // refs/remotes/origin-refs/notes/<name>. Fetch overwrites them with whatever the remote has,
 // because hydrators rewrite the branches they own. Reads (Resolve, Commit, Log, DrySHA,

@@ -69,7 +69,14 @@ func (r *Repository) Fetch(ctx context.Context, branches ...string) error {
 
 	r.sh.mu.Lock()
 	defer r.sh.mu.Unlock()
-	return r.fetchLocked(ctx, refs)
+	err := r.fetchLocked(ctx, refs)
+	var missing *BranchNotFoundError
+	if (err == nil || errors.As(err, &missing)) && ctx.Err() == nil {
+		// The fetch is complete and its refs are updated: the time to consolidate what this and
+		// earlier fetches (and merges) added, while the lock is held anyway.
+		r.sh.cache.maintainLocked(r.sh)
+	}
+	return err
 }
 
 // fetchLocked fetches refs (remote names); the notes ref may be missing, branches may not.

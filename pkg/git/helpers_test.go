@@ -32,9 +32,9 @@ func newFixture(t *testing.T, opts ...gittest.Option) *fixture {
 	return f
 }
 
-func (f *fixture) newCache(t *testing.T) *git.Cache {
+func (f *fixture) newCache(t *testing.T, opts ...git.CacheOption) *git.Cache {
 	t.Helper()
-	c, err := git.NewCache(f.root, slog.New(slog.NewTextHandler(f.logs, nil)))
+	c, err := git.NewCache(f.root, slog.New(slog.NewTextHandler(f.logs, nil)), opts...)
 	require.NoError(t, err)
 	return c
 }
