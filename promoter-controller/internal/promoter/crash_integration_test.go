@@ -2,7 +2,6 @@ package promoter_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,7 +19,6 @@ import (
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
-	"github.com/sluicehq/sluice/pkg/testenv"
 )
 
 // killSchedule says when each controller process gets its kill -9: after a varied delay, so the
@@ -206,21 +204,7 @@ func (f *fixture) crashPhase(envs []string, next map[string]string) string {
 // holds that promotion.
 func (f *fixture) waitPromotedOnce(branch, dry string) {
 	f.t.Helper()
-	var last promoterv1alpha1.EnvironmentStatus
-	err := testenv.Wait(f.ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(ctx, "app", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range ps.Status.Environments {
-			if e.Branch == branch {
-				last = e
-				return promotedTo(dry)(e), nil
-			}
-		}
-		return false, nil
-	})
-	require.NoError(f.t, err, "%s: promoted to %s after the kills; last status %+v", branch, dry, last)
+	f.waitEnvWithin(3*time.Minute, branch, "promoted to "+dry+" after the kills", promotedTo(dry))
 }
 
 // requireCacheUsable opens the cache the runs shared, as the next start would, and checks that

@@ -197,8 +197,14 @@ func (f *fixture) setStatus(key, sha string, phase commitstatusv1alpha1.CommitSt
 // envStatus waits until cond holds for environment branch and returns its status.
 func (f *fixture) waitEnv(branch string, what string, cond func(promoterv1alpha1.EnvironmentStatus) bool) promoterv1alpha1.EnvironmentStatus {
 	f.t.Helper()
+	return f.waitEnvWithin(60*time.Second, branch, what, cond)
+}
+
+// waitEnvWithin is waitEnv with its own timeout.
+func (f *fixture) waitEnvWithin(timeout time.Duration, branch string, what string, cond func(promoterv1alpha1.EnvironmentStatus) bool) promoterv1alpha1.EnvironmentStatus {
+	f.t.Helper()
 	var last promoterv1alpha1.EnvironmentStatus
-	err := testenv.Wait(f.ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+	err := testenv.Wait(f.ctx, timeout, func(ctx context.Context) (bool, error) {
 		ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(ctx, "app", metav1.GetOptions{})
 		if err != nil {
 			return false, err
