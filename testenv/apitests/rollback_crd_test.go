@@ -59,7 +59,7 @@ func TestRevertCommitSpecIsImmutableButAutoMerge(t *testing.T) {
 	require.NoError(t, err)
 
 	for name, mut := range map[string]func(*rollbackv1.RevertCommitSpec){
-		"target set later": func(s *rollbackv1.RevertCommitSpec) { s.DrySHA = sha },
+		"target set later":  func(s *rollbackv1.RevertCommitSpec) { s.DrySHA = sha },
 		"bad sha set later": func(s *rollbackv1.RevertCommitSpec) { s.BadDrySHA = sha },
 		"other branch":      func(s *rollbackv1.RevertCommitSpec) { s.ActiveBranch = "staging" },
 		"other strategy":    func(s *rollbackv1.RevertCommitSpec) { s.PromotionStrategyRef.Name = "api" },
