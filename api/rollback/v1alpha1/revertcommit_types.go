@@ -67,7 +67,7 @@ type PromotionStrategyReference struct {
 //     a revert is one action; create another RevertCommit for another.
 //
 // +kubebuilder:validation:XValidation:rule="self.promotionStrategyRef == oldSelf.promotionStrategyRef && self.activeBranch == oldSelf.activeBranch",message="promotionStrategyRef and activeBranch are immutable; create another RevertCommit"
-// +kubebuilder:validation:XValidation:rule="(has(self.drySHA) ? self.drySHA : ”) == (has(oldSelf.drySHA) ? oldSelf.drySHA : ”) && (has(self.badDrySHA) ? self.badDrySHA : ”) == (has(oldSelf.badDrySHA) ? oldSelf.badDrySHA : ”)",message="drySHA and badDrySHA are immutable; create another RevertCommit"
+// +kubebuilder:validation:XValidation:rule="has(self.drySHA) == has(oldSelf.drySHA) && (!has(self.drySHA) || self.drySHA == oldSelf.drySHA) && has(self.badDrySHA) == has(oldSelf.badDrySHA) && (!has(self.badDrySHA) || self.badDrySHA == oldSelf.badDrySHA)",message="drySHA and badDrySHA are immutable; create another RevertCommit"
 type RevertCommitSpec struct {
 	// PromotionStrategyRef names the PromotionStrategy whose environment is reverted. Its
 	// repository is the one written to.
