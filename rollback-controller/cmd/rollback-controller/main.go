@@ -6,6 +6,10 @@ import (
 	"os"
 
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
+
+	// CA roots inside the binary: the images hold nothing but it, so no /etc/ssl. Used only
+	// when the system has no roots of its own.
+	_ "golang.org/x/crypto/x509roots/fallback"
 )
 
 func main() {
