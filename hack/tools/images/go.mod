@@ -17,6 +17,7 @@ require (
 	github.com/spf13/pflag v1.0.10 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
+	gotest.tools/v3 v3.5.2 // indirect
 )
 
 tool github.com/google/go-containerregistry/cmd/crane

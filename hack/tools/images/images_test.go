@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +15,10 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
@@ -59,6 +65,7 @@ func TestImagesLoadAndValidate(t *testing.T) {
 	if err := validate.Index(multi); err != nil {
 		t.Fatalf("the multi-arch index is invalid: %v", err)
 	}
+	assertPushes(t, multi, e.Digest)
 	ref, err := name.NewTag(e.Ref)
 	if err != nil {
 		t.Fatal(err)
@@ -71,9 +78,13 @@ func TestImagesLoadAndValidate(t *testing.T) {
 		if err := validate.Image(img); err != nil {
 			t.Fatalf("the %s docker archive is invalid: %v", platform, err)
 		}
-		digest, _ := img.Digest()
-		if digest.String() != e.Platforms[platform] {
-			t.Errorf("the %s docker archive holds %s, the index %s", platform, digest, e.Platforms[platform])
+		// A docker archive keeps no manifest, so compare configs: the image ID docker shows.
+		want, err := imageConfigName(multi, e.Platforms[platform])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := img.ConfigName(); got != want {
+			t.Errorf("the %s docker archive holds config %s, the index %s", platform, got, want)
 		}
 	}
 }
@@ -174,4 +185,40 @@ func sigCaught(status string, sig syscall.Signal) bool {
 		}
 	}
 	return false
+}
+
+func imageConfigName(idx v1.ImageIndex, digest string) (v1.Hash, error) {
+	h, err := v1.NewHash(digest)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	img, err := idx.Image(h)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	return img.ConfigName()
+}
+
+// assertPushes pushes idx to an in-memory registry as crane push does, and pulls it back.
+func assertPushes(t *testing.T, idx v1.ImageIndex, digest string) {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	ref, err := name.ParseReference(strings.TrimPrefix(srv.URL, "http://") + "/sluicehq/pause:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(ref, idx); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	pulled, err := remote.Index(ref)
+	if err != nil {
+		t.Fatalf("pull: %v", err)
+	}
+	if got, _ := pulled.Digest(); got.String() != digest {
+		t.Errorf("the registry serves %s, images.json says %s", got, digest)
+	}
+	if err := validate.Index(pulled); err != nil {
+		t.Errorf("the pulled index is invalid: %v", err)
+	}
 }
