@@ -2,7 +2,10 @@ module github.com/sluicehq/sluice/rollback-controller
 
 go 1.26.0
 
-require github.com/sluicehq/sluice/pkg v0.0.0
+require (
+	github.com/sluicehq/sluice/pkg v0.0.0
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
