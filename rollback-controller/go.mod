@@ -32,6 +32,7 @@ require (
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.67.5 // indirect
 	github.com/prometheus/procfs v0.19.2 // indirect
+	github.com/sluicehq/sluice/api v0.0.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
@@ -61,3 +62,7 @@ require (
 )
 
 replace github.com/sluicehq/sluice/pkg => ../pkg
+
+replace github.com/sluicehq/sluice/api => ../api
+
+replace github.com/sluicehq/sluice/testenv => ../testenv

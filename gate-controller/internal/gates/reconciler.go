@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/gate"
-	sluice "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
-	gatinglisters "github.com/sluicehq/sluice/pkg/generated/listers/gating/v1alpha1"
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	gatinglisters "github.com/sluicehq/sluice/api/generated/listers/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 )
 

@@ -13,10 +13,10 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/gate"
-	"github.com/sluicehq/sluice/pkg/generated/clientset/versioned/fake"
-	sluiceinformers "github.com/sluicehq/sluice/pkg/generated/informers/externalversions"
+	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
+	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
 )
 
 type harness struct {

@@ -9,7 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	sluice "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 )
 
 // FieldManager names the plugin's changes in managedFields.

@@ -16,9 +16,9 @@ import (
 
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/gate"
-	gatinglisters "github.com/sluicehq/sluice/pkg/generated/listers/gating/v1alpha1"
+	gatinglisters "github.com/sluicehq/sluice/api/generated/listers/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 )
 

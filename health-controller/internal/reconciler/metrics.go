@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/sluicehq/sluice/health-controller/internal/verdict"
-	healthv1alpha1 "github.com/sluicehq/sluice/pkg/apis/health/v1alpha1"
+	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/dynamicwatch"
 )
 

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sluicehq/sluice/health-controller/internal/verdict"
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	healthv1alpha1 "github.com/sluicehq/sluice/pkg/apis/health/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 )
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
-	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 var env *testenv.Env

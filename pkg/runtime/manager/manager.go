@@ -28,9 +28,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	sluice "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
-	sluicescheme "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/scheme"
-	sluiceinformers "github.com/sluicehq/sluice/pkg/generated/informers/externalversions"
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	sluicescheme "github.com/sluicehq/sluice/api/generated/clientset/versioned/scheme"
+	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/leaderelection"
 	"github.com/sluicehq/sluice/pkg/runtime/metrics"
