@@ -18,7 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sluicehq/sluice/pkg/snapshot"
-	"github.com/sluicehq/sluice/pkg/testenv/flux"
+	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 // BenchmarkSnapshot stores 5 MiB of manifests (every real Flux CRD plus generated workloads) the
