@@ -41,6 +41,9 @@ const (
 	EventPromotionBlocked            = "PromotionBlocked"
 	EventPromotionCompleted          = "PromotionCompleted"
 	EventPullRequestMergedExternally = "PullRequestMergedExternally"
+	// ReasonInvalidConfiguration is the Stalled reason, and the Warning Event, of a spec or a
+	// referenced object a person must fix.
+	ReasonInvalidConfiguration = "InvalidConfiguration"
 )
 
 // reconcileTimeout bounds the git and SCM work of one reconcile.
@@ -100,12 +103,15 @@ func (r *StrategyReconciler) Reconcile(ctx context.Context, key string) (control
 	defer cancel()
 	res, err := r.promote(opCtx, ps)
 	if isConfigError(err) {
-		conditions.MarkStalled(&st.Conditions, gen, "InvalidConfiguration", err.Error())
-		conditions.MarkNotReady(&st.Conditions, gen, "InvalidConfiguration", err.Error())
-		conditions.Remove(&st.Conditions, conditions.Reconciling)
+		// MarkStalled sets Ready=False too; nothing after it may remove Stalled.
+		conditions.MarkStalled(&st.Conditions, gen, ReasonInvalidConfiguration, err.Error())
 		st.ObservedGeneration = gen
 		if werr := r.writeStatus(ctx, cur, ps); werr != nil {
 			return controller.Result{}, werr
+		}
+		// Announced once per new problem, and only after the write that reports it succeeded.
+		if was := conditions.Get(cur.Status.Conditions, conditions.Stalled); was == nil || was.Message != conditions.Get(st.Conditions, conditions.Stalled).Message {
+			r.Recorder.Event(ps, corev1.EventTypeWarning, ReasonInvalidConfiguration, err.Error())
 		}
 		// Referenced objects are not all watched (Secrets): look again at the poll interval.
 		return controller.Result{RequeueAfter: interval}, nil
