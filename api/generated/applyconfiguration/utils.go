@@ -116,6 +116,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationpromoterv1alpha1.HealthyDrySHAApplyConfiguration{}
 	case promoterv1alpha1.SchemeGroupVersion.WithKind("LocalReference"):
 		return &applyconfigurationpromoterv1alpha1.LocalReferenceApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("PromotionBlock"):
+		return &applyconfigurationpromoterv1alpha1.PromotionBlockApplyConfiguration{}
 	case promoterv1alpha1.SchemeGroupVersion.WithKind("PromotionRecord"):
 		return &applyconfigurationpromoterv1alpha1.PromotionRecordApplyConfiguration{}
 	case promoterv1alpha1.SchemeGroupVersion.WithKind("PromotionStrategy"):
