@@ -30,7 +30,7 @@ func newGate(spec gatingv1alpha1.GateSpec) *gatingv1alpha1.Gate {
 
 // evolve applies NextStatus as the controller would, returning the gate with its new status.
 func evolve(g *gatingv1alpha1.Gate, now time.Time) (*gatingv1alpha1.Gate, Outcome) {
-	st, out := NextStatus(g, now, nil, 0)
+	st, out := NextStatus(g, now, Observed{})
 	next := g.DeepCopy()
 	next.Status = st
 	return next, out
@@ -162,7 +162,7 @@ func TestNextStatusReportsHeldObjects(t *testing.T) {
 	for i := range held {
 		held[i] = gatingv1alpha1.HeldObject{APIVersion: "kustomize.toolkit.fluxcd.io/v1", Kind: "Kustomization", Namespace: "apps", Name: fmt.Sprintf("k%03d", i)}
 	}
-	st, _ := NextStatus(newGate(gatingv1alpha1.GateSpec{Closed: true}), friday, held, 1000)
+	st, _ := NextStatus(newGate(gatingv1alpha1.GateSpec{Closed: true}), friday, Observed{Held: held, Holding: 1000})
 	assert.Equal(t, int32(1000), st.Holding)
 	assert.Equal(t, held, st.Held)
 }

@@ -7,8 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 )

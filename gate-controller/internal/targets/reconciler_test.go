@@ -21,12 +21,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	gatinglisters "github.com/sluicehq/sluice/api/generated/listers/gating/v1alpha1"
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
-	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/gate"
-	gatinglisters "github.com/sluicehq/sluice/api/generated/listers/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
