@@ -5,12 +5,25 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 )
 
 // RefsOf returns the gates that a gate references through its own GatesAnnotation: a Gate can be
 // a target like any Sluice object. It returns nil for a gate that does not exist, references
 // none, or whose annotation cannot be read.
 type RefsOf func(Ref) []Ref
+
+// RefsFrom reads the references of gates found by lookup, such as a lister's.
+func RefsFrom(lookup func(namespace, name string) (*gatingv1alpha1.Gate, error)) RefsOf {
+	return func(r Ref) []Ref {
+		g, err := lookup(r.Namespace, r.Name)
+		if err != nil || g == nil {
+			return nil
+		}
+		return RefsOfObject(g)
+	}
+}
 
 // RefsOfObject reads the GatesAnnotation of obj, ignoring an annotation that cannot be read.
 func RefsOfObject(obj metav1.Object) []Ref {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/runtime/handler"
 )
 
 // FieldManager writes Gate status.
@@ -103,13 +105,52 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	return result, nil
 }
 
+// ReferenceHandler enqueues every gate that references gates when any gate's own references
+// change, so that each gate of a cycle that forms or breaks reports it.
+func ReferenceHandler(gates gatinglisters.GateLister, q handler.Enqueuer) cache.ResourceEventHandler {
+	enqueueAll := func() {
+		all, err := gates.List(labels.Everything())
+		if err != nil {
+			return
+		}
+		for _, g := range all {
+			if _, refs := g.Annotations[gate.GatesAnnotation]; refs {
+				q.Enqueue(g.Namespace + "/" + g.Name)
+			}
+		}
+	}
+	refs := func(obj any) (string, bool) {
+		m, ok := handler.Object(obj)
+		if !ok {
+			return "", false
+		}
+		v, ok := m.GetAnnotations()[gate.GatesAnnotation]
+		return v, ok
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if _, ok := refs(obj); ok {
+				enqueueAll()
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			before, hadRefs := refs(oldObj)
+			after, hasRefs := refs(newObj)
+			if before != after || hadRefs != hasRefs {
+				enqueueAll()
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if _, ok := refs(obj); ok {
+				enqueueAll()
+			}
+		},
+	}
+}
+
 // refsOf reads the gates a gate references from the cache.
 func (r *Reconciler) refsOf(ref gate.Ref) []gate.Ref {
-	g, err := r.Gates.Gates(ref.Namespace).Get(ref.Name)
-	if err != nil {
-		return nil
-	}
-	return gate.RefsOfObject(g)
+	return gate.RefsFrom(func(ns, name string) (*gatingv1alpha1.Gate, error) { return r.Gates.Gates(ns).Get(name) })(ref)
 }
 
 func (r *Reconciler) report(before *gatingv1alpha1.Gate, after gatingv1alpha1.GateStatus, out Outcome, now time.Time) {

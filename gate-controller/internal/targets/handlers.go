@@ -101,6 +101,13 @@ func GateHandler(registry *Registry, targets handler.Enqueuer, latency *Latency)
 			if before != after {
 				enqueue(newG, before.evaluated && after.evaluated && before.open != after.open)
 			}
+			if oldG.Annotations[gate.GatesAnnotation] != newG.Annotations[gate.GatesAnnotation] {
+				// A gate's own references changed: a cycle of gates may have formed or broken
+				// anywhere along them, so every gate that references gates decides again.
+				for _, key := range registry.GatesReferencingGates() {
+					targets.Enqueue(key)
+				}
+			}
 		},
 		DeleteFunc: func(obj any) {
 			if g, ok := asGate(obj); ok {

@@ -89,6 +89,25 @@ func (r *Registry) Referencing(ref gate.Ref) []string {
 	return keys
 }
 
+// GatesReferencingGates returns the keys of the Gates that are targets themselves: the only
+// objects that can be part of a cycle of gates.
+func (r *Registry) GatesReferencingGates() []string {
+	var keys []string
+	for _, w := range r.All() {
+		if !isGate(w) {
+			continue
+		}
+		for _, o := range w.Informer.GetStore().List() {
+			if m, ok := o.(metav1.Object); ok {
+				if _, refs := m.GetAnnotations()[gate.GatesAnnotation]; refs {
+					keys = append(keys, Key(w.GroupResource(), m))
+				}
+			}
+		}
+	}
+	return keys
+}
+
 // Held lists, sorted, the objects the gate holds now: those whose hold record names it. It
 // returns at most limit objects and the full count.
 func (r *Registry) Held(ref gate.Ref, limit int) ([]gatingv1alpha1.HeldObject, int) {
