@@ -26,9 +26,11 @@ import (
 	applyconfigurationhealthv1alpha1 "github.com/sluicehq/sluice/api/generated/applyconfiguration/health/v1alpha1"
 	internal "github.com/sluicehq/sluice/api/generated/applyconfiguration/internal"
 	applyconfigurationpromoterv1alpha1 "github.com/sluicehq/sluice/api/generated/applyconfiguration/promoter/v1alpha1"
+	applyconfigurationrollbackv1alpha1 "github.com/sluicehq/sluice/api/generated/applyconfiguration/rollback/v1alpha1"
 	applyconfigurationscmv1alpha1 "github.com/sluicehq/sluice/api/generated/applyconfiguration/scm/v1alpha1"
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -140,6 +142,36 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationpromoterv1alpha1.PullRequestSpecApplyConfiguration{}
 	case promoterv1alpha1.SchemeGroupVersion.WithKind("PullRequestStatus"):
 		return &applyconfigurationpromoterv1alpha1.PullRequestStatusApplyConfiguration{}
+
+		// Group=rollback.sluice.dev, Version=v1alpha1
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("CommitStatusKey"):
+		return &applyconfigurationrollbackv1alpha1.CommitStatusKeyApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("ObservedFailure"):
+		return &applyconfigurationrollbackv1alpha1.ObservedFailureApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("PolicyEnvironmentStatus"):
+		return &applyconfigurationrollbackv1alpha1.PolicyEnvironmentStatusApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("PolicyRollback"):
+		return &applyconfigurationrollbackv1alpha1.PolicyRollbackApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("PromotionStrategyReference"):
+		return &applyconfigurationrollbackv1alpha1.PromotionStrategyReferenceApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RevertCommit"):
+		return &applyconfigurationrollbackv1alpha1.RevertCommitApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RevertCommitSpec"):
+		return &applyconfigurationrollbackv1alpha1.RevertCommitSpecApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RevertCommitStatus"):
+		return &applyconfigurationrollbackv1alpha1.RevertCommitStatusApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RevertPullRequest"):
+		return &applyconfigurationrollbackv1alpha1.RevertPullRequestApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RollbackPolicy"):
+		return &applyconfigurationrollbackv1alpha1.RollbackPolicyApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RollbackPolicySpec"):
+		return &applyconfigurationrollbackv1alpha1.RollbackPolicySpecApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RollbackPolicyStatus"):
+		return &applyconfigurationrollbackv1alpha1.RollbackPolicyStatusApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RollbackTrigger"):
+		return &applyconfigurationrollbackv1alpha1.RollbackTriggerApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RollbackTriggerSpec"):
+		return &applyconfigurationrollbackv1alpha1.RollbackTriggerSpecApplyConfiguration{}
 
 		// Group=scm.sluice.dev, Version=v1alpha1
 	case scmv1alpha1.SchemeGroupVersion.WithKind("CABundleReference"):

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -28,7 +30,7 @@ func Main(name string, fs *flag.FlagSet, args []string, setup SetupFunc) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	log := logging.New(os.Stderr, opts.LogFormat, opts.Verbosity).With("controller", name)
+	log := processLogger(os.Stderr, name, opts)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -49,6 +51,13 @@ func Main(name string, fs *flag.FlagSet, args []string, setup SetupFunc) int {
 	}
 	log.Info("stopped cleanly")
 	return 0
+}
+
+// processLogger is the logger of the whole process. It names the process under "process": the key
+// "controller" belongs to pkg/runtime/controller, which adds its queue's name, and a JSON document
+// with a key twice is rejected by Elasticsearch and read differently by other log stores.
+func processLogger(w io.Writer, name string, opts options.Options) *slog.Logger {
+	return logging.New(w, opts.LogFormat, opts.Verbosity).With("process", name)
 }
 
 func loadConfig(kubeconfig string) (*rest.Config, error) {
