@@ -5,6 +5,8 @@ go 1.26.0
 require (
 	github.com/klauspost/compress v1.20.3
 	github.com/sluicehq/sluice/pkg v0.0.0
+	github.com/sluicehq/sluice/testenv v0.0.0
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	k8s.io/api v0.36.3
 )
 

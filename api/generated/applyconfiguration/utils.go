@@ -56,6 +56,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationgatingv1alpha1.GateApplyConfiguration{}
 	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateOverride"):
 		return &applyconfigurationgatingv1alpha1.GateOverrideApplyConfiguration{}
+	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateOverrideState"):
+		return &applyconfigurationgatingv1alpha1.GateOverrideStateApplyConfiguration{}
+	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateReplaced"):
+		return &applyconfigurationgatingv1alpha1.GateReplacedApplyConfiguration{}
 	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateSpec"):
 		return &applyconfigurationgatingv1alpha1.GateSpecApplyConfiguration{}
 	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateStatus"):
@@ -116,6 +120,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationpromoterv1alpha1.HealthyDrySHAApplyConfiguration{}
 	case promoterv1alpha1.SchemeGroupVersion.WithKind("LocalReference"):
 		return &applyconfigurationpromoterv1alpha1.LocalReferenceApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("PromotionBlock"):
+		return &applyconfigurationpromoterv1alpha1.PromotionBlockApplyConfiguration{}
 	case promoterv1alpha1.SchemeGroupVersion.WithKind("PromotionRecord"):
 		return &applyconfigurationpromoterv1alpha1.PromotionRecordApplyConfiguration{}
 	case promoterv1alpha1.SchemeGroupVersion.WithKind("PromotionStrategy"):
