@@ -52,7 +52,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	if err != nil {
 		return controller.Result{}, controller.Permanent(err)
 	}
-	mr, err := r.Releases.ManifestReleases(ns).Get(name)
+	if _, err := r.Releases.ManifestReleases(ns).Get(name); apierrors.IsNotFound(err) {
+		r.Metrics.Forget(ns, name)
+		return controller.Result{}, nil
+	}
+	// The cache may not hold this controller's last status write yet, and acting on an older
+	// status could repeat an operation that ended: read the release itself.
+	mr, err := r.Client.RollbackV1alpha1().ManifestReleases(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		r.Metrics.Forget(ns, name)
 		return controller.Result{}, nil
@@ -60,7 +66,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	if err != nil {
 		return controller.Result{}, err
 	}
-	mr = mr.DeepCopy()
 	if s := suspend.Get(mr, mr.Spec.Suspend); s.Suspended {
 		return r.suspended(ctx, mr)
 	}

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/snapshot"
 )
@@ -209,4 +209,3 @@ func short(sha string) string {
 	}
 	return sha
 }
-
