@@ -83,7 +83,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 			return controller.Result{}, err
 		}
 	}
-	return r.sync(ctx, mr)
+	res, err := r.sync(ctx, mr)
+	if err != nil {
+		return res, err
+	}
+	return res, r.markHandled(ctx, mr)
+}
+
+// markHandled records the requestedAt annotation acted on, so `kubectl wait` or a test can see
+// that a requested refresh happened.
+func (r *Reconciler) markHandled(ctx context.Context, mr *rollbackv1.ManifestRelease) error {
+	requested, ok := mr.Annotations[rollbackv1.RequestedAtAnnotation]
+	if !ok || requested == mr.Status.LastHandledReconcileAt {
+		return nil
+	}
+	_, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, _ int64) { st.LastHandledReconcileAt = requested })
+	return err
 }
 
 // sync reads the source and upgrades when it gives manifests that are neither deployed nor held.
