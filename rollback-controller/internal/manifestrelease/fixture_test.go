@@ -3,7 +3,6 @@ package manifestrelease_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -75,7 +74,13 @@ func startController(t testing.TB, cfg *rest.Config, ns string, mutate func(*man
 	opts := options.Defaults("rollback-controller")
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress, opts.LeaderElect = "0", "0", false
 	opts.Namespace = ns
-	m, err := manager.New("rollback-controller", opts, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	logs := &logBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("controller log:\n%s", logs.tail(80))
+		}
+	})
+	m, err := manager.New("rollback-controller", opts, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	require.NoError(t, err)
 	rcfg := manifestrelease.Config{GitCacheDir: t.TempDir(), MaxChunks: snapshot.DefaultMaxChunks, MaxManifestBytes: 64 << 20, RecheckInterval: 500 * time.Millisecond}
 	if mutate != nil {
@@ -95,6 +100,25 @@ func startController(t testing.TB, cfg *rest.Config, ns string, mutate func(*man
 		}
 	})
 	return m
+}
+
+// logBuffer keeps the controller's log, printed when a test fails.
+type logBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = append(b.lines, strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func (b *logBuffer) tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.lines[max(0, len(b.lines)-n):], "\n")
 }
 
 // playControllers stands in for the Deployment and Job controllers, which the local control

@@ -154,6 +154,11 @@ func (r *Reconciler) finishUpgrade(ctx context.Context, mr *rollbackv1.ManifestR
 		message += "; its tests failed, which spec.test.ignoreFailures allows: " + testMessage
 	}
 	message += pruneMessage
+	// Before the status says the upgrade is done, so that whoever sees it done sees the history
+	// pruned too; op.From stays in case a crash here sends the upgrade back to a rollback.
+	if err := r.pruneSnapshots(ctx, mr, op.Number, op.From); err != nil {
+		return controller.Result{}, err
+	}
 	mr, err = r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
 		st.Operation = nil
 		st.UpgradeNumber, st.DeployedVersion, st.DeployedDigest = op.Number, op.Version, op.Digest
@@ -172,9 +177,6 @@ func (r *Reconciler) finishUpgrade(ctx context.Context, mr *rollbackv1.ManifestR
 	}
 	r.Recorder.Event(mr, corev1.EventTypeNormal, ReasonUpgradeSucceeded, truncate(message, 1024))
 	r.Metrics.Upgrades.WithLabelValues(mr.Namespace, mr.Name, "succeeded").Inc()
-	if err := r.pruneSnapshots(ctx, mr); err != nil {
-		return controller.Result{}, err
-	}
 	return controller.Result{RequeueAfter: durationOr(mr.Spec.Interval, 5*time.Minute)}, nil
 }
 
@@ -216,8 +218,8 @@ func (r *Reconciler) prune(ctx context.Context, mr *rollbackv1.ManifestRelease, 
 	return kept, message, nil
 }
 
-// pruneSnapshots keeps the newest historyLimit snapshots, and always the deployed one.
-func (r *Reconciler) pruneSnapshots(ctx context.Context, mr *rollbackv1.ManifestRelease) error {
+// pruneSnapshots keeps the newest historyLimit snapshots, and always those named.
+func (r *Reconciler) pruneSnapshots(ctx context.Context, mr *rollbackv1.ManifestRelease, always ...int64) error {
 	infos, err := r.Snapshots.List(ctx, mr.Namespace, mr.Name)
 	if err != nil {
 		return err
@@ -226,12 +228,9 @@ func (r *Reconciler) pruneSnapshots(ctx context.Context, mr *rollbackv1.Manifest
 	if mr.Spec.HistoryLimit != nil {
 		limit = int(*mr.Spec.HistoryLimit)
 	}
-	keep := []int64{mr.Status.UpgradeNumber}
+	keep := slices.Clone(always)
 	for i := max(0, len(infos)-limit); i < len(infos); i++ {
 		keep = append(keep, infos[i].Number)
-	}
-	if op := mr.Status.Operation; op != nil {
-		keep = append(keep, op.Number, op.From)
 	}
 	_, err = r.Snapshots.Prune(ctx, mr.Namespace, mr.Name, keep)
 	return err
