@@ -438,4 +438,6 @@ func smokeTests(ignoreFailures bool) *rollbackv1.ReleaseTest {
 		DefinitionsFrom: []rollbackv1.TestDefinitionReference{{Kind: "ConfigMap", Name: "tests", Key: "smoke.yaml"}}}
 }
 
-func seconds(n int) *metav1.Duration { return &metav1.Duration{Duration: time.Duration(n) * time.Second} }
+func seconds(n int) *metav1.Duration {
+	return &metav1.Duration{Duration: time.Duration(n) * time.Second}
+}

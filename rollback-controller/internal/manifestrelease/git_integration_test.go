@@ -164,4 +164,3 @@ func secretNamesIn(t *testing.T, kube kubernetes.Interface, ns string) []string 
 	slices.Sort(names)
 	return names
 }
-
