@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
@@ -29,21 +28,21 @@ const (
 var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
 // setupScmObjects registers the reconcilers that fill the status of ScmProviders and
-// ScmRepositories, on the informers the CommitStatus reconciler shares. It returns what must run
-// beside those informers: the Secret watch, when the ServiceAccount may have one.
+// ScmRepositories, on the informers the CommitStatus reconciler shares, and the Secret watch
+// when the ServiceAccount may have one.
 func setupScmObjects(m *manager.Manager, cfg Config, resolver *resolve.Resolver,
-	repos scminformers.ScmRepositoryInformer, providers scminformers.ScmProviderInformer) (func(context.Context), error) {
+	repos scminformers.ScmRepositoryInformer, providers scminformers.ScmProviderInformer) error {
 	var selector labels.Selector
 	if s := m.Options.WatchLabelSelector; s != "" {
 		parsed, err := labels.Parse(s)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		selector = parsed
 	}
 	for _, inf := range []cache.SharedIndexInformer{repos.Informer(), providers.Informer()} {
 		if err := inf.AddIndexers(scmobjects.SecretIndexers); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	log := m.Log.With("controller", ProviderControllerName)
@@ -72,25 +71,26 @@ func setupScmObjects(m *manager.Manager, cfg Config, resolver *resolve.Resolver,
 		func(p *scmv1alpha1.ScmProvider) []string { return []string{handler.Key(p)} },
 		// A touch must reach a fresh Secret read, whichever handler runs first.
 		func(p *scmv1alpha1.ScmProvider) { resolver.Invalidate(handler.Key(p)) }, nil)); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := repos.Informer().AddEventHandler(onSpecChange(rc,
 		func(r *scmv1alpha1.ScmRepository) []string { return []string{handler.Key(r)} }, nil, nil)); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := providers.Informer().AddEventHandler(onProviderVerdict(rc, repos.Informer().GetIndexer())); err != nil {
-		return nil, err
+		return err
 	}
 	pc.WaitFor(providers.Informer().HasSynced)
 	rc.WaitFor(repos.Informer().HasSynced, providers.Informer().HasSynced)
 	if !watched {
-		return func(context.Context) {}, nil
+		return nil
 	}
 
-	// Referenced Secrets carry no shard label, so the watch is scoped by namespace only.
-	secrets := metadatainformer.NewFilteredMetadataInformer(m.Metadata, secretsGVR, m.Options.Namespace, 0, cache.Indexers{}, nil).Informer()
+	// Referenced Secrets carry no shard label. The transform applies to every user of this
+	// informer: none may need more of a Secret than its name.
+	secrets := m.ReferenceInformers.Metadata.ForResource(secretsGVR).Informer()
 	if err := secrets.SetTransform(nameOnly); err != nil {
-		return nil, err
+		return err
 	}
 	providerIndex, repoIndex := providers.Informer().GetIndexer(), repos.Informer().GetIndexer()
 	if _, err := secrets.AddEventHandler(handler.EnqueueMapped(pc, func(s metav1.Object) []string {
@@ -101,14 +101,14 @@ func setupScmObjects(m *manager.Manager, cfg Config, resolver *resolve.Resolver,
 		}
 		return keys
 	})); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := secrets.AddEventHandler(handler.EnqueueMapped(rc, func(s metav1.Object) []string {
 		return scmobjects.Referrers(repoIndex, s)
 	})); err != nil {
-		return nil, err
+		return err
 	}
-	return func(ctx context.Context) { secrets.Run(ctx.Done()) }, nil
+	return nil
 }
 
 // onProviderVerdict enqueues the ScmRepositories of an ScmProvider when what they read from it

@@ -4,7 +4,6 @@
 package setup
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"maps"
@@ -17,7 +16,6 @@ import (
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
-	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
@@ -93,10 +91,9 @@ func Setup(m *manager.Manager, cfg Config) error {
 
 	statusInformer := m.SluiceInformers.Commitstatus().V1alpha1().CommitStatuses()
 	// ScmRepositories and ScmProviders are referenced objects: they are read whatever shard label
-	// the CommitStatuses carry, so their factory is scoped by namespace only.
-	scmFactory := sluiceinformers.NewSharedInformerFactoryWithOptions(m.Sluice, 0, sluiceinformers.WithNamespace(m.Options.Namespace))
-	repoInformer := scmFactory.Scm().V1alpha1().ScmRepositories()
-	providerInformer := scmFactory.Scm().V1alpha1().ScmProviders()
+	// the CommitStatuses carry.
+	repoInformer := m.ReferenceInformers.Sluice.Scm().V1alpha1().ScmRepositories()
+	providerInformer := m.ReferenceInformers.Sluice.Scm().V1alpha1().ScmProviders()
 
 	if err := statusInformer.Informer().AddIndexers(cache.Indexers{byRepository: func(obj any) ([]string, error) {
 		cs, ok := obj.(*commitstatusv1alpha1.CommitStatus)
@@ -196,18 +193,7 @@ func Setup(m *manager.Manager, cfg Config) error {
 	}
 
 	c.WaitFor(repoInformer.Informer().HasSynced, providerInformer.Informer().HasSynced)
-	runSecretWatch, err := setupScmObjects(m, cfg, resolver, repoInformer, providerInformer)
-	if err != nil {
-		return err
-	}
-	m.AddRunnable(func(ctx context.Context) error {
-		go runSecretWatch(ctx)
-		scmFactory.Start(ctx.Done())
-		<-ctx.Done()
-		scmFactory.Shutdown()
-		return nil
-	})
-	return nil
+	return setupScmObjects(m, cfg, resolver, repoInformer, providerInformer)
 }
 
 // onSpecChange enqueues the keys fn derives when an object is added or deleted, or when its
