@@ -19,14 +19,15 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/conditions"
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	commitstatuslisters "github.com/sluicehq/sluice/api/generated/listers/commitstatus/v1alpha1"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
+	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // FieldManager writes CommitStatus status.
@@ -196,7 +197,7 @@ func applySent(st *commitstatusv1alpha1.CommitStatusStatus, sent sentRecord) {
 
 func syncedMessage(d Desired, t *resolve.Target) string {
 	return fmt.Sprintf("%s %q is set on %s@%s through ScmProvider %q",
-		d.Phase, d.Name, d.Repository, scm.ShortSHA(d.SHA), t.ProviderKey)
+		d.Phase, d.Name, d.Repository, text.ShortSHA(d.SHA), t.ProviderKey)
 }
 
 // failed records an SCM error: Stalled when retrying cannot help, requeued after the reset time
