@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 	"github.com/sluicehq/sluice/pkg/scm/scmmetrics"

@@ -21,11 +21,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
-	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
 	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
+	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 

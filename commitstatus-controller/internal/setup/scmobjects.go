@@ -11,10 +11,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	scminformers "github.com/sluicehq/sluice/api/generated/informers/externalversions/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/scmobjects"
-	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
-	scminformers "github.com/sluicehq/sluice/api/generated/informers/externalversions/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 )

@@ -11,10 +11,10 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
-	"github.com/sluicehq/sluice/commitstatus-controller/internal/statuses"
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/statuses"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"

@@ -5,8 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 )
 
 // Desired is everything that decides what the SCM shows for one CommitStatus. Two equal values
