@@ -7,11 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
@@ -19,7 +15,7 @@ import (
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
-	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 )
 
 // ProviderChecker judges an ScmProvider's spec and credentials; *resolve.Resolver is one, so a
@@ -46,27 +42,14 @@ type ProviderReconciler struct {
 
 // Reconcile checks the ScmProvider named by key ("namespace/name") and records the verdict.
 func (r *ProviderReconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return controller.Result{}, controller.Permanent(err)
-	}
-	p, err := r.Providers.ScmProviders(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	l, found, err := reconcile.Load(key, r.get, func(p *scmv1alpha1.ScmProvider) bool { return p.Spec.Suspend })
+	if !found || !owns(r.Selector, l.Cached) {
 		return controller.Result{}, err
 	}
-	if !owns(r.Selector, p) {
-		return controller.Result{}, nil
-	}
-
-	next := p.DeepCopy()
+	p, next := l.Cached, l.Next
 	gen := p.Generation
 	next.Status.ObservedGeneration = gen
-	s := suspend.Get(p, p.Spec.Suspend)
-	suspend.Report(&next.Status.Conditions, gen, s)
-	if s.Suspended {
+	if l.ReportSuspend(&next.Status.Conditions) {
 		return controller.Result{}, r.write(ctx, p, next)
 	}
 	v := r.check(ctx, p)
@@ -122,18 +105,22 @@ func providerReadyMessage(p *scmv1alpha1.ScmProvider) string {
 		p.Spec.Type, where, secret)
 }
 
+func (r *ProviderReconciler) get(namespace, name string) (*scmv1alpha1.ScmProvider, error) {
+	return r.Providers.ScmProviders(namespace).Get(name)
+}
+
+var providerStatus = reconcile.StatusWriter[*scmv1alpha1.ScmProvider, scmv1alpha1.ScmProviderStatus]{
+	Kind: "ScmProvider", FieldManager: FieldManager,
+	Status: func(p *scmv1alpha1.ScmProvider) *scmv1alpha1.ScmProviderStatus { return &p.Status },
+}
+
 func (r *ProviderReconciler) write(ctx context.Context, before, after *scmv1alpha1.ScmProvider) error {
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return nil
+	written, wrote, err := providerStatus.Write(ctx, r.Client.ScmV1alpha1().ScmProviders(after.Namespace), before, after)
+	if wrote {
+		announce(r.Recorder, written, before.Status.Conditions, written.Status.Conditions)
+		logChange(r.Log, "ScmProvider", written, before.Status.Conditions, written.Status.Conditions)
 	}
-	written, err := r.Client.ScmV1alpha1().ScmProviders(after.Namespace).
-		UpdateStatus(ctx, after, metav1.UpdateOptions{FieldManager: FieldManager})
-	if err != nil {
-		return fmt.Errorf("writing the status of ScmProvider %s/%s: %w", after.Namespace, after.Name, err)
-	}
-	announce(r.Recorder, written, before.Status.Conditions, written.Status.Conditions)
-	logChange(r.Log, "ScmProvider", written, before.Status.Conditions, written.Status.Conditions)
-	return nil
+	return err
 }
 
 func recheckOr(d time.Duration) time.Duration {

@@ -7,12 +7,10 @@ import (
 	"log/slog"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
@@ -22,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
@@ -44,27 +43,14 @@ type RepositoryReconciler struct {
 
 // Reconcile checks the ScmRepository named by key ("namespace/name") and records the verdict.
 func (r *RepositoryReconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return controller.Result{}, controller.Permanent(err)
-	}
-	repo, err := r.Repositories.ScmRepositories(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	l, found, err := reconcile.Load(key, r.get, func(repo *scmv1alpha1.ScmRepository) bool { return repo.Spec.Suspend })
+	if !found || !owns(r.Selector, l.Cached) {
 		return controller.Result{}, err
 	}
-	if !owns(r.Selector, repo) {
-		return controller.Result{}, nil
-	}
-
-	next := repo.DeepCopy()
+	repo, next := l.Cached, l.Next
 	gen := repo.Generation
 	next.Status.ObservedGeneration = gen
-	s := suspend.Get(repo, repo.Spec.Suspend)
-	suspend.Report(&next.Status.Conditions, gen, s)
-	if s.Suspended {
+	if l.ReportSuspend(&next.Status.Conditions) {
 		return controller.Result{}, r.write(ctx, repo, next)
 	}
 	v := r.check(ctx, repo)
@@ -181,16 +167,20 @@ func repositoryReadyMessage(repo *scmv1alpha1.ScmRepository) string {
 		repo.Spec.ProviderRef.Name, creds)
 }
 
+func (r *RepositoryReconciler) get(namespace, name string) (*scmv1alpha1.ScmRepository, error) {
+	return r.Repositories.ScmRepositories(namespace).Get(name)
+}
+
+var repositoryStatus = reconcile.StatusWriter[*scmv1alpha1.ScmRepository, scmv1alpha1.ScmRepositoryStatus]{
+	Kind: "ScmRepository", FieldManager: FieldManager,
+	Status: func(r *scmv1alpha1.ScmRepository) *scmv1alpha1.ScmRepositoryStatus { return &r.Status },
+}
+
 func (r *RepositoryReconciler) write(ctx context.Context, before, after *scmv1alpha1.ScmRepository) error {
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return nil
+	written, wrote, err := repositoryStatus.Write(ctx, r.Client.ScmV1alpha1().ScmRepositories(after.Namespace), before, after)
+	if wrote {
+		announce(r.Recorder, written, before.Status.Conditions, written.Status.Conditions)
+		logChange(r.Log, "ScmRepository", written, before.Status.Conditions, written.Status.Conditions)
 	}
-	written, err := r.Client.ScmV1alpha1().ScmRepositories(after.Namespace).
-		UpdateStatus(ctx, after, metav1.UpdateOptions{FieldManager: FieldManager})
-	if err != nil {
-		return fmt.Errorf("writing the status of ScmRepository %s/%s: %w", after.Namespace, after.Name, err)
-	}
-	announce(r.Recorder, written, before.Status.Conditions, written.Status.Conditions)
-	logChange(r.Log, "ScmRepository", written, before.Status.Conditions, written.Status.Conditions)
-	return nil
+	return err
 }

@@ -125,31 +125,14 @@ func onProviderVerdict(q handler.Enqueuer, repos cache.Indexer) cache.ResourceEv
 			}
 		}
 	}
-	asProvider := func(obj any) (*scmv1alpha1.ScmProvider, bool) {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		p, ok := obj.(*scmv1alpha1.ScmProvider)
-		return p, ok
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if p, ok := asProvider(obj); ok {
-				enqueue(p)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			o, okOld := asProvider(oldObj)
-			n, okNew := asProvider(newObj)
-			if okOld && okNew && scmobjects.ProviderVerdictChanged(o, n) {
+	return handler.Funcs[*scmv1alpha1.ScmProvider]{
+		Add: enqueue,
+		Update: func(o, n *scmv1alpha1.ScmProvider) {
+			if scmobjects.ProviderVerdictChanged(o, n) {
 				enqueue(n)
 			}
 		},
-		DeleteFunc: func(obj any) {
-			if p, ok := asProvider(obj); ok {
-				enqueue(p)
-			}
-		},
+		Delete: enqueue,
 	}
 }
 

@@ -6,9 +6,9 @@ package setup
 import (
 	"flag"
 	"fmt"
-	"maps"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
@@ -171,11 +171,9 @@ func Setup(m *manager.Manager, cfg Config) error {
 	}
 	// A provider that turns Ready (its Secret was created or fixed) brings back at once the
 	// CommitStatuses that were waiting for it, instead of at their next recheck.
-	if _, err := providerInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(oldObj, newObj any) {
-			before, okOld := oldObj.(*scmv1alpha1.ScmProvider)
-			after, okNew := newObj.(*scmv1alpha1.ScmProvider)
-			if okOld && okNew && !conditions.IsTrue(before.Status.Conditions, conditions.Ready) && conditions.IsTrue(after.Status.Conditions, conditions.Ready) {
+	if _, err := providerInformer.Informer().AddEventHandler(handler.Funcs[*scmv1alpha1.ScmProvider]{
+		Update: func(before, after *scmv1alpha1.ScmProvider) {
+			if !conditions.IsTrue(before.Status.Conditions, conditions.Ready) && conditions.IsTrue(after.Status.Conditions, conditions.Ready) {
 				for _, key := range statusesOfProvider(after) {
 					c.Enqueue(key)
 				}
@@ -197,53 +195,27 @@ func Setup(m *manager.Manager, cfg Config) error {
 }
 
 // onSpecChange enqueues the keys fn derives when an object is added or deleted, or when its
-// spec (generation) or annotations change; updated and deleted, when set, are told first.
-// Status-only writes by other controllers are ignored, so they do not fan out to every
-// CommitStatus of a repository.
-func onSpecChange[T interface {
-	*scmv1alpha1.ScmRepository | *scmv1alpha1.ScmProvider
-	GetGeneration() int64
-	GetAnnotations() map[string]string
-}](c handler.Enqueuer, fn func(T) []string, updated, deleted func(T)) cache.ResourceEventHandler {
+// spec or metadata change; updated and deleted, when set, are told first. Status-only writes by
+// other controllers are ignored, so they do not fan out to every CommitStatus of a repository.
+func onSpecChange[T metav1.Object](c handler.Enqueuer, fn func(T) []string, updated, deleted func(T)) cache.ResourceEventHandler {
 	enqueue := func(obj T) {
 		for _, key := range fn(obj) {
 			c.Enqueue(key)
 		}
 	}
-	asT := func(obj any) (T, bool) {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		t, ok := obj.(T)
-		return t, ok
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if t, ok := asT(obj); ok {
-				enqueue(t)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			o, okOld := asT(oldObj)
-			n, okNew := asT(newObj)
-			if !okOld || !okNew {
-				return
-			}
-			if o.GetGeneration() == n.GetGeneration() && maps.Equal(o.GetAnnotations(), n.GetAnnotations()) {
-				return
-			}
+	return handler.OnSpecOrMetadataChange(handler.Funcs[T]{
+		Add: enqueue,
+		Update: func(_, obj T) {
 			if updated != nil {
-				updated(n)
+				updated(obj)
 			}
-			enqueue(n)
+			enqueue(obj)
 		},
-		DeleteFunc: func(obj any) {
-			if t, ok := asT(obj); ok {
-				if deleted != nil {
-					deleted(t)
-				}
-				enqueue(t)
+		Delete: func(obj T) {
+			if deleted != nil {
+				deleted(obj)
 			}
+			enqueue(obj)
 		},
-	}
+	})
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,7 +90,7 @@ type fixture struct {
 	scm      *fakeSCM
 	recorder *record.FakeRecorder
 	r        *Reconciler
-	now      time.Time
+	clock    *clocktesting.FakeClock
 
 	statuses, repos, providers cache.Indexer
 }
@@ -102,7 +104,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 		kube:      kubefake.NewClientset(secret("github-token", map[string]string{"token": token})),
 		scm:       &fakeSCM{typ: "github"},
 		recorder:  record.NewFakeRecorder(100),
-		now:       time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
+		clock:     clocktesting.NewFakeClock(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)),
 		statuses:  cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
 		repos:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
 		providers: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
@@ -113,7 +115,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 		Providers:    scmlisters.NewScmProviderLister(f.providers),
 		Kube:         f.kube,
 		Limiters:     limiters,
-		Now:          func() time.Time { return f.now },
+		Clock:        f.clock,
 		New: func(name string, cfg scm.Config) (scm.Provider, error) {
 			if name == "git" {
 				return scm.New(name, cfg)
@@ -128,7 +130,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	f.r.Resolver = resolver
 	f.r.Recorder = f.recorder
 	f.r.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	f.r.Now = func() time.Time { return f.now }
+	f.r.Clock = f.clock
 	return f
 }
 

@@ -14,10 +14,9 @@ import (
 	"log/slog"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
@@ -25,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/suspend"
 	"github.com/sluicehq/sluice/pkg/text"
@@ -56,8 +56,8 @@ type Reconciler struct {
 	RecheckInterval time.Duration
 	// CallTimeout bounds one SCM call, waits for the shared rate limiter included.
 	CallTimeout time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is read for status.lastSyncTime; nil means the real clock.
+	Clock clock.PassiveClock
 
 	memo *memo
 }
@@ -66,10 +66,14 @@ type Reconciler struct {
 func New() *Reconciler { return &Reconciler{memo: newMemo()} }
 
 func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+	if r.Clock != nil {
+		return r.Clock.Now()
 	}
 	return time.Now()
+}
+
+func (r *Reconciler) get(namespace, name string) (*commitstatusv1alpha1.CommitStatus, error) {
+	return r.Statuses.CommitStatuses(namespace).Get(name)
 }
 
 func (r *Reconciler) recheck() time.Duration {
@@ -84,30 +88,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	if r.memo == nil {
 		r.memo = newMemo()
 	}
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return controller.Result{}, controller.Permanent(err)
-	}
-	cs, err := r.Statuses.CommitStatuses(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		r.memo.forget(key)
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	l, found, err := reconcile.Load(key, r.get, func(cs *commitstatusv1alpha1.CommitStatus) bool { return cs.Spec.Suspend })
+	if !found {
+		if err == nil {
+			r.memo.forget(key)
+		}
 		return controller.Result{}, err
 	}
-
-	next := cs.DeepCopy()
+	cs, next := l.Cached, l.Next
 	gen := cs.Generation
 	next.Status.ObservedGeneration = gen
 	next.Status.ShortSHA = commitstatusv1alpha1.ShortSHA(cs.Spec.SHA)
-	if s := suspend.Get(cs, cs.Spec.Suspend); s.Suspended {
-		suspend.Report(&next.Status.Conditions, gen, s)
+	if l.ReportSuspend(&next.Status.Conditions) {
 		r.count(OutcomeSuspended)
 		_, err := r.write(ctx, cs, next)
 		return controller.Result{}, err
 	}
-	suspend.Report(&next.Status.Conditions, gen, suspend.State{})
 
 	target, rerr := r.Resolver.Resolve(ctx, cs)
 	if rerr != nil {

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
@@ -53,12 +52,12 @@ func TestFirstReconcileSendsTheStatusAndRecordsItsDigest(t *testing.T) {
 	assert.Equal(t, "1", cs.Status.ProviderID)
 	assert.NotEmpty(t, cs.Status.SyncedDigest)
 	require.NotNil(t, cs.Status.LastSyncTime)
-	assert.True(t, cs.Status.LastSyncTime.Time.Equal(f.now))
+	assert.True(t, cs.Status.LastSyncTime.Time.Equal(f.clock.Now()))
 	assert.Equal(t, int64(1), cs.Status.ObservedGeneration)
 	c := ready(t, cs)
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
 	assert.Equal(t, ReasonSynced, c.Reason)
-	assert.Contains(t, c.Message, "acme/app@0123456789ab")
+	assert.Contains(t, c.Message, "acme/app@0123456")
 	assert.Len(t, f.events(), 1, "one Event for the first sync")
 }
 
@@ -116,13 +115,13 @@ func TestChangingThePhaseSendsTheNewState(t *testing.T) {
 
 func TestALostStatusWriteDoesNotResend(t *testing.T) {
 	f := newFixture(t, commitStatus(), repository("github"), githubProvider())
-	conflicts := 1
+	failures := 1
 	f.sluice.PrependReactor("update", "commitstatuses", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if action.GetSubresource() != "status" || conflicts == 0 {
+		if action.GetSubresource() != "status" || failures == 0 {
 			return false, nil, nil
 		}
-		conflicts--
-		return true, nil, apierrors.NewConflict(schema.GroupResource{Group: "commitstatus.sluice.dev", Resource: "commitstatuses"}, "health", errors.New("changed"))
+		failures--
+		return true, nil, apierrors.NewInternalError(errors.New("etcd timed out"))
 	})
 	_, err := f.reconcile()
 	require.Error(t, err, "the status write failed after the SCM call")
@@ -228,7 +227,7 @@ func TestPermanentSCMErrorsStallAndAreNotRetriedWithTheSameInputs(t *testing.T) 
 
 	// The status write and the periodic re-check see the same object and credentials: no call.
 	for range 2 {
-		f.now = f.now.Add(time.Second)
+		f.clock.Step(time.Second)
 		_, err = f.reconcile()
 		require.NoError(t, err)
 	}
@@ -243,7 +242,7 @@ func TestPermanentSCMErrorsStallAndAreNotRetriedWithTheSameInputs(t *testing.T) 
 	_, err = f.kube.CoreV1().Secrets(ns).Update(context.Background(), s, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	f.scm.fail(nil)
-	f.now = f.now.Add(resolve.DefaultCredentialsTTL)
+	f.clock.Step(resolve.DefaultCredentialsTTL)
 	_, err = f.reconcile()
 	require.NoError(t, err)
 	assert.Len(t, f.scm.sent(), 2)

@@ -2,15 +2,14 @@ package statuses
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/scm"
 )
 
@@ -74,17 +73,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+var commitStatusStatus = reconcile.StatusWriter[*commitstatusv1alpha1.CommitStatus, commitstatusv1alpha1.CommitStatusStatus]{
+	Kind: "CommitStatus", FieldManager: FieldManager,
+	Status: func(cs *commitstatusv1alpha1.CommitStatus) *commitstatusv1alpha1.CommitStatusStatus {
+		return &cs.Status
+	},
+}
+
 // write updates the status when it changed, and tells about transitions with Events.
 func (r *Reconciler) write(ctx context.Context, before, after *commitstatusv1alpha1.CommitStatus) (*commitstatusv1alpha1.CommitStatus, error) {
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return before, nil
-	}
-	written, err := r.Client.CommitstatusV1alpha1().CommitStatuses(after.Namespace).
-		UpdateStatus(ctx, after, metav1.UpdateOptions{FieldManager: FieldManager})
+	written, wrote, err := commitStatusStatus.Write(ctx, r.Client.CommitstatusV1alpha1().CommitStatuses(after.Namespace), before, after)
 	if err != nil {
-		return nil, fmt.Errorf("writing the status of CommitStatus %s/%s: %w", after.Namespace, after.Name, err)
+		return nil, err
 	}
-	r.announce(before, written)
+	if wrote {
+		r.announce(before, written)
+	}
 	return written, nil
 }
 

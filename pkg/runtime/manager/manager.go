@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	sluicescheme "github.com/sluicehq/sluice/api/generated/clientset/versioned/scheme"
@@ -60,6 +61,9 @@ type Manager struct {
 	// only, started and waited for like the factories above.
 	ReferenceInformers References
 
+	// Clock is the time every reconciler reads (clock.RealClock here; a test may set a fake one
+	// before Setup), so time-driven logic is tested without waiting.
+	Clock    clock.Clock
 	Scheme   *runtime.Scheme
 	Recorder record.EventRecorder
 	Metrics  *metrics.Registry
@@ -89,7 +93,7 @@ func New(name string, opts options.Options, cfg *rest.Config, log *slog.Logger) 
 	cfg.Burst = opts.KubeAPIBurst
 	cfg.UserAgent = name
 
-	m := &Manager{Name: name, Options: opts, Log: log, RESTConfig: cfg, Metrics: metrics.NewRegistry()}
+	m := &Manager{Name: name, Options: opts, Log: log, RESTConfig: cfg, Metrics: metrics.NewRegistry(), Clock: clock.RealClock{}}
 	var err error
 	if m.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
