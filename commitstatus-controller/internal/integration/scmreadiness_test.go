@@ -12,8 +12,9 @@ import (
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/readiness"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
-	"github.com/sluicehq/sluice/commitstatus-controller/internal/scmobjects"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/scmrepository"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/scm/scmtest"
@@ -68,15 +69,15 @@ func readinessScenario(t *testing.T) {
 	assert.Contains(t, conditions.Get(missing.Status.Conditions, conditions.Ready).Message,
 		`Secret "github-token", named by ScmProvider "github", does not exist in namespace "`+ns+`"`)
 	assert.Equal(t, missing.Generation, missing.Status.ObservedGeneration)
-	waitRepository(t, ns, "app", readyIs(metav1.ConditionFalse, scmobjects.ReasonProviderNotReady))
+	waitRepository(t, ns, "app", readyIs(metav1.ConditionFalse, scmrepository.ReasonProviderNotReady))
 
 	// Nothing but the Secret changes.
 	createSecret(t, ns, "github-token", map[string]string{"token": githubToken})
-	ready := waitProvider(t, ns, "github", readyIs(metav1.ConditionTrue, scmobjects.ReasonValid))
+	ready := waitProvider(t, ns, "github", readyIs(metav1.ConditionTrue, readiness.ReasonValid))
 	assert.Equal(t, missing.Generation, ready.Generation)
 	assert.Empty(t, ready.Annotations, "no touch was needed")
 	assert.Nil(t, conditions.Get(ready.Status.Conditions, conditions.Stalled))
-	waitRepository(t, ns, "app", readyIs(metav1.ConditionTrue, scmobjects.ReasonValid))
+	waitRepository(t, ns, "app", readyIs(metav1.ConditionTrue, readiness.ReasonValid))
 
 	createRepository(t, ns, "orphan", "gitlab", "acme", "app", "https://gitlab.example.com/acme/app.git")
 	orphan := waitRepository(t, ns, "orphan", readyIs(metav1.ConditionFalse, resolve.ReasonProviderNotFound))
@@ -96,7 +97,7 @@ func readinessScenario(t *testing.T) {
 	private := waitRepository(t, ns, "private", readyIs(metav1.ConditionFalse, resolve.ReasonSecretNotFound))
 	assert.Contains(t, conditions.Get(private.Status.Conditions, conditions.Ready).Message, "identity and known_hosts")
 	createSecret(t, ns, "deploy-key", map[string]string{"identity": "-----BEGIN OPENSSH PRIVATE KEY-----\n", "known_hosts": "github.example.com ssh-ed25519 AAAA"})
-	waitRepository(t, ns, "private", readyIs(metav1.ConditionTrue, scmobjects.ReasonValid))
+	waitRepository(t, ns, "private", readyIs(metav1.ConditionTrue, readiness.ReasonValid))
 
 	assert.Empty(t, srv.Requests(), "checking an ScmProvider spends none of the SCM's quota")
 }

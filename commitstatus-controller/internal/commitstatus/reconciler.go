@@ -1,11 +1,11 @@
-// Package statuses mirrors CommitStatus objects to their SCM.
+// Package commitstatus mirrors CommitStatus objects to their SCM.
 //
 // A CommitStatus is sent only when the state it asks for differs from the state last synced. The
 // digest of that state (endpoint, repository, SHA, name, phase, description, URL) is kept in
 // status.syncedDigest, so the same spec is never sent twice, also across restarts. Permanent
 // errors mark the object Stalled and are not retried with the same inputs; rate-limited calls are
 // requeued after the SCM's reset time; other errors are retried with backoff.
-package statuses
+package commitstatus
 
 import (
 	"context"

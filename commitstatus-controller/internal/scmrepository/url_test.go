@@ -1,42 +1,13 @@
-package scmobjects
+package scmrepository
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 
-	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 )
-
-func TestReferrersOfASecret(t *testing.T) {
-	providers := cache.NewIndexer(cache.MetaNamespaceKeyFunc, SecretIndexers)
-	repos := cache.NewIndexer(cache.MetaNamespaceKeyFunc, SecretIndexers)
-	require.NoError(t, providers.Add(githubProvider(func(p *scmv1alpha1.ScmProvider) {
-		p.Spec.CABundle = &scmv1alpha1.CABundleReference{Kind: "Secret", Name: "corp-ca"}
-	})))
-	require.NoError(t, providers.Add(githubProvider(func(p *scmv1alpha1.ScmProvider) {
-		p.Name = "ghes"
-		p.Spec.CABundle = &scmv1alpha1.CABundleReference{Kind: "ConfigMap", Name: "corp-ca"}
-	})))
-	require.NoError(t, providers.Add(githubProvider(func(p *scmv1alpha1.ScmProvider) {
-		p.Name, p.Spec.Type, p.Spec.SecretRef = "plain", scmv1alpha1.ScmProviderGit, nil
-	})))
-	require.NoError(t, repos.Add(repository(withAuth(scmv1alpha1.GitAuthToken, "https://github.com/acme/app.git"))))
-	require.NoError(t, repos.Add(repository(func(r *scmv1alpha1.ScmRepository) { r.Name = "public" })))
-
-	secret := func(namespace, name string) metav1.Object {
-		return &metav1.ObjectMeta{Namespace: namespace, Name: name}
-	}
-	assert.ElementsMatch(t, []string{"team/github", "team/ghes"}, Referrers(providers, secret(ns, "github-token")))
-	assert.Equal(t, []string{"team/github"}, Referrers(providers, secret(ns, "corp-ca")), "a ConfigMap of the same name is not a Secret")
-	assert.Equal(t, []string{"team/app"}, Referrers(repos, secret(ns, "git-creds")))
-	assert.Empty(t, Referrers(repos, secret("other", "git-creds")), "references are local to the namespace")
-	assert.Empty(t, Referrers(providers, secret(ns, "unrelated")))
-}
 
 func TestProviderVerdictChanged(t *testing.T) {
 	base := readyProvider(nil)

@@ -1,4 +1,4 @@
-package scmobjects
+package scmprovider
 
 import (
 	"context"
@@ -84,7 +84,7 @@ func TestProviderReadiness(t *testing.T) {
 			f := newFixture(t, append([]runtime.Object{tc.provider}, tc.objects...)...)
 			res, err := f.reconcileProvider("github")
 			require.NoError(t, err)
-			p := f.provider("github")
+			p := f.Provider("github")
 			assert.Equal(t, int64(3), p.Status.ObservedGeneration)
 			ready := readyOf(p.Status.Conditions)
 			require.NotNil(t, ready)
@@ -100,7 +100,7 @@ func TestProviderReadiness(t *testing.T) {
 				assert.Equal(t, tc.reason, ready.Reason)
 				assert.True(t, conditions.IsTrue(p.Status.Conditions, conditions.Stalled), "a person must act")
 			}
-			assertNoSecretValues(t, p.Status.Conditions, f.events())
+			assertNoSecretValues(t, p.Status.Conditions, f.Events())
 		})
 	}
 }
@@ -109,7 +109,7 @@ func TestProviderReadiness(t *testing.T) {
 // the ScmProvider back, and only what has no event (a ConfigMap, RBAC) keeps the timer.
 func TestProviderRechecksOnlyWhatNoEventBringsBack(t *testing.T) {
 	forbidden := func(f *fixture) {
-		f.kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		f.Kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "github-token", errors.New("no"))
 		})
 	}
@@ -141,7 +141,7 @@ func TestProviderRechecksOnlyWhatNoEventBringsBack(t *testing.T) {
 			}
 			res, err := f.reconcileProvider("github")
 			require.NoError(t, err)
-			assert.Equal(t, tc.reason, readyOf(f.provider("github").Status.Conditions).Reason)
+			assert.Equal(t, tc.reason, readyOf(f.Provider("github").Status.Conditions).Reason)
 			if tc.want {
 				assert.Equal(t, recheck, res.RequeueAfter)
 			} else {
@@ -157,8 +157,8 @@ func TestProviderStatusIsWrittenOnlyWhenItChanges(t *testing.T) {
 	f := newFixture(t, githubProvider(nil))
 	_, err := f.reconcileProvider("github")
 	require.NoError(t, err)
-	require.Equal(t, 1, f.statusWrites())
-	events := f.events()
+	require.Equal(t, 1, f.StatusWrites())
+	events := f.Events()
 	require.Len(t, events, 1)
 	assert.Contains(t, events[0], "Warning SecretNotFound")
 
@@ -166,32 +166,32 @@ func TestProviderStatusIsWrittenOnlyWhenItChanges(t *testing.T) {
 		_, err = f.reconcileProvider("github")
 		require.NoError(t, err)
 	}
-	assert.Equal(t, 1, f.statusWrites(), "the same verdict is not written again")
-	assert.Empty(t, f.events())
+	assert.Equal(t, 1, f.StatusWrites(), "the same verdict is not written again")
+	assert.Empty(t, f.Events())
 
 	// The Secret appears; the Secret watch invalidates the resolver's cached read.
-	_, err = f.kube.CoreV1().Secrets(ns).Create(context.Background(), secret("github-token", map[string]string{"token": apiToken}), metav1.CreateOptions{})
+	_, err = f.Kube.CoreV1().Secrets(ns).Create(context.Background(), secret("github-token", map[string]string{"token": apiToken}), metav1.CreateOptions{})
 	require.NoError(t, err)
-	f.resolver.Invalidate(ns + "/github")
+	f.Resolver.Invalidate(ns + "/github")
 	_, err = f.reconcileProvider("github")
 	require.NoError(t, err)
-	p := f.provider("github")
-	assert.Equal(t, 2, f.statusWrites())
+	p := f.Provider("github")
+	assert.Equal(t, 2, f.StatusWrites())
 	assert.Equal(t, metav1.ConditionTrue, readyOf(p.Status.Conditions).Status)
 	assert.Nil(t, conditions.Get(p.Status.Conditions, conditions.Stalled), "Stalled is removed once Ready")
-	events = f.events()
+	events = f.Events()
 	require.Len(t, events, 1)
 	assert.Contains(t, events[0], "Normal Valid")
 }
 
 func TestProviderLookupFailureIsRetriedWithBackoff(t *testing.T) {
 	f := newFixture(t, githubProvider(nil))
-	f.kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+	f.Kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("etcd is slow")
 	})
 	_, err := f.reconcileProvider("github")
 	require.Error(t, err, "returned to the queue, which backs off")
-	p := f.provider("github")
+	p := f.Provider("github")
 	ready := readyOf(p.Status.Conditions)
 	assert.Equal(t, resolve.ReasonLookupFailed, ready.Reason)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
@@ -205,12 +205,12 @@ func TestSuspendedProviderIsNotChecked(t *testing.T) {
 	res, err := f.reconcileProvider("github")
 	require.NoError(t, err)
 	assert.Zero(t, res.RequeueAfter)
-	got := f.provider("github")
+	got := f.Provider("github")
 	s := conditions.Get(got.Status.Conditions, conditions.Suspended)
 	require.NotNil(t, s)
 	assert.Equal(t, "SCM migration", s.Message)
 	assert.Nil(t, readyOf(got.Status.Conditions), "no verdict while suspended")
-	assert.Zero(t, f.secretReads())
+	assert.Zero(t, f.SecretReads())
 }
 
 func TestProvidersOfAnotherShardAreLeftAlone(t *testing.T) {
@@ -218,8 +218,8 @@ func TestProvidersOfAnotherShardAreLeftAlone(t *testing.T) {
 	f.pr.Selector = mustSelector(t, "shard=a")
 	_, err := f.reconcileProvider("github")
 	require.NoError(t, err)
-	assert.Zero(t, f.statusWrites())
-	assert.Zero(t, f.secretReads())
+	assert.Zero(t, f.StatusWrites())
+	assert.Zero(t, f.SecretReads())
 }
 
 func TestDeletedProviderIsForgotten(t *testing.T) {
@@ -227,5 +227,5 @@ func TestDeletedProviderIsForgotten(t *testing.T) {
 	res, err := f.reconcileProvider("gone")
 	require.NoError(t, err)
 	assert.Zero(t, res.RequeueAfter)
-	assert.Zero(t, f.statusWrites())
+	assert.Zero(t, f.StatusWrites())
 }

@@ -1,4 +1,4 @@
-package statuses
+package commitstatus
 
 import (
 	"context"

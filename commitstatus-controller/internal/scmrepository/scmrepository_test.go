@@ -1,6 +1,7 @@
-package scmobjects
+package scmrepository
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -17,13 +18,6 @@ import (
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
-
-func withAuth(typ scmv1alpha1.GitAuthType, url string) func(*scmv1alpha1.ScmRepository) {
-	return func(r *scmv1alpha1.ScmRepository) {
-		r.Spec.URL = url
-		r.Spec.Auth = &scmv1alpha1.GitAuth{Type: typ, SecretRef: scmv1alpha1.LocalObjectReference{Name: "git-creds"}}
-	}
-}
 
 func TestRepositoryReadiness(t *testing.T) {
 	const sshURL = "ssh://git@github.com/acme/app.git"
@@ -104,7 +98,7 @@ func TestRepositoryReadiness(t *testing.T) {
 			f := newFixture(t, objects...)
 			_, err := f.reconcileRepository("app")
 			require.NoError(t, err)
-			r := f.repository("app")
+			r := f.Repository("app")
 			assert.Equal(t, int64(2), r.Status.ObservedGeneration)
 			ready := readyOf(r.Status.Conditions)
 			require.NotNil(t, ready)
@@ -119,7 +113,7 @@ func TestRepositoryReadiness(t *testing.T) {
 			}
 			assert.Equal(t, tc.stalled, conditions.IsTrue(r.Status.Conditions, conditions.Stalled), "Stalled")
 			assert.Equal(t, tc.waiting, conditions.IsTrue(r.Status.Conditions, conditions.Reconciling), "Reconciling")
-			assertNoSecretValues(t, r.Status.Conditions, f.events())
+			assertNoSecretValues(t, r.Status.Conditions, f.Events())
 		})
 	}
 }
@@ -140,7 +134,7 @@ func TestRepositoryRechecksOnlyWhatNoEventBringsBack(t *testing.T) {
 			f := newFixture(t, repo.DeepCopy(), readyProvider(nil))
 			f.rr.SecretsWatched = tc.watched
 			if tc.forbidden {
-				f.kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+				f.Kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "git-creds", errors.New("no"))
 				})
 			}
@@ -165,38 +159,42 @@ func TestRepositoryStatusIsWrittenOnlyWhenItChanges(t *testing.T) {
 	f := newFixture(t, repository(nil), githubProvider(nil))
 	_, err := f.reconcileRepository("app")
 	require.NoError(t, err)
-	assert.Equal(t, ReasonWaitingForProvider, readyOf(f.repository("app").Status.Conditions).Reason)
-	events := f.events()
+	assert.Equal(t, ReasonWaitingForProvider, readyOf(f.Repository("app").Status.Conditions).Reason)
+	events := f.Events()
 	require.Len(t, events, 1)
 	assert.Contains(t, events[0], "Normal WaitingForScmProvider", "waiting is not a warning")
 
 	_, err = f.reconcileRepository("app")
 	require.NoError(t, err)
-	assert.Equal(t, 1, f.statusWrites())
+	assert.Equal(t, 1, f.StatusWrites())
 
 	// The provider's own reconciler finds its Secret missing.
-	_, err = f.reconcileProvider("github")
+	p := f.Provider("github")
+	p.Status.ObservedGeneration = p.Generation
+	conditions.MarkStalled(&p.Status.Conditions, p.Generation, resolve.ReasonSecretNotFound, `Secret "github-token" does not exist`)
+	_, err = f.Sluice.ScmV1alpha1().ScmProviders(ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	require.Equal(t, 2, f.statusWrites())
+	f.Sync()
+	require.Equal(t, 2, f.StatusWrites())
 	_, err = f.reconcileRepository("app")
 	require.NoError(t, err)
-	r := f.repository("app")
+	r := f.Repository("app")
 	assert.Equal(t, ReasonProviderNotReady, readyOf(r.Status.Conditions).Reason)
 	assert.Nil(t, conditions.Get(r.Status.Conditions, conditions.Reconciling), "no longer waiting")
-	assert.Equal(t, 3, f.statusWrites())
+	assert.Equal(t, 3, f.StatusWrites())
 	_, err = f.reconcileRepository("app")
 	require.NoError(t, err)
-	assert.Equal(t, 3, f.statusWrites())
+	assert.Equal(t, 3, f.StatusWrites())
 }
 
 func TestRepositoryLookupFailureIsRetriedWithBackoff(t *testing.T) {
 	f := newFixture(t, repository(withAuth(scmv1alpha1.GitAuthToken, "https://github.com/acme/app.git")), readyProvider(nil))
-	f.kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+	f.Kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("etcd is slow")
 	})
 	_, err := f.reconcileRepository("app")
 	require.Error(t, err)
-	r := f.repository("app")
+	r := f.Repository("app")
 	assert.Equal(t, resolve.ReasonLookupFailed, readyOf(r.Status.Conditions).Reason)
 	assert.False(t, conditions.IsTrue(r.Status.Conditions, conditions.Stalled))
 }
@@ -207,12 +205,12 @@ func TestSuspendedRepositoryIsNotChecked(t *testing.T) {
 	f := newFixture(t, repo)
 	_, err := f.reconcileRepository("app")
 	require.NoError(t, err)
-	r := f.repository("app")
+	r := f.Repository("app")
 	s := conditions.Get(r.Status.Conditions, conditions.Suspended)
 	require.NotNil(t, s)
 	assert.Equal(t, suspend.ReasonSpec, s.Reason)
 	assert.Nil(t, readyOf(r.Status.Conditions))
-	assert.Zero(t, f.secretReads())
+	assert.Zero(t, f.SecretReads())
 }
 
 func TestRepositoriesOfAnotherShardAreLeftAlone(t *testing.T) {
@@ -220,5 +218,5 @@ func TestRepositoriesOfAnotherShardAreLeftAlone(t *testing.T) {
 	f.rr.Selector = mustSelector(t, "shard=a")
 	_, err := f.reconcileRepository("app")
 	require.NoError(t, err)
-	assert.Zero(t, f.statusWrites())
+	assert.Zero(t, f.StatusWrites())
 }

@@ -1,4 +1,4 @@
-package scmobjects
+package scmrepository
 
 import (
 	"errors"

@@ -14,7 +14,34 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	rt "github.com/sluicehq/sluice/commitstatus-controller/internal/readiness/readinesstest"
 )
+
+func TestReferrersOfASecret(t *testing.T) {
+	providers := cache.NewIndexer(cache.MetaNamespaceKeyFunc, secretIndexers)
+	repos := cache.NewIndexer(cache.MetaNamespaceKeyFunc, secretIndexers)
+	require.NoError(t, providers.Add(rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
+		p.Spec.CABundle = &scmv1alpha1.CABundleReference{Kind: "Secret", Name: "corp-ca"}
+	})))
+	require.NoError(t, providers.Add(rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
+		p.Name = "ghes"
+		p.Spec.CABundle = &scmv1alpha1.CABundleReference{Kind: "ConfigMap", Name: "corp-ca"}
+	})))
+	require.NoError(t, providers.Add(rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
+		p.Name, p.Spec.Type, p.Spec.SecretRef = "plain", scmv1alpha1.ScmProviderGit, nil
+	})))
+	require.NoError(t, repos.Add(rt.Repository(rt.WithAuth(scmv1alpha1.GitAuthToken, "https://github.com/acme/app.git"))))
+	require.NoError(t, repos.Add(rt.Repository(func(r *scmv1alpha1.ScmRepository) { r.Name = "public" })))
+
+	secret := func(namespace, name string) metav1.Object {
+		return &metav1.ObjectMeta{Namespace: namespace, Name: name}
+	}
+	assert.ElementsMatch(t, []string{"team/github", "team/ghes"}, referrers(providers, secret(rt.NS, "github-token")))
+	assert.Equal(t, []string{"team/github"}, referrers(providers, secret(rt.NS, "corp-ca")), "a ConfigMap of the same name is not a Secret")
+	assert.Equal(t, []string{"team/app"}, referrers(repos, secret(rt.NS, "git-creds")))
+	assert.Empty(t, referrers(repos, secret("other", "git-creds")), "references are local to the namespace")
+	assert.Empty(t, referrers(providers, secret(rt.NS, "unrelated")))
+}
 
 // allowVerbs answers SelfSubjectAccessReviews on Secrets: allowed for the given verbs only.
 func allowVerbs(t *testing.T, verbs ...string) *kubefake.Clientset {
@@ -67,30 +94,4 @@ func TestSecretWatchKeepsNamesOnly(t *testing.T) {
 	require.NoError(t, err)
 	m := out.(*metav1.PartialObjectMetadata)
 	assert.Equal(t, metav1.ObjectMeta{Namespace: "team", Name: "github-token", UID: "u", ResourceVersion: "9"}, m.ObjectMeta)
-}
-
-// ScmRepositories read their ScmProvider's Ready condition, so they come back when it changes,
-// and not for writes that change nothing they read.
-func TestRepositoriesFollowTheirProvidersVerdict(t *testing.T) {
-	repos := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{byProvider: func(obj any) ([]string, error) {
-		r := obj.(*scmv1alpha1.ScmRepository)
-		return []string{r.Namespace + "/" + r.Spec.ProviderRef.Name}, nil
-	}})
-	for _, name := range []string{"app", "lib"} {
-		require.NoError(t, repos.Add(&scmv1alpha1.ScmRepository{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name},
-			Spec:       scmv1alpha1.ScmRepositorySpec{ProviderRef: scmv1alpha1.LocalObjectReference{Name: "github"}},
-		}))
-	}
-	var enqueued keys
-	h := onProviderVerdict(&enqueued, repos)
-
-	h.OnUpdate(provider(1, nil, false), provider(1, nil, false))
-	assert.Empty(t, enqueued, "nothing a repository reads changed")
-
-	h.OnUpdate(provider(1, nil, false), provider(1, nil, true))
-	assert.ElementsMatch(t, keys{"team/app", "team/lib"}, enqueued, "the provider's Ready condition changed")
-
-	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "team/github", Obj: provider(1, nil, true)})
-	assert.Len(t, enqueued, 4, "a deleted provider")
 }
