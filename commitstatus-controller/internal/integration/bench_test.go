@@ -73,7 +73,7 @@ func (bu burst) run(b *testing.B) {
 			b.Errorf("GitHub accepted %d statuses for %d CommitStatuses; each must be sent exactly once", accepted, bu.n)
 		}
 		watch.stop()
-		ctrl.stop(b)
+		ctrl.stop()
 		b.StartTimer()
 	}
 	b.ReportMetric(elapsed.Seconds()/float64(b.N), "s-to-all-synced")

@@ -99,9 +99,8 @@ func outcomes(t testing.TB, r *running, outcome string) float64 {
 // waitOutcome waits until the controller counted at least n reconciles with outcome.
 func waitOutcome(t testing.TB, r *running, outcome string, n float64) {
 	t.Helper()
-	require.NoError(t, testenv.Wait(context.Background(), 30*time.Second, func(context.Context) (bool, error) {
-		return outcomes(t, r, outcome) >= n, nil
-	}), "waiting for %v reconciles with outcome %s, saw %v", n, outcome, outcomes(t, r, outcome))
+	testenv.WaitFor(t, 30*time.Second, func() (bool, error) { return outcomes(t, r, outcome) >= n, nil },
+		"waiting for %v reconciles with outcome %s", n, outcome)
 }
 
 // The digest in status keeps the controller from sending the same state twice: not on repeated
@@ -139,7 +138,7 @@ func TestTheSameStateIsSentOnlyOnce(t *testing.T) {
 	assert.Equal(t, int64(1), srv.StatusPosts(), "three reconciles, no call")
 
 	// A restarted controller has only the status to go by.
-	first.stop(t)
+	first.stop()
 	second := startController(t, controllerOptions{})
 	waitOutcome(t, second, commitstatus.OutcomeUnchanged, 1)
 	assert.Equal(t, int64(1), srv.StatusPosts(), "no call after a restart")

@@ -123,46 +123,14 @@ func readyIs(status metav1.ConditionStatus, reason string) func(generation int64
 
 func waitProvider(t testing.TB, ns, name string, cond func(int64, []metav1.Condition) bool) *scmv1alpha1.ScmProvider {
 	t.Helper()
-	var last *scmv1alpha1.ScmProvider
-	err := testenv.Wait(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
-		p, err := env.Sluice.ScmV1alpha1().ScmProviders(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		last = p
-		return cond(p.Generation, p.Status.Conditions), nil
-	})
-	require.NoError(t, err, "ScmProvider %s/%s: last seen status %+v", ns, name, statusOfObject(last))
-	return last
+	return testenv.WaitForObject(t, 30*time.Second, env.Sluice.ScmV1alpha1().ScmProviders(ns), name,
+		func(p *scmv1alpha1.ScmProvider) bool { return cond(p.Generation, p.Status.Conditions) })
 }
 
 func waitRepository(t testing.TB, ns, name string, cond func(int64, []metav1.Condition) bool) *scmv1alpha1.ScmRepository {
 	t.Helper()
-	var last *scmv1alpha1.ScmRepository
-	err := testenv.Wait(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
-		r, err := env.Sluice.ScmV1alpha1().ScmRepositories(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		last = r
-		return cond(r.Generation, r.Status.Conditions), nil
-	})
-	require.NoError(t, err, "ScmRepository %s/%s: last seen status %+v", ns, name, statusOfObject(last))
-	return last
-}
-
-func statusOfObject[T *scmv1alpha1.ScmProvider | *scmv1alpha1.ScmRepository](obj T) any {
-	switch o := any(obj).(type) {
-	case *scmv1alpha1.ScmProvider:
-		if o != nil {
-			return o.Status
-		}
-	case *scmv1alpha1.ScmRepository:
-		if o != nil {
-			return o.Status
-		}
-	}
-	return nil
+	return testenv.WaitForObject(t, 30*time.Second, env.Sluice.ScmV1alpha1().ScmRepositories(ns), name,
+		func(r *scmv1alpha1.ScmRepository) bool { return cond(r.Generation, r.Status.Conditions) })
 }
 
 // A CommitStatus stalled on its provider's missing Secret is sent as soon as the provider turns

@@ -48,14 +48,8 @@ func TestReferenceInformersIgnoreTheShardSelector(t *testing.T) {
 	gates.Informer()
 	refGates.Informer()
 	refConfigMaps.Informer()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-
-	require.NoError(t, testenv.Wait(context.Background(), 20*time.Second, func(context.Context) (bool, error) {
-		return m.Probes.Ready(), nil
-	}))
+	testenv.RunManager(t, m)
+	testenv.WaitFor(t, 20*time.Second, func() (bool, error) { return m.Probes.Ready(), nil }, "caches synced")
 	assert.False(t, m.Leading(), "a standby: the Lease is someone else's")
 	// Every cache has listed once, so what is missing from one is not merely late.
 	_, err = gates.Lister().Gates(ns).Get("shared")
@@ -70,10 +64,10 @@ func TestReferenceInformersIgnoreTheShardSelector(t *testing.T) {
 	assert.NoError(t, err)
 
 	createGate(t, ns, "later", nil)
-	require.NoError(t, testenv.Wait(context.Background(), 20*time.Second, func(context.Context) (bool, error) {
+	testenv.WaitFor(t, 20*time.Second, func() (bool, error) {
 		_, err := refGates.Lister().Gates(ns).Get("later")
-		return err == nil, nil
-	}), "references watch as well as list")
+		return err == nil, err
+	}, "references watch as well as list")
 }
 
 // The main and reference factories are one and the same without a selector: nothing is watched
