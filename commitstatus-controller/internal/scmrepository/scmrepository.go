@@ -18,7 +18,7 @@ import (
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/readiness"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	"github.com/sluicehq/sluice/pkg/conditions"
-	"github.com/sluicehq/sluice/pkg/git"
+	"github.com/sluicehq/sluice/pkg/gitauth"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/suspend"
@@ -145,8 +145,8 @@ func (r *Reconciler) checkAuthSecret(ctx context.Context, repo *scmv1alpha1.ScmR
 		return readiness.Verdict{State: readiness.StateNotReady, Reason: resolve.ReasonLookupFailed,
 			Message: fmt.Sprintf("reading Secret %q: %v; retrying with backoff", name, err), Err: err}, false
 	}
-	if _, err := git.AuthFromSecret(auth.Type, secret.Data); err != nil {
-		// AuthFromSecret names missing keys and unknown types, never a value.
+	if _, err := gitauth.FromSecret(auth.Type, secret.Data); err != nil {
+		// FromSecret names missing keys and unknown types, never a value.
 		v := readiness.Stalled(resolve.ReasonSecretInvalid, fmt.Sprintf("Secret %q, named by spec.auth.secretRef: %v", name, err))
 		v.Recheck = !r.SecretsWatched
 		return v, false
