@@ -63,18 +63,15 @@ func AuthFromSecret(authType scmv1.GitAuthType, data map[string][]byte) (Auth, e
 	}, nil
 }
 
-// String describes the kind of credentials without their values.
-func (a Auth) String() string {
-	switch {
-	case len(a.SSHPrivateKey) > 0:
-		return "git.Auth{ssh key, [redacted]}"
-	case a.Token != "":
-		return "git.Auth{token, [redacted]}"
-	case a.Password != "":
-		return "git.Auth{basic, [redacted]}"
+func (a Auth) credentials() gitauth.Credentials {
+	return gitauth.Credentials{
+		Username: a.Username, Password: a.Password, Token: a.Token,
+		SSHPrivateKey: a.SSHPrivateKey, SSHPassphrase: a.SSHPassphrase, SSHKnownHosts: a.SSHKnownHosts,
 	}
-	return "git.Auth{anonymous}"
 }
+
+// String describes the kind of credentials without their values.
+func (a Auth) String() string { return "git.Auth" + a.credentials().Redacted() }
 
 // GoString keeps %#v from printing the fields.
 func (a Auth) GoString() string { return a.String() }

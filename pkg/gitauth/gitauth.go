@@ -72,17 +72,20 @@ func FromSecret(authType scmv1.GitAuthType, data map[string][]byte) (Credentials
 }
 
 // String describes the kind of credentials without their values.
-func (c Credentials) String() string {
-	switch {
-	case len(c.SSHPrivateKey) > 0:
-		return "credentials{ssh key, [redacted]}"
-	case c.Token != "":
-		return "credentials{token, [redacted]}"
-	case c.Password != "":
-		return "credentials{basic, [redacted]}"
-	}
-	return "credentials{anonymous}"
-}
+func (c Credentials) String() string { return "gitauth.Credentials" + c.Redacted() }
 
 // GoString keeps %#v from printing the fields.
 func (c Credentials) GoString() string { return c.String() }
+
+// Redacted names the kind of credentials, such as "{token, [redacted]}", without their values.
+func (c Credentials) Redacted() string {
+	switch {
+	case len(c.SSHPrivateKey) > 0:
+		return "{ssh key, [redacted]}"
+	case c.Token != "":
+		return "{token, [redacted]}"
+	case c.Password != "":
+		return "{basic, [redacted]}"
+	}
+	return "{anonymous}"
+}

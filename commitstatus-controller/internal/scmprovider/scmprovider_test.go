@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	rt "github.com/sluicehq/sluice/commitstatus-controller/internal/readiness/readinesstest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -15,15 +17,16 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/readiness"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
 func TestProviderReadiness(t *testing.T) {
-	appKey := rsaKeyPEM(t)
-	testCAPEM := selfSignedPEM(t)
-	tokenSecret := secret("github-token", map[string]string{"token": apiToken})
+	appKey := rt.RSAKeyPEM(t)
+	testCAPEM := rt.SelfSignedPEM(t)
+	tokenSecret := rt.Secret("github-token", map[string]string{"token": rt.APIToken})
 	app := func(p *scmv1alpha1.ScmProvider) {
 		p.Spec.GitHubApp = &scmv1alpha1.GitHubApp{AppID: 12, InstallationID: 34}
 	}
@@ -35,46 +38,46 @@ func TestProviderReadiness(t *testing.T) {
 		reason  string
 		message string
 	}{
-		{name: "a token in the Secret", provider: githubProvider(nil), objects: []runtime.Object{tokenSecret},
+		{name: "a token in the Secret", provider: rt.GitHubProvider(nil), objects: []runtime.Object{tokenSecret},
 			message: `type github at its default URL is usable and Secret "github-token" has the keys it needs; the SCM is not called`},
-		{name: "GitHub Enterprise with a CA bundle Secret", provider: githubProvider(func(p *scmv1alpha1.ScmProvider) {
+		{name: "GitHub Enterprise with a CA bundle Secret", provider: rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
 			p.Spec.BaseURL = "https://github.example.com"
 			p.Spec.CABundle = &scmv1alpha1.CABundleReference{Kind: "Secret", Name: "ca", Key: "bundle.pem"}
-		}), objects: []runtime.Object{tokenSecret, secret("ca", map[string]string{"bundle.pem": testCAPEM})},
+		}), objects: []runtime.Object{tokenSecret, rt.Secret("ca", map[string]string{"bundle.pem": testCAPEM})},
 			message: "type github at https://github.example.com is usable"},
-		{name: "a GitHub App with its key", provider: githubProvider(app),
-			objects: []runtime.Object{secret("github-token", map[string]string{"githubAppPrivateKey": appKey})}},
-		{name: "plain git needs no Secret", provider: githubProvider(func(p *scmv1alpha1.ScmProvider) {
+		{name: "a GitHub App with its key", provider: rt.GitHubProvider(app),
+			objects: []runtime.Object{rt.Secret("github-token", map[string]string{"githubAppPrivateKey": appKey})}},
+		{name: "plain git needs no Secret", provider: rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
 			p.Spec.Type, p.Spec.SecretRef = scmv1alpha1.ScmProviderGit, nil
 		}), message: "type git has no SCM API"},
 
-		{name: "the Secret is missing", provider: githubProvider(nil), reason: resolve.ReasonSecretNotFound,
+		{name: "the Secret is missing", provider: rt.GitHubProvider(nil), reason: resolve.ReasonSecretNotFound,
 			message: `Secret "github-token", named by ScmProvider "github", does not exist in namespace "team": create it, or fix the ScmProvider`},
-		{name: "the Secret has no token", provider: githubProvider(nil), reason: resolve.ReasonSecretInvalid,
-			objects: []runtime.Object{secret("github-token", map[string]string{"tokn": apiToken})},
+		{name: "the Secret has no token", provider: rt.GitHubProvider(nil), reason: resolve.ReasonSecretInvalid,
+			objects: []runtime.Object{rt.Secret("github-token", map[string]string{"tokn": rt.APIToken})},
 			message: `secret "github-token" has no key token: put an API access token for the github server there`},
-		{name: "a GitHub App without its key", provider: githubProvider(app), reason: resolve.ReasonSecretInvalid,
+		{name: "a GitHub App without its key", provider: rt.GitHubProvider(app), reason: resolve.ReasonSecretInvalid,
 			objects: []runtime.Object{tokenSecret}, message: "has no key githubAppPrivateKey"},
-		{name: "a GitHub App key that is not PEM", provider: githubProvider(app), reason: resolve.ReasonProviderInvalid,
-			objects: []runtime.Object{secret("github-token", map[string]string{"githubAppPrivateKey": password})},
+		{name: "a GitHub App key that is not PEM", provider: rt.GitHubProvider(app), reason: resolve.ReasonProviderInvalid,
+			objects: []runtime.Object{rt.Secret("github-token", map[string]string{"githubAppPrivateKey": rt.Password})},
 			message: "is not a PEM-encoded RSA key"},
-		{name: "the CA bundle Secret is missing", provider: githubProvider(func(p *scmv1alpha1.ScmProvider) {
+		{name: "the CA bundle Secret is missing", provider: rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
 			p.Spec.CABundle = &scmv1alpha1.CABundleReference{Kind: "Secret", Name: "ca"}
 		}), objects: []runtime.Object{tokenSecret}, reason: resolve.ReasonSecretNotFound, message: `Secret "ca", named by ScmProvider "github"`},
-		{name: "the CA bundle lacks its key", provider: githubProvider(func(p *scmv1alpha1.ScmProvider) {
+		{name: "the CA bundle lacks its key", provider: rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
 			p.Spec.CABundle = &scmv1alpha1.CABundleReference{Kind: "ConfigMap", Name: "ca"}
-		}), objects: []runtime.Object{tokenSecret, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ca"}}},
+		}), objects: []runtime.Object{tokenSecret, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rt.NS, Name: "ca"}}},
 			reason: resolve.ReasonCABundleInvalid, message: `ConfigMap "ca" has no key ca.crt`},
-		{name: "an http base URL to a remote host", provider: githubProvider(func(p *scmv1alpha1.ScmProvider) {
+		{name: "an http base URL to a remote host", provider: rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
 			p.Spec.BaseURL = "http://github.example.com"
 		}), objects: []runtime.Object{tokenSecret}, reason: resolve.ReasonProviderInvalid, message: "uses http: use https"},
-		{name: "a base URL with another scheme", provider: githubProvider(func(p *scmv1alpha1.ScmProvider) {
+		{name: "a base URL with another scheme", provider: rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
 			p.Spec.BaseURL = "ftp://github.example.com"
 		}), objects: []runtime.Object{tokenSecret}, reason: resolve.ReasonProviderInvalid, message: `has scheme "ftp": use https`},
-		{name: "a rate limit that is not a number", provider: githubProvider(func(p *scmv1alpha1.ScmProvider) {
+		{name: "a rate limit that is not a number", provider: rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
 			p.Spec.RateLimit = &scmv1alpha1.RateLimit{QPS: "fast"}
 		}), objects: []runtime.Object{tokenSecret}, reason: resolve.ReasonProviderInvalid, message: `rateLimit.qps "fast"`},
-		{name: "a type this controller does not know", provider: githubProvider(func(p *scmv1alpha1.ScmProvider) {
+		{name: "a type this controller does not know", provider: rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
 			p.Spec.Type = "bitbucket"
 		}), objects: []runtime.Object{tokenSecret}, reason: resolve.ReasonUnsupportedType,
 			message: `type "bitbucket", which this controller does not support; supported types: `},
@@ -86,13 +89,13 @@ func TestProviderReadiness(t *testing.T) {
 			require.NoError(t, err)
 			p := f.Provider("github")
 			assert.Equal(t, int64(3), p.Status.ObservedGeneration)
-			ready := readyOf(p.Status.Conditions)
+			ready := rt.ReadyOf(p.Status.Conditions)
 			require.NotNil(t, ready)
 			assert.Equal(t, int64(3), ready.ObservedGeneration)
 			assert.Contains(t, ready.Message, tc.message)
 			if tc.reason == "" {
 				assert.Equal(t, metav1.ConditionTrue, ready.Status)
-				assert.Equal(t, ReasonValid, ready.Reason)
+				assert.Equal(t, readiness.ReasonValid, ready.Reason)
 				assert.False(t, conditions.IsTrue(p.Status.Conditions, conditions.Stalled))
 				assert.Zero(t, res.RequeueAfter, "nothing to look at again")
 			} else {
@@ -100,7 +103,7 @@ func TestProviderReadiness(t *testing.T) {
 				assert.Equal(t, tc.reason, ready.Reason)
 				assert.True(t, conditions.IsTrue(p.Status.Conditions, conditions.Stalled), "a person must act")
 			}
-			assertNoSecretValues(t, p.Status.Conditions, f.Events())
+			rt.AssertNoSecretValues(t, p.Status.Conditions, f.Events())
 		})
 	}
 }
@@ -121,13 +124,13 @@ func TestProviderRechecksOnlyWhatNoEventBringsBack(t *testing.T) {
 		reason   string
 		want     bool
 	}{
-		{"missing Secret, not watched", false, githubProvider(nil), nil, resolve.ReasonSecretNotFound, true},
-		{"missing Secret, watched", true, githubProvider(nil), nil, resolve.ReasonSecretNotFound, false},
-		{"forbidden, watched: RBAC has no event", true, githubProvider(nil), forbidden, resolve.ReasonSecretForbidden, true},
-		{"missing Secret beside a ConfigMap CA bundle, watched", true, githubProvider(func(p *scmv1alpha1.ScmProvider) {
+		{"missing Secret, not watched", false, rt.GitHubProvider(nil), nil, resolve.ReasonSecretNotFound, true},
+		{"missing Secret, watched", true, rt.GitHubProvider(nil), nil, resolve.ReasonSecretNotFound, false},
+		{"forbidden, watched: RBAC has no event", true, rt.GitHubProvider(nil), forbidden, resolve.ReasonSecretForbidden, true},
+		{"missing Secret beside a ConfigMap CA bundle, watched", true, rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
 			p.Spec.CABundle = &scmv1alpha1.CABundleReference{Kind: "ConfigMap", Name: "ca"}
 		}), nil, resolve.ReasonSecretNotFound, true},
-		{"an invalid spec: its own change brings it back", false, githubProvider(func(p *scmv1alpha1.ScmProvider) {
+		{"an invalid spec: its own change brings it back", false, rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
 			p.Spec.Type = "bitbucket"
 			p.Spec.SecretRef = nil
 		}), nil, resolve.ReasonUnsupportedType, false},
@@ -141,9 +144,9 @@ func TestProviderRechecksOnlyWhatNoEventBringsBack(t *testing.T) {
 			}
 			res, err := f.reconcileProvider("github")
 			require.NoError(t, err)
-			assert.Equal(t, tc.reason, readyOf(f.Provider("github").Status.Conditions).Reason)
+			assert.Equal(t, tc.reason, rt.ReadyOf(f.Provider("github").Status.Conditions).Reason)
 			if tc.want {
-				assert.Equal(t, recheck, res.RequeueAfter)
+				assert.Equal(t, rt.Recheck, res.RequeueAfter)
 			} else {
 				assert.Zero(t, res.RequeueAfter)
 			}
@@ -154,7 +157,7 @@ func TestProviderRechecksOnlyWhatNoEventBringsBack(t *testing.T) {
 // The status is written when the verdict changes, not on every reconcile: a resync or a repeated
 // event writes nothing and emits nothing.
 func TestProviderStatusIsWrittenOnlyWhenItChanges(t *testing.T) {
-	f := newFixture(t, githubProvider(nil))
+	f := newFixture(t, rt.GitHubProvider(nil))
 	_, err := f.reconcileProvider("github")
 	require.NoError(t, err)
 	require.Equal(t, 1, f.StatusWrites())
@@ -170,14 +173,14 @@ func TestProviderStatusIsWrittenOnlyWhenItChanges(t *testing.T) {
 	assert.Empty(t, f.Events())
 
 	// The Secret appears; the Secret watch invalidates the resolver's cached read.
-	_, err = f.Kube.CoreV1().Secrets(ns).Create(context.Background(), secret("github-token", map[string]string{"token": apiToken}), metav1.CreateOptions{})
+	_, err = f.Kube.CoreV1().Secrets(rt.NS).Create(context.Background(), rt.Secret("github-token", map[string]string{"token": rt.APIToken}), metav1.CreateOptions{})
 	require.NoError(t, err)
-	f.Resolver.Invalidate(ns + "/github")
+	f.Resolver.Invalidate(rt.NS + "/github")
 	_, err = f.reconcileProvider("github")
 	require.NoError(t, err)
 	p := f.Provider("github")
 	assert.Equal(t, 2, f.StatusWrites())
-	assert.Equal(t, metav1.ConditionTrue, readyOf(p.Status.Conditions).Status)
+	assert.Equal(t, metav1.ConditionTrue, rt.ReadyOf(p.Status.Conditions).Status)
 	assert.Nil(t, conditions.Get(p.Status.Conditions, conditions.Stalled), "Stalled is removed once Ready")
 	events = f.Events()
 	require.Len(t, events, 1)
@@ -185,21 +188,21 @@ func TestProviderStatusIsWrittenOnlyWhenItChanges(t *testing.T) {
 }
 
 func TestProviderLookupFailureIsRetriedWithBackoff(t *testing.T) {
-	f := newFixture(t, githubProvider(nil))
+	f := newFixture(t, rt.GitHubProvider(nil))
 	f.Kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("etcd is slow")
 	})
 	_, err := f.reconcileProvider("github")
 	require.Error(t, err, "returned to the queue, which backs off")
 	p := f.Provider("github")
-	ready := readyOf(p.Status.Conditions)
+	ready := rt.ReadyOf(p.Status.Conditions)
 	assert.Equal(t, resolve.ReasonLookupFailed, ready.Reason)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
 	assert.False(t, conditions.IsTrue(p.Status.Conditions, conditions.Stalled), "not a person's problem")
 }
 
 func TestSuspendedProviderIsNotChecked(t *testing.T) {
-	p := githubProvider(nil)
+	p := rt.GitHubProvider(nil)
 	suspend.Set(p, "SCM migration")
 	f := newFixture(t, p)
 	res, err := f.reconcileProvider("github")
@@ -209,13 +212,13 @@ func TestSuspendedProviderIsNotChecked(t *testing.T) {
 	s := conditions.Get(got.Status.Conditions, conditions.Suspended)
 	require.NotNil(t, s)
 	assert.Equal(t, "SCM migration", s.Message)
-	assert.Nil(t, readyOf(got.Status.Conditions), "no verdict while suspended")
+	assert.Nil(t, rt.ReadyOf(got.Status.Conditions), "no verdict while suspended")
 	assert.Zero(t, f.SecretReads())
 }
 
 func TestProvidersOfAnotherShardAreLeftAlone(t *testing.T) {
-	f := newFixture(t, githubProvider(nil))
-	f.pr.Selector = mustSelector(t, "shard=a")
+	f := newFixture(t, rt.GitHubProvider(nil))
+	f.pr.Selector = rt.MustSelector(t, "shard=a")
 	_, err := f.reconcileProvider("github")
 	require.NoError(t, err)
 	assert.Zero(t, f.StatusWrites())

@@ -3,6 +3,8 @@ package scmrepository
 import (
 	"testing"
 
+	rt "github.com/sluicehq/sluice/commitstatus-controller/internal/readiness/readinesstest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -10,7 +12,7 @@ import (
 )
 
 func TestProviderVerdictChanged(t *testing.T) {
-	base := readyProvider(nil)
+	base := rt.ReadyProvider(nil)
 	base.ResourceVersion = "1"
 	touched := base.DeepCopy()
 	touched.ResourceVersion = "2"
@@ -28,7 +30,7 @@ func TestProviderVerdictChanged(t *testing.T) {
 	conditions.MarkStalled(&failed.Status.Conditions, base.Generation, "SecretNotFound", "gone")
 	assert.True(t, ProviderVerdictChanged(base, failed))
 
-	unchecked := githubProvider(nil)
+	unchecked := rt.GitHubProvider(nil)
 	assert.True(t, ProviderVerdictChanged(unchecked, base), "the first verdict")
 }
 
