@@ -1,6 +1,7 @@
 // Package setup wires the rollback-controller's reconcilers into a manager. It is the template
-// every controller module follows: Config, AddFlags, Validate and Setup(m, cfg) error, with one
-// package per reconciled kind beside it (internal/<kind>), each observe -> decide -> apply.
+// every controller module follows: Config, AddFlags, Validate and Setup(m, cfg) error, which
+// cmd/<name>/main.go hands to manager.Main, with one package per reconciled kind beside it
+// (internal/<kind>), each observe -> decide -> apply. See docs/architecture.md.
 package setup
 
 import (
@@ -16,7 +17,8 @@ type Config struct {
 	ManifestReleases manifestrelease.Config
 }
 
-// AddFlags registers the controller's own flags on fs.
+// AddFlags registers the controller's own flags on fs, with their defaults: manager.Main starts
+// from a zero Config.
 func (c *Config) AddFlags(fs *flag.FlagSet) {
 	c.ManifestReleases.AddFlags(fs)
 }
