@@ -11,18 +11,27 @@ import (
 
 // Config is the rollback-controller's own configuration, beside the shared flags of
 // pkg/runtime/options.
-type Config struct{}
+type Config struct {
+	// Rollback configures RevertCommits and RollbackPolicies.
+	Rollback RollbackConfig
+}
 
 // AddFlags registers the controller's own flags on fs.
-func (c *Config) AddFlags(fs *flag.FlagSet) {}
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	c.Rollback.AddFlags(fs)
+}
 
 // Validate rejects a configuration no reconciler could run with, in words a person can act on.
-func (c *Config) Validate() error { return nil }
+func (c *Config) Validate() error {
+	return c.Rollback.Validate()
+}
 
 // Setup registers each reconciler. An error is returned, never only logged, so the process
 // exits with the reason instead of running without a reconciler.
 func Setup(m *manager.Manager, cfg Config) error {
-	for _, add := range []func(*manager.Manager, Config) error{} {
+	for _, add := range []func(*manager.Manager, Config) error{
+		addRollbacks,
+	} {
 		if err := add(m, cfg); err != nil {
 			return err
 		}
