@@ -24,8 +24,8 @@ const (
 
 // prodHistory is prod after a healthy and a bad promotion.
 type prodHistory struct {
-	d0, d1, d2             string // dry commits: bootstrap, healthy, bad
-	healthy, bad           promoterv1alpha1.EnvironmentStatus
+	d0, d1, d2            string // dry commits: bootstrap, healthy, bad
+	healthy, bad          promoterv1alpha1.EnvironmentStatus
 	healthyTree, d0Commit string
 }
 
