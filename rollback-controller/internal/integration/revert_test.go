@@ -12,6 +12,7 @@ import (
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/rollback-controller/internal/revertcommit"
 	"github.com/sluicehq/sluice/testenv"
@@ -116,4 +117,31 @@ func TestManualRevertToANamedDrySHA(t *testing.T) {
 	assert.Equal(t, f.repo.ReadCommit(t, h.d0Commit).TreeHash.String(), f.treeOf("prod"))
 	f.refresh("after the revert")
 	f.waitEnv("prod", "back on d0", activeOn(h.d0))
+}
+
+// With autoMerge false the revert waits for a person; a merge they make outside Sluice (here a
+// push of the revert commit to prod) is seen, and the revert is done.
+func TestRevertWaitsForAPersonAndSeesAMergeOutsideSluice(t *testing.T) {
+	f := newFixture(t)
+	h := healthyThenBad(f)
+	startRollback(t, env.Config, f.ns, time.Second)
+
+	no := false
+	f.revert("by-hand", "prod", func(s *rollbackv1alpha1.RevertCommitSpec) { s.AutoMerge = &no })
+	rc := f.waitRevert("by-hand", "waiting for a person", func(rc *rollbackv1alpha1.RevertCommit) bool {
+		c := conditions.Get(rc.Status.Conditions, conditions.Ready)
+		return rc.Status.Phase == rollbackv1alpha1.RevertOpen && c != nil && c.Reason == "WaitingForMerge"
+	})
+	assert.Contains(t, conditions.Get(rc.Status.Conditions, conditions.Ready).Message, "waits for a person to merge it")
+	pr, err := env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Get(f.ctx, rc.Status.PullRequest.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, promoterv1alpha1.PullRequestOpen, pr.Spec.State, "Sluice does not ask for the merge")
+	assert.Equal(t, h.bad.Active.HydratedSHA, f.repo.Branch(t, "prod"), "prod is untouched while the revert waits")
+
+	// A person fast-forwards prod to the revert branch with git.
+	f.repo.SetBranch(t, "prod", rc.Status.RevertSHA)
+	rc = f.waitRevert("by-hand", "merged", inPhase(rollbackv1alpha1.RevertMerged))
+	assert.True(t, rc.Status.MergedExternally)
+	assert.Equal(t, rc.Status.RevertSHA, rc.Status.MergeSHA)
+	assert.Equal(t, h.healthyTree, f.treeOf("prod"))
 }
