@@ -125,9 +125,9 @@ type RollbackTrigger struct {
 	// Key is the commit-status key found in failure (the commitstatus.sluice.dev/key label).
 	// +kubebuilder:validation:MaxLength=63
 	Key string `json:"key"`
-	// FailingSince is when the check was first seen failing on the bad commit. Time to restore is
-	// measured from it.
-	FailingSince metav1.Time `json:"failingSince"`
+	// FailingSince is when the check was first seen failing on the bad commit, to the
+	// microsecond. Time to restore is measured from it.
+	FailingSince metav1.MicroTime `json:"failingSince"`
 }
 
 // RevertCommitStatus is the observed state of a RevertCommit.
@@ -179,9 +179,9 @@ type RevertCommitStatus struct {
 	// +optional
 	MergedExternally bool `json:"mergedExternally,omitempty"`
 
-	// StartTime is when the revert commit was pushed.
+	// StartTime is when the revert commit was pushed, to the microsecond.
 	// +optional
-	StartTime *metav1.Time `json:"startTime,omitempty"`
+	StartTime *metav1.MicroTime `json:"startTime,omitempty"`
 
 	// MergeTime is when the merge was made or observed.
 	// +optional

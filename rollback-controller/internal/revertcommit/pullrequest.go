@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -134,11 +135,12 @@ func (r *Reconciler) merged(p *pass, mergeSHA string, when *metav1.Time, externa
 		r.Recorder.Event(rc, corev1.EventTypeNormal, EventRollbackMerged, msg+by)
 		r.count(rc, metrics.ResultMerged)
 		labels := []string{rc.Namespace, rc.Spec.PromotionStrategyRef.Name, env}
+		at := r.mergeInstant(when.Time)
 		if st.StartTime != nil {
-			r.Metrics.RevertDuration.WithLabelValues(labels...).Observe(when.Sub(st.StartTime.Time).Seconds())
+			r.Metrics.RevertDuration.WithLabelValues(labels...).Observe(at.Sub(st.StartTime.Time).Seconds())
 		}
 		if rc.Spec.Trigger != nil {
-			r.Metrics.TimeToRestore.WithLabelValues(labels...).Observe(when.Sub(rc.Spec.Trigger.FailingSince.Time).Seconds())
+			r.Metrics.TimeToRestore.WithLabelValues(labels...).Observe(at.Sub(rc.Spec.Trigger.FailingSince.Time).Seconds())
 		}
 	})
 }
@@ -167,4 +169,15 @@ func labelValue(s string) string {
 		return s
 	}
 	return bounded(s, 63)
+}
+
+// mergeInstant is when the merge happened, as precisely as known: status times are cut to the
+// second, so a merge seen within a second of its recorded time is taken at the moment it was
+// seen; an older one (seen after a restart) keeps its recorded time.
+func (r *Reconciler) mergeInstant(recorded time.Time) time.Time {
+	now := r.now()
+	if d := now.Sub(recorded); d >= 0 && d < 2*time.Second {
+		return now
+	}
+	return recorded
 }

@@ -67,7 +67,7 @@ func (r *Reconciler) writeRevert(ctx context.Context, p *pass, t *target) error 
 	st := &rc.Status
 	st.BadDrySHA, st.TargetDrySHA, st.TargetHydratedSHA = d.bad, d.target, restore
 	st.RevertBranch, st.RevertSHA, st.Phase = branch, res.SHA, rollbackv1alpha1.RevertPending
-	now := metav1.NewTime(r.now())
+	now := metav1.NewMicroTime(r.now())
 	st.StartTime = &now
 	conditions.MarkReconciling(&st.Conditions, rc.Generation, "Reverting",
 		fmt.Sprintf("revert commit %s pushed to %s", shortSHA(res.SHA), branch))

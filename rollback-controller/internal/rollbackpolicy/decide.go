@@ -62,7 +62,7 @@ type Fire struct {
 	BadDrySHA string
 	Key       string
 	Reason    string
-	Since     metav1.Time
+	Since     metav1.MicroTime
 }
 
 // Decide applies the policy to one environment. It is pure: everything it needs is in o.
@@ -79,7 +79,7 @@ func Decide(o Observed, rules Rules, now time.Time) Verdict {
 		v.Status.Message = fmt.Sprintf("no check failing on dry %s", short(active.DrySHA))
 		return v
 	}
-	since := metav1.NewTime(now)
+	since := metav1.NewMicroTime(now)
 	if f := o.Previous.Failing; f != nil && f.HydratedSHA == active.HydratedSHA {
 		since = f.Since
 	}
