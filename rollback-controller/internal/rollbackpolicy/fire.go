@@ -18,22 +18,22 @@ import (
 var notNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // RevertCommitName is the name of the RevertCommit a policy creates for a bad dry SHA of an
-// environment: the same inputs always give the same name, so a create repeated after a crash
-// finds the first one, and the same bad dry SHA is never reverted twice.
+// environment: <policy>-<env>-<bad dry SHA, 10>-<hash of policy and env, 6>. The same inputs
+// always give the same name, so a create repeated after a crash finds the first one and the same
+// bad dry SHA is never reverted twice; the hash keeps policy "a" on "b-c" apart from policy
+// "a-b" on "c".
 func RevertCommitName(policy, env, badDrySHA string) string {
 	short := badDrySHA
 	if len(short) > 10 {
 		short = short[:10]
 	}
+	sum := sha256.Sum256([]byte(policy + "\x00" + env))
+	suffix := "-" + short + "-" + hex.EncodeToString(sum[:])[:6]
 	n := strings.Trim(notNameChars.ReplaceAllString(strings.ToLower(policy+"-"+env), "-"), "-")
-	if n != policy+"-"+env || len(n)+len(short)+1 > 63 {
-		sum := sha256.Sum256([]byte(policy + "\x00" + env))
-		if len(n) > 40 {
-			n = strings.Trim(n[:40], "-")
-		}
-		n += "-" + hex.EncodeToString(sum[:])[:8]
+	if max := 63 - len(suffix); len(n) > max {
+		n = strings.Trim(n[:max], "-")
 	}
-	return n + "-" + short
+	return n + suffix
 }
 
 // fire creates the RevertCommit, or finds the one an earlier attempt created.
