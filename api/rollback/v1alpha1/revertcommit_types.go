@@ -216,13 +216,13 @@ type RevertPullRequest struct {
 // +kubebuilder:resource:shortName=revert,categories=sluice
 // +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.spec.promotionStrategyRef.name`
 // +kubebuilder:printcolumn:name="Environment",type=string,JSONPath=`.spec.activeBranch`
-// +kubebuilder:printcolumn:name="Bad Dry",type=string,JSONPath=`.status.badDrySHA`
-// +kubebuilder:printcolumn:name="Target Dry",type=string,JSONPath=`.status.targetDrySHA`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Bad Dry",type=string,JSONPath=`.status.badDrySHA`,priority=1
+// +kubebuilder:printcolumn:name="Target Dry",type=string,JSONPath=`.status.targetDrySHA`,priority=1
 // +kubebuilder:printcolumn:name="Pull Request",type=string,JSONPath=`.status.pullRequest.url`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.reason`,priority=1
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RevertCommit struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
