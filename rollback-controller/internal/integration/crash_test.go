@@ -198,4 +198,3 @@ func requireKilled(t *testing.T, err error, run int) {
 	ws, ok := exit.Sys().(syscall.WaitStatus)
 	require.Truef(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "run %d exited before its kill -9: %v", run, exit)
 }
-

@@ -252,4 +252,3 @@ func TestRollbackOnGitea(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "image: web:1\n", string(manifest), "prod holds the good manifests again")
 }
-
