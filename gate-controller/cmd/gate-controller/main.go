@@ -14,6 +14,9 @@ func main() {
 	var cfg setup.Config
 	cfg.AddFlags(flag.CommandLine)
 	os.Exit(manager.Main("gate-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
 		return setup.Setup(m, cfg)
 	}))
 }
