@@ -55,7 +55,7 @@ state. If it does not within --wait, the change is still applied: the command sa
 	cmd.Flags().DurationVar(&f.forDuration, "for", 0, "set an override for this long instead of changing the gate by hand, e.g. 2h; when it ends the gate is back as it was")
 	cmd.Flags().StringVarP(&f.message, "message", "m", "", "why, shown in the gate's status and on the objects it holds")
 	cmd.Flags().DurationVar(&f.wait, "wait", 10*time.Second, "how long to wait for the gate-controller to evaluate the change; 0 does not wait")
-	addSelection(cmd.Flags(), &f.all, &f.selector, "gate")
+	addSelection(cmd.Flags(), &f.all, &f.selector, "gate", "gates")
 	return cmd
 }
 

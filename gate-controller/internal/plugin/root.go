@@ -75,7 +75,7 @@ annotation; the gate-controller suspends them and resumes them when the gate ope
 }
 
 // addSelection adds --all and -l to a command that acts on several objects.
-func addSelection(fs *pflag.FlagSet, all *bool, selector *string, what string) {
-	fs.BoolVar(all, "all", false, "act on every "+what+" in the namespace")
-	fs.StringVarP(selector, "selector", "l", "", "act on the "+what+"s matching this label selector, e.g. team=payments")
+func addSelection(fs *pflag.FlagSet, all *bool, selector *string, one, many string) {
+	fs.BoolVar(all, "all", false, "act on every "+one+" in the namespace")
+	fs.StringVarP(selector, "selector", "l", "", "act on the "+many+" matching this label selector, e.g. team=payments")
 }

@@ -69,7 +69,7 @@ The gate-controller never resumes an object someone suspended, even when its gat
 		},
 	}
 	cmd.Flags().StringVarP(&message, "message", "m", "", "why the object is suspended; shown in its annotation and status")
-	addSelection(cmd.Flags(), &sel.all, &sel.selector, "object of the kind")
+	addSelection(cmd.Flags(), &sel.all, &sel.selector, "object of the kind", "objects of the kind")
 	return cmd
 }
 
@@ -110,7 +110,7 @@ time, the object is still resumed: the command says so and exits 3.
 			return err
 		},
 	}
-	addSelection(cmd.Flags(), &sel.all, &sel.selector, "object of the kind")
+	addSelection(cmd.Flags(), &sel.all, &sel.selector, "object of the kind", "objects of the kind")
 	cmd.Flags().DurationVar(&waitFor, "wait", 0, "wait this long for the object to run again; --wait alone waits 1m")
 	cmd.Flags().Lookup("wait").NoOptDefVal = "1m"
 	return cmd

@@ -6,15 +6,17 @@ import (
 	"flag"
 	"os"
 
-	"github.com/sluicehq/sluice/health-controller/internal/reconciler"
+	"github.com/sluicehq/sluice/health-controller/internal/setup"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 )
 
 func main() {
-	cfg := reconciler.DefaultConfig()
+	var cfg setup.Config
 	cfg.AddFlags(flag.CommandLine)
 	os.Exit(manager.Main("health-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
-		_, err := reconciler.Setup(m, cfg)
-		return err
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		return setup.Setup(m, cfg)
 	}))
 }

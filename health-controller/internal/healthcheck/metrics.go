@@ -1,4 +1,4 @@
-package reconciler
+package healthcheck
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

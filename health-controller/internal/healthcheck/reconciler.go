@@ -1,6 +1,6 @@
-// Package reconciler computes the health of HealthCheck targets from watch caches and writes it
-// to status, and publishes it as a CommitStatus when asked to.
-package reconciler
+// Package healthcheck reconciles HealthChecks: it computes the health of their targets from
+// watch caches, writes it to status, and publishes it as a CommitStatus when asked to.
+package healthcheck
 
 import (
 	"context"
