@@ -123,8 +123,9 @@ spec:
 }
 
 // RFC-0009 story: a Cluster API Cluster is created without status. Flux once called it Current;
-// here it is InProgress, not Current and not an error, until Ready appears.
-func TestRFCClusterAPIClusterWithoutStatusIsInProgress(t *testing.T) {
+// here it is Unknown, with the evaluation error and a word on the missing status, until Ready
+// appears: never Current before its controller reports.
+func TestRFCClusterAPIClusterWithoutStatusIsUnknownUntilReady(t *testing.T) {
 	testenv.SkipIfShort(t)
 	t.Parallel()
 	ns := newNamespace(t)
@@ -145,9 +146,11 @@ spec:
     failed: "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'False')"
     current: "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True')"`)
 
-	hc := waitHC(t, ns, "prod", hasResource("Cluster", "prod", healthv1alpha1.StatusInProgress))
-	assert.Zero(t, hc.Status.Counts.Unknown, "a missing status is not an evaluation error")
+	hc := waitHC(t, ns, "prod", hasResource("Cluster", "prod", healthv1alpha1.StatusUnknown))
+	r, _ := resource(hc, "Cluster", "prod")
+	assert.Contains(t, r.Message, "the object has no status")
 	assert.Zero(t, hc.Status.Counts.Current)
+	assert.Zero(t, hc.Status.Counts.Failed)
 
 	setStatus(t, clusters, ns, "prod", `{phase: Provisioned, conditions: [{type: Ready, status: "True"}]}`)
 	waitHC(t, ns, "prod", ready)
