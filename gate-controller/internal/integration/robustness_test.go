@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/testenv"
 	"github.com/sluicehq/sluice/testenv/flux"
 )
 
@@ -137,4 +140,26 @@ func TestTwentyThousandGatesOnOneTargetStillHold(t *testing.T) {
 		[]byte(`{"metadata":{"annotations":{"`+gate.GatesAnnotation+`":null}}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
 	waitObject(t, ks, wait, "released", released)
+}
+
+// kubectl get gates reads HOLDING 0, not blank, for a gate that holds nothing.
+func TestKubectlGetGatesShowsHoldingZero(t *testing.T) {
+	sharedController(t)
+	t.Parallel()
+	ns := newNamespace(t)
+	createGate(t, ns, "idle", gatingv1alpha1.GateSpec{Closed: true})
+	waitGate(t, ns, "idle", wait, isClosed)
+	kubectl, err := testenv.Tool("kubectl")
+	require.NoError(t, err)
+	cmd := exec.Command(kubectl, "get", "gate", "idle", "-n", ns)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Len(t, lines, 2, "%s", out)
+	header, row := strings.Fields(lines[0]), strings.Fields(lines[1])
+	require.Equal(t, []string{"NAME", "OPEN", "REASON", "NEXT", "CHANGE", "HOLDING", "AGE"}, header)
+	// NEXT CHANGE is empty for a gate closed by hand, so the row has one field fewer.
+	require.Len(t, row, 5, "%s", out)
+	assert.Equal(t, []string{"idle", "false", "Manual", "0"}, row[:4])
 }
