@@ -371,7 +371,8 @@ func TestWatchesFollowTheHealthChecks(t *testing.T) {
 	hc := waitHC(t, ns, "two", func(hc *healthv1alpha1.HealthCheck) bool {
 		return conditions.IsTrue(hc.Status.Conditions, conditions.Suspended)
 	})
-	assert.True(t, hc.Status.Healthy, "a suspended HealthCheck keeps its last result")
+	assert.False(t, hc.Status.Healthy, "a suspended HealthCheck is not evaluated, so it does not show a stale healthy")
+	assert.NotNil(t, hc.Status.LastHealthyTime, "it keeps when it was last healthy")
 	require.NoError(t, testenv.Wait(ctx, 10*time.Second, func(context.Context) (bool, error) { return !watching(), nil }),
 		"the last HealthCheck that needed gadgets is suspended: the watch stops")
 }
