@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/pkg/runtime/logging"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
+	"github.com/sluicehq/sluice/pkg/version"
 )
 
 // SetupFunc registers a controller's reconcilers on the manager. It may also add flags of its own
@@ -27,8 +28,14 @@ type SetupFunc func(m *Manager) error
 func Main(name string, fs *flag.FlagSet, args []string, setup SetupFunc) int {
 	opts := options.Defaults(name)
 	opts.AddFlags(fs)
+	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	build := version.Get()
+	if *showVersion {
+		fmt.Fprintln(os.Stdout, name, build)
+		return 0
 	}
 	log := processLogger(os.Stderr, name, opts)
 
@@ -44,7 +51,7 @@ func Main(name string, fs *flag.FlagSet, args []string, setup SetupFunc) int {
 		log.Error("cannot set up reconcilers", "error", err)
 		return 1
 	}
-	log.Info("starting", "namespace", opts.Namespace, "labelSelector", opts.WatchLabelSelector, "leaderElect", opts.LeaderElect)
+	log.Info("starting", "version", build.Version, "revision", build.Revision, "namespace", opts.Namespace, "labelSelector", opts.WatchLabelSelector, "leaderElect", opts.LeaderElect)
 	if err := m.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("stopped with an error", "error", err)
 		return 1
