@@ -1,4 +1,4 @@
-package reconciler_test
+package healthcheck_test
 
 import (
 	"context"
@@ -123,8 +123,9 @@ spec:
 }
 
 // RFC-0009 story: a Cluster API Cluster is created without status. Flux once called it Current;
-// here it is InProgress, not Current and not an error, until Ready appears.
-func TestRFCClusterAPIClusterWithoutStatusIsInProgress(t *testing.T) {
+// here it is Unknown, with the evaluation error and a word on the missing status, until Ready
+// appears: never Current before its controller reports.
+func TestRFCClusterAPIClusterWithoutStatusIsUnknownUntilReady(t *testing.T) {
 	testenv.SkipIfShort(t)
 	t.Parallel()
 	ns := newNamespace(t)
@@ -145,9 +146,11 @@ spec:
     failed: "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'False')"
     current: "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True')"`)
 
-	hc := waitHC(t, ns, "prod", hasResource("Cluster", "prod", healthv1alpha1.StatusInProgress))
-	assert.Zero(t, hc.Status.Counts.Unknown, "a missing status is not an evaluation error")
+	hc := waitHC(t, ns, "prod", hasResource("Cluster", "prod", healthv1alpha1.StatusUnknown))
+	r, _ := resource(hc, "Cluster", "prod")
+	assert.Contains(t, r.Message, "the object has no status")
 	assert.Zero(t, hc.Status.Counts.Current)
+	assert.Zero(t, hc.Status.Counts.Failed)
 
 	setStatus(t, clusters, ns, "prod", `{phase: Provisioned, conditions: [{type: Ready, status: "True"}]}`)
 	waitHC(t, ns, "prod", ready)
@@ -368,7 +371,8 @@ func TestWatchesFollowTheHealthChecks(t *testing.T) {
 	hc := waitHC(t, ns, "two", func(hc *healthv1alpha1.HealthCheck) bool {
 		return conditions.IsTrue(hc.Status.Conditions, conditions.Suspended)
 	})
-	assert.True(t, hc.Status.Healthy, "a suspended HealthCheck keeps its last result")
+	assert.False(t, hc.Status.Healthy, "a suspended HealthCheck is not evaluated, so it does not show a stale healthy")
+	assert.NotNil(t, hc.Status.LastHealthyTime, "it keeps when it was last healthy")
 	require.NoError(t, testenv.Wait(ctx, 10*time.Second, func(context.Context) (bool, error) { return !watching(), nil }),
 		"the last HealthCheck that needed gadgets is suspended: the watch stops")
 }

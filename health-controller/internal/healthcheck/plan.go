@@ -1,6 +1,7 @@
-package reconciler
+package healthcheck
 
 import (
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -175,7 +176,7 @@ func (p *plan) addTargets() error {
 		case t.Application != nil:
 			err = p.addSource(&p.sources, sources.Application, *t.Application)
 		default:
-			p.invalid = append(p.invalid, fmt.Sprintf("targets[%d] sets none of object, selector, kustomization or application", i))
+			p.invalid = append(p.invalid, fmt.Sprintf("spec.targets[%d] sets none of object, selector, kustomization or application", i))
 		}
 		if err != nil {
 			return err
@@ -212,12 +213,12 @@ func (p *plan) addTargets() error {
 func (p *plan) parseGVK(i int, field, apiVersion, kindName string) (schema.GroupVersionKind, bool) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil || gv.Version == "" {
-		p.invalid = append(p.invalid, fmt.Sprintf("targets[%d].%s.apiVersion %q must be <group>/<version> or <version>, for example apps/v1 or v1", i, field, apiVersion))
+		p.invalid = append(p.invalid, fmt.Sprintf("spec.targets[%d].%s.apiVersion %q must be <group>/<version> or <version>, for example apps/v1 or v1", i, field, apiVersion))
 		return schema.GroupVersionKind{}, false
 	}
 	gvk := gv.WithKind(kindName)
 	if gvk.GroupKind() == secretKind {
-		p.invalid = append(p.invalid, fmt.Sprintf("targets[%d].%s: Secrets are never read by the health-controller; kstatus calls every existing Secret Current", i, field))
+		p.invalid = append(p.invalid, fmt.Sprintf("spec.targets[%d].%s: Secrets are never read by the health-controller; kstatus calls every existing Secret Current", i, field))
 		return schema.GroupVersionKind{}, false
 	}
 	return gvk, true
@@ -236,7 +237,7 @@ func (p *plan) addObject(i int, o healthv1alpha1.ObjectReference) error {
 		}
 		return err
 	}
-	if k.scope.Namespace != "" && !p.checkNamespace(fmt.Sprintf("targets[%d] %s %s", i, o.Kind, o.Name), ns) {
+	if k.scope.Namespace != "" && !p.checkNamespace(fmt.Sprintf("spec.targets[%d] %s %s", i, o.Kind, o.Name), ns) {
 		return nil
 	}
 	p.objects = append(p.objects, namedObject{kind: k, namespace: k.scope.Namespace, name: o.Name})
@@ -253,7 +254,7 @@ func (p *plan) addSelector(i int, s healthv1alpha1.KindSelector) error {
 	if s.LabelSelector != nil {
 		var err error
 		if selector, err = metav1.LabelSelectorAsSelector(s.LabelSelector); err != nil {
-			p.invalid = append(p.invalid, fmt.Sprintf("targets[%d].selector.labelSelector: %v", i, err))
+			p.invalid = append(p.invalid, fmt.Sprintf("spec.targets[%d].selector.labelSelector: %v", i, err))
 			return nil
 		}
 	}
@@ -265,7 +266,7 @@ func (p *plan) addSelector(i int, s healthv1alpha1.KindSelector) error {
 		}
 		return err
 	}
-	if k.scope.Namespace != "" && !p.checkNamespace(fmt.Sprintf("targets[%d] %s selector", i, s.Kind), ns) {
+	if k.scope.Namespace != "" && !p.checkNamespace(fmt.Sprintf("spec.targets[%d] %s selector", i, s.Kind), ns) {
 		return nil
 	}
 	p.selections = append(p.selections, selection{kind: k, selector: selector})
@@ -323,11 +324,20 @@ func (p *plan) expand(r Reader, src source) (bool, error) {
 	} else {
 		refs, err = sources.ApplicationResources(obj)
 	}
+	var partial *sources.InventoryError
 	if err != nil {
+		// Entries that cannot be read make the source Unknown; the readable ones are still checked.
 		self.Status, self.Message = healthv1alpha1.StatusUnknown, err.Error()
 		p.results = append(p.results, self)
-		return true, nil
+		if !errors.As(err, &partial) {
+			return true, nil
+		}
 	}
+	return true, p.addInventory(refs)
+}
+
+// addInventory adds the objects a source lists.
+func (p *plan) addInventory(refs []sources.ObjectRef) error {
 	for _, ref := range refs {
 		gvk := ref.GroupVersionKind()
 		if gvk.GroupKind() == secretKind {
@@ -338,7 +348,7 @@ func (p *plan) expand(r Reader, src source) (bool, error) {
 		}
 		k, served, err := p.resolve(gvk, ref.Namespace)
 		if err != nil {
-			return false, err
+			return err
 		}
 		if !served {
 			p.results = append(p.results, notServed(gvk, ref.Namespace, ref.Name))
@@ -347,7 +357,7 @@ func (p *plan) expand(r Reader, src source) (bool, error) {
 		p.objects = append(p.objects, namedObject{kind: k, namespace: k.scope.Namespace, name: ref.Name})
 		p.interest(k.scope).addName(k.scope.Namespace, ref.Name)
 	}
-	return true, nil
+	return nil
 }
 
 func watchProblem(s dynamicwatch.Scope, err error) string {

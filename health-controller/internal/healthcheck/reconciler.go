@@ -1,6 +1,6 @@
-// Package reconciler computes the health of HealthCheck targets from watch caches and writes it
-// to status, and publishes it as a CommitStatus when asked to.
-package reconciler
+// Package healthcheck reconciles HealthChecks: it computes the health of their targets from
+// watch caches, writes it to status, and publishes it as a CommitStatus when asked to.
+package healthcheck
 
 import (
 	"context"
@@ -44,11 +44,26 @@ const (
 	stateSuspended = "Suspended"
 )
 
+// Watches are the dynamic watches the reconciler reads targets from: a *dynamicwatch.Watcher,
+// or a fake in unit tests.
+type Watches interface {
+	Reader
+	Add(owner string, scopes ...dynamicwatch.Scope)
+	Set(owner string, scopes ...dynamicwatch.Scope)
+	Owned(owner string) []dynamicwatch.Scope
+	Release(owner string)
+	Stats() []dynamicwatch.ScopeStats
+}
+
+// DefaultTimeout is how long targets may stay unhealthy when spec.timeout is not set; the CRD
+// defaults the field to the same value.
+const DefaultTimeout = 5 * time.Minute
+
 // Reconciler computes the health of one HealthCheck per call.
 type Reconciler struct {
 	Lister   healthlisters.HealthCheckLister
 	Client   sluice.Interface
-	Watcher  *dynamicwatch.Watcher
+	Watcher  Watches
 	Mapper   Mapper
 	Compiler *cel.Compiler
 	Builtin  *health.Layer
@@ -82,14 +97,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	hc := cached.DeepCopy()
 	before := cached.Status.DeepCopy()
-	gen := hc.Generation
-	st := &hc.Status
 
 	s := suspend.Get(hc, hc.Spec.Suspend)
-	suspend.Report(&st.Conditions, gen, s)
+	suspend.Report(&hc.Status.Conditions, hc.Generation, s)
 	if s.Suspended {
-		r.release(key)
-		r.Metrics.setState(hc, stateSuspended)
+		r.suspended(key, hc, s)
 		return controller.Result{}, r.writeStatus(ctx, hc, before)
 	}
 
@@ -97,7 +109,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	if err != nil {
 		return controller.Result{}, r.stall(ctx, hc, before, reason, err)
 	}
-
 	p := newPlan(hc, r.Mapper, r.AllowCrossNamespaceRefs)
 	if err := p.addTargets(); err != nil {
 		return controller.Result{}, err
@@ -110,30 +121,64 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, err
 	}
 	if waiting := r.unsynced(p); !complete || len(waiting) > 0 {
-		// The watches call back once they have listed; computing health from half-filled caches
-		// could report objects as missing.
-		msg := "waiting for the watches to list"
-		if len(waiting) > 0 {
-			msg += ": " + strings.Join(waiting, ", ")
-		}
-		conditions.MarkReconciling(&st.Conditions, gen, healthv1alpha1.ReasonWaitingForWatches, msg)
-		if st.ObservedGeneration != gen {
-			// The spec changed: the soak and timeout clocks start over at the next evaluation.
-			st.HealthySince, st.UnhealthySince = nil, nil
-		}
-		st.ObservedGeneration = gen
-		r.Metrics.setState(hc, stateWaiting)
+		r.waitForWatches(hc, waiting)
 		return controller.Result{}, r.writeStatus(ctx, hc, before)
 	}
+	return r.decide(ctx, hc, before, p, resolver)
+}
 
+// suspended reports a suspended HealthCheck. Its health is not evaluated, so it is not called
+// healthy: a HEALTHY true from before the suspension would be stale.
+func (r *Reconciler) suspended(key string, hc *healthv1alpha1.HealthCheck, s suspend.State) {
+	r.release(key)
+	st := &hc.Status
+	gen := hc.Generation
+	st.ObservedGeneration = gen
+	st.Healthy = false
+	st.Summary = healthv1alpha1.SummarySuspended
+	// The soak and timeout clocks start over once it is resumed: nothing was observed meanwhile.
+	st.HealthySince, st.UnhealthySince = nil, nil
+	msg := "suspended (" + verdict.Truncate(s.Message, 512) + "): health is not evaluated until it is resumed"
+	if st.LastHealthyTime != nil {
+		msg += "; last healthy at " + st.LastHealthyTime.UTC().Format(time.RFC3339)
+		if st.LastHealthyRevision != "" {
+			msg += " for revision " + st.LastHealthyRevision
+		}
+	}
+	conditions.Set(&st.Conditions, gen, conditions.Ready, metav1.ConditionUnknown, stateSuspended, msg)
+	conditions.Remove(&st.Conditions, conditions.Reconciling)
+	conditions.Remove(&st.Conditions, conditions.Stalled)
+	r.Metrics.setState(hc, stateSuspended)
+}
+
+// waitForWatches reports that the watches have not listed yet: computing health from half-filled
+// caches could report objects as missing. The watches call back once they have listed.
+func (r *Reconciler) waitForWatches(hc *healthv1alpha1.HealthCheck, waiting []string) {
+	st := &hc.Status
+	gen := hc.Generation
+	msg := "waiting for the watches to list"
+	if len(waiting) > 0 {
+		msg += ": " + strings.Join(waiting, ", ")
+	}
+	conditions.MarkReconciling(&st.Conditions, gen, healthv1alpha1.ReasonWaitingForWatches, msg)
+	if st.ObservedGeneration != gen {
+		// The spec changed: the soak and timeout clocks start over at the next evaluation.
+		st.HealthySince, st.UnhealthySince = nil, nil
+	}
+	st.ObservedGeneration = gen
+	r.Metrics.setState(hc, stateWaiting)
+}
+
+// decide evaluates the targets, writes the verdict, and publishes it.
+func (r *Reconciler) decide(ctx context.Context, hc *healthv1alpha1.HealthCheck, before *healthv1alpha1.HealthCheckStatus, p *plan, resolver *health.Resolver) (controller.Result, error) {
 	start := time.Now()
 	resources := r.evaluate(p, resolver)
 	r.Metrics.Duration.Observe(time.Since(start).Seconds())
 
 	revision, commit, revErr := r.revision(hc, p)
 	v := verdict.Decide(verdict.Input{
-		Now: r.now(), Generation: gen, Revision: revision, Previous: *before, Resources: resources,
-		Timeout: duration(hc.Spec.Timeout, 5*time.Minute), SoakTime: duration(hc.Spec.SoakTime, 0),
+		Now: r.now(), Generation: hc.Generation, Revision: revision, Previous: *before, Resources: resources,
+		Timeout: duration(hc.Spec.Timeout, DefaultTimeout), SoakTime: duration(hc.Spec.SoakTime, 0),
 	})
 	r.apply(hc, v, revision)
 

@@ -1,4 +1,4 @@
-package reconciler
+package healthcheck
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,7 +29,7 @@ type Metrics struct {
 }
 
 // NewMetrics registers the domain metrics, including the watch sizes read from w at scrape time.
-func NewMetrics(reg prometheus.Registerer, w *dynamicwatch.Watcher) (*Metrics, error) {
+func NewMetrics(reg prometheus.Registerer, w statsReader) (*Metrics, error) {
 	m := &Metrics{
 		State: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sluice_health_check_state",
@@ -93,7 +93,10 @@ var (
 )
 
 // watchCollector reads the watch sizes when scraped, so they are never stale.
-type watchCollector struct{ w *dynamicwatch.Watcher }
+type watchCollector struct{ w statsReader }
+
+// statsReader reports the watches, for the metrics.
+type statsReader interface{ Stats() []dynamicwatch.ScopeStats }
 
 func (c *watchCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- watchedObjectsDesc

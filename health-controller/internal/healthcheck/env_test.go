@@ -1,4 +1,4 @@
-package reconciler_test
+package healthcheck_test
 
 import (
 	"context"
@@ -24,7 +24,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
-	"github.com/sluicehq/sluice/health-controller/internal/reconciler"
+	"github.com/sluicehq/sluice/health-controller/internal/healthcheck"
+	"github.com/sluicehq/sluice/health-controller/internal/setup"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/testenv"
@@ -100,21 +101,21 @@ func testCRD(gvr schema.GroupVersionResource, kind string) *apiextensionsv1.Cust
 }
 
 type running struct {
-	r       *reconciler.Reconciler
+	r       *healthcheck.Reconciler
 	m       *manager.Manager
 	metrics string
 }
 
 // startController runs the health-controller in this process, watching HealthChecks in ns only,
 // so that tests run side by side without seeing each other's objects.
-func startController(t *testing.T, ns string, cfg *rest.Config, mutate func(*reconciler.Config)) *running {
+func startController(t *testing.T, ns string, cfg *rest.Config, mutate func(*setup.Config)) *running {
 	t.Helper()
 	opts := options.Defaults("health-controller")
 	opts.Namespace = ns
 	opts.MetricsBindAddress = "127.0.0.1:0"
 	opts.HealthProbeBindAddress = "127.0.0.1:0"
 	opts.LeaderElect = false
-	c := reconciler.DefaultConfig()
+	c := setup.Defaults()
 	c.LibraryNamespace = ns
 	if mutate != nil {
 		mutate(&c)
@@ -129,7 +130,7 @@ func startController(t *testing.T, ns string, cfg *rest.Config, mutate func(*rec
 	}
 	m, err := manager.New("health-controller", opts, cfg, log)
 	require.NoError(t, err)
-	r, err := reconciler.Setup(m, c)
+	r, err := setup.HealthChecks(m, c)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

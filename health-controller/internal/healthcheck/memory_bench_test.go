@@ -1,4 +1,4 @@
-package reconciler_test
+package healthcheck_test
 
 import (
 	"bufio"

@@ -1,10 +1,7 @@
-package reconciler
+package healthcheck
 
 import (
 	"context"
-	"flag"
-	"fmt"
-	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +17,6 @@ import (
 	"github.com/sluicehq/sluice/health-controller/internal/userlib"
 	"github.com/sluicehq/sluice/pkg/health"
 	"github.com/sluicehq/sluice/pkg/health/cel"
-	"github.com/sluicehq/sluice/pkg/health/library"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
 	"github.com/sluicehq/sluice/pkg/runtime/dynamicwatch"
@@ -28,105 +24,54 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 )
 
-// Config holds the health-controller's own flags.
-type Config struct {
-	// LibraryNamespace and LibraryName locate the user library ConfigMap. An empty name disables
-	// the user library.
-	LibraryNamespace string
-	LibraryName      string
-	// NoCrossNamespaceRefs requires targets and sources in the HealthCheck's own namespace.
-	NoCrossNamespaceRefs bool
-	// CELCostLimit bounds the runtime cost of one expression evaluation.
-	CELCostLimit uint64
+// Deps are what the reconciler is built from.
+type Deps struct {
+	Compiler *cel.Compiler
+	Builtin  *health.Layer
+	Library  *userlib.Library
+	// WatchLibrary keeps Library in step with its ConfigMap.
+	WatchLibrary bool
+	// AllowCrossNamespaceRefs lets targets and sources live in other namespaces than the
+	// HealthCheck.
+	AllowCrossNamespaceRefs bool
 }
 
-// DefaultConfig reads the user library from the controller's own namespace (POD_NAMESPACE, set
-// by the chart), or sluice-system outside a cluster.
-func DefaultConfig() Config {
-	ns := os.Getenv("POD_NAMESPACE")
-	if ns == "" {
-		ns = "sluice-system"
-	}
-	return Config{LibraryNamespace: ns, LibraryName: "health-library", CELCostLimit: cel.DefaultCostLimit}
-}
-
-// AddFlags registers the flags on fs.
-func (c *Config) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.LibraryNamespace, "library-configmap-namespace", c.LibraryNamespace,
-		"namespace of the user library ConfigMap (defaults to $POD_NAMESPACE)")
-	fs.StringVar(&c.LibraryName, "library-configmap-name", c.LibraryName,
-		"name of the user library ConfigMap, whose keys hold RFC-0009 health checks that override the built-in library; empty disables it")
-	fs.BoolVar(&c.NoCrossNamespaceRefs, "no-cross-namespace-refs", c.NoCrossNamespaceRefs,
-		"require every target, Kustomization and Application to be in the HealthCheck's namespace (inventories may still span namespaces)")
-	fs.Uint64Var(&c.CELCostLimit, "cel-cost-limit", c.CELCostLimit,
-		"runtime cost after which a CEL evaluation stops with an error, making the object Unknown")
-}
-
-// Setup registers the HealthCheck reconciler and everything it watches on m.
-func Setup(m *manager.Manager, cfg Config) (*Reconciler, error) {
-	if cfg.CELCostLimit == 0 {
-		return nil, fmt.Errorf("--cel-cost-limit must be positive")
-	}
-	compiler, err := cel.NewCompiler(cel.WithCostLimit(cfg.CELCostLimit))
-	if err != nil {
-		return nil, err
-	}
-	checks, err := library.Builtin()
-	if err != nil {
-		return nil, err
-	}
-	builtin, err := health.NewLayer(health.SourceBuiltin, checks)
-	if err != nil {
-		return nil, err
-	}
+// Add registers the HealthCheck reconciler and everything it watches on m.
+func Add(m *manager.Manager, d Deps) (*Reconciler, error) {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.Kube.Discovery()))
 	hcInformer := m.SluiceInformers.Health().V1alpha1().HealthChecks()
-
 	r := &Reconciler{
 		Lister:                  hcInformer.Lister(),
 		Client:                  m.Sluice,
 		Mapper:                  mapper,
-		Compiler:                compiler,
-		Builtin:                 builtin,
-		Library:                 userlib.New(compiler, cfg.LibraryNamespace, cfg.LibraryName),
+		Compiler:                d.Compiler,
+		Builtin:                 d.Builtin,
+		Library:                 d.Library,
 		Recorder:                m.Recorder,
 		Log:                     m.Log,
-		AllowCrossNamespaceRefs: !cfg.NoCrossNamespaceRefs,
+		AllowCrossNamespaceRefs: d.AllowCrossNamespaceRefs,
 		index:                   newIndex(),
 	}
 	c := m.NewController("healthcheck", r)
-	enqueue := func(keys []string) {
-		for _, k := range keys {
-			c.Enqueue(k)
-		}
-	}
-	r.Watcher = dynamicwatch.New(m.Dynamic, dynamicwatch.Options{
+	watcher := dynamicwatch.New(m.Dynamic, dynamicwatch.Options{
 		OnEvent: func(s dynamicwatch.Scope, old, new *unstructured.Unstructured) {
-			enqueue(r.index.owners(s, old, new))
+			enqueueAll(c, r.index.owners(s, old, new))
 		},
-		OnSynced: func(_ dynamicwatch.Scope, owners []string) { enqueue(owners) },
-		OnError:  func(_ dynamicwatch.Scope, owners []string, _ error) { enqueue(owners) },
+		OnSynced: func(_ dynamicwatch.Scope, owners []string) { enqueueAll(c, owners) },
+		OnError:  func(_ dynamicwatch.Scope, owners []string, _ error) { enqueueAll(c, owners) },
 		Log:      m.Log.With("component", "dynamicwatch"),
 	})
-	m.AddRunnable(r.Watcher.Run)
-	if r.Metrics, err = NewMetrics(m.Metrics.Registry, r.Watcher); err != nil {
+	r.Watcher = watcher
+	m.AddRunnable(watcher.Run)
+	var err error
+	if r.Metrics, err = NewMetrics(m.Metrics.Registry, watcher); err != nil {
 		return nil, err
 	}
-
 	if _, err := hcInformer.Informer().AddEventHandler(specChanges(c)); err != nil {
 		return nil, err
 	}
-	enqueueAll := func() {
-		hcs, err := r.Lister.List(labels.Everything())
-		if err != nil {
-			return
-		}
-		for _, hc := range hcs {
-			c.Enqueue(handler.Key(hc))
-		}
-	}
-	if cfg.LibraryName != "" {
-		if err := watchLibrary(m, c, r.Library, cfg, enqueueAll); err != nil {
+	if d.WatchLibrary {
+		if err := watchLibrary(m, c, r); err != nil {
 			return nil, err
 		}
 	}
@@ -134,6 +79,23 @@ func Setup(m *manager.Manager, cfg Config) (*Reconciler, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+func enqueueAll(q handler.Enqueuer, keys []string) {
+	for _, k := range keys {
+		q.Enqueue(k)
+	}
+}
+
+// enqueueEvery enqueues every HealthCheck, when something they all read changes.
+func (r *Reconciler) enqueueEvery(q handler.Enqueuer) {
+	hcs, err := r.Lister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, hc := range hcs {
+		q.Enqueue(handler.Key(hc))
+	}
 }
 
 // specChanges enqueues a HealthCheck when it appears, goes, or changes anything but its status:
@@ -168,11 +130,13 @@ func equalMaps(a, b map[string]string) bool {
 }
 
 // watchLibrary keeps the user library in step with its ConfigMap, watching that one object only.
-func watchLibrary(m *manager.Manager, c *controller.Controller, lib *userlib.Library, cfg Config, enqueueAll func()) error {
+func watchLibrary(m *manager.Manager, c *controller.Controller, r *Reconciler) error {
+	lib := r.Library
+	namespace, name := lib.Namespace(), lib.Name()
 	factory := kubeinformers.NewSharedInformerFactoryWithOptions(m.Kube, 0,
-		kubeinformers.WithNamespace(cfg.LibraryNamespace),
+		kubeinformers.WithNamespace(namespace),
 		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.LibraryName).String()
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 		}))
 	informer := factory.Core().V1().ConfigMaps().Informer()
 	update := func(obj any) {
@@ -183,7 +147,7 @@ func watchLibrary(m *manager.Manager, c *controller.Controller, lib *userlib.Lib
 		} else {
 			m.Log.Info("user library loaded", "configMap", lib.Ref(), "checks", lib.Size())
 		}
-		enqueueAll()
+		r.enqueueEvery(c)
 	}
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    update,
