@@ -31,17 +31,21 @@ func TestPullRequestCRDRules(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, promoterv1alpha1.PullRequestOpen, pr.Spec.State, "state defaults to open")
 
-	for name, mutate := range map[string]func(*promoterv1alpha1.PullRequest){
-		"sourceBranch is immutable":   func(p *promoterv1alpha1.PullRequest) { p.Spec.SourceBranch = "other" },
-		"targetBranch is immutable":   func(p *promoterv1alpha1.PullRequest) { p.Spec.TargetBranch = "other" },
-		"expectedHeadSHA is required": func(p *promoterv1alpha1.PullRequest) { p.Spec.State = promoterv1alpha1.PullRequestMerged },
+	for name, tc := range map[string]struct {
+		field  string
+		mutate func(*promoterv1alpha1.PullRequest)
+	}{
+		"sourceBranch is immutable":   {"spec.sourceBranch:", func(p *promoterv1alpha1.PullRequest) { p.Spec.SourceBranch = "other" }},
+		"targetBranch is immutable":   {"spec.targetBranch:", func(p *promoterv1alpha1.PullRequest) { p.Spec.TargetBranch = "other" }},
+		"expectedHeadSHA is required": {"spec.expectedHeadSHA:", func(p *promoterv1alpha1.PullRequest) { p.Spec.State = promoterv1alpha1.PullRequestMerged }},
 	} {
 		t.Run(name, func(t *testing.T) {
 			next := pr.DeepCopy()
-			mutate(next)
+			tc.mutate(next)
 			_, err := client.Update(ctx, next, metav1.UpdateOptions{})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), name)
+			assert.Contains(t, err.Error(), tc.field, "the error names the field")
 		})
 	}
 	next := pr.DeepCopy()
