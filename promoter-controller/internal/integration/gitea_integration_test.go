@@ -146,6 +146,9 @@ func TestPromotionOnGitea(t *testing.T) {
 	f.waitEnv("staging", "merged on Gitea", activeOn(d1))
 	staging := f.waitEnv("staging", "recorded", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
 	assert.False(t, staging.History[0].External)
+	// History names the pull request on Gitea, which a later promotion's object (same name) does not.
+	assert.Positive(t, staging.History[0].PullRequestNumber)
+	assert.Contains(t, staging.History[0].PullRequestURL, fmt.Sprintf("/pulls/%d", staging.History[0].PullRequestNumber))
 
 	require.NoError(t, testenv.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
 		prs = prs[:0]

@@ -53,6 +53,11 @@ func TestAutoMergeFalseWaitsForAPerson(t *testing.T) {
 	dev := f.waitEnv("dev", "recorded", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
 	assert.True(t, dev.History[0].External)
 	assert.Equal(t, d1, dev.History[0].DrySHA)
+	// spec.state follows what the person did, so spec and status agree.
+	require.NoError(t, testenv.Wait(f.ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		pr, err := env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Get(ctx, "app-dev", metav1.GetOptions{})
+		return err == nil && pr.Spec.State == promoterv1alpha1.PullRequestMerged && pr.Status.State == promoterv1alpha1.PullRequestMerged, err
+	}), "spec.state=merged beside status.state=merged")
 	require.NoError(t, testenv.Wait(f.ctx, 20*time.Second, func(context.Context) (bool, error) {
 		return len(f.events(promotionstrategy.EventPullRequestMergedExternally)) == 1, nil
 	}))
