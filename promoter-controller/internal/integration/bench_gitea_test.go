@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	receiver "github.com/sluicehq/sluice/promoter-controller/internal/webhook"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
+	receiver "github.com/sluicehq/sluice/promoter-controller/internal/webhook"
 	"github.com/sluicehq/sluice/testenv"
 	giteatest "github.com/sluicehq/sluice/testenv/gitea"
 )

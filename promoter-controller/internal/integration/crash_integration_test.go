@@ -65,30 +65,7 @@ func TestKill9MidPromotionLosesAndDuplicatesNothing(t *testing.T) {
 	cacheDir := t.TempDir()
 	logFile := controllerLog(t)
 
-	phases := map[string]int{}
-	for i, k := range killSchedule {
-		select {
-		case <-pushes: // a push the previous run left held at the server
-		default:
-		}
-		cmd := runControllerProcess(t, bin, f.ns, cacheDir, logFile)
-		when := k.after.String()
-		if k.onPush {
-			select {
-			case <-pushes:
-				when = "a push"
-			case <-time.After(pushWait):
-				when = "no push in " + pushWait.String()
-			}
-		} else {
-			time.Sleep(k.after)
-		}
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		requireKilled(t, cmd.Wait(), i+1)
-		phase := f.crashPhase(envs, next)
-		phases[phase]++
-		t.Logf("kill -9 #%d at %s: %s; partial files in the cache: %d", i+1, when, phase, len(cacheLeftovers(t, cacheDir)))
-	}
+	phases := f.killRepeatedly(bin, cacheDir, logFile, pushes, envs, next)
 	t.Logf("kills by phase: %v", phases)
 
 	last := runControllerProcess(t, bin, f.ns, cacheDir, logFile)
@@ -131,6 +108,37 @@ func TestKill9MidPromotionLosesAndDuplicatesNothing(t *testing.T) {
 	t.Logf("git cache recoveries in the controller's log: %d", strings.Count(string(logText), "git cache folder is damaged"))
 	assert.Empty(t, cacheLeftovers(t, cacheDir), "what killed runs left half written is cleared")
 	requireCacheUsable(t, cacheDir, f.srv.URL("app"), next)
+}
+
+// killRepeatedly runs the controller process once per killSchedule entry and kills it with
+// SIGKILL at the scheduled moment; it returns how often each crash phase was hit.
+func (f *fixture) killRepeatedly(bin, cacheDir string, logFile *os.File, pushes chan struct{}, envs []string, next map[string]string) map[string]int {
+	f.t.Helper()
+	phases := map[string]int{}
+	for i, k := range killSchedule {
+		select {
+		case <-pushes: // a push the previous run left held at the server
+		default:
+		}
+		cmd := runControllerProcess(f.t, bin, f.ns, cacheDir, logFile)
+		when := k.after.String()
+		if k.onPush {
+			select {
+			case <-pushes:
+				when = "a push"
+			case <-time.After(pushWait):
+				when = "no push in " + pushWait.String()
+			}
+		} else {
+			time.Sleep(k.after)
+		}
+		require.NoError(f.t, cmd.Process.Signal(syscall.SIGKILL))
+		requireKilled(f.t, cmd.Wait(), i+1)
+		phase := f.crashPhase(envs, next)
+		phases[phase]++
+		f.t.Logf("kill -9 #%d at %s: %s; partial files in the cache: %d", i+1, when, phase, len(cacheLeftovers(f.t, cacheDir)))
+	}
+	return phases
 }
 
 // cacheLeftovers lists the temporary files of interrupted pack and object writes in the cache.

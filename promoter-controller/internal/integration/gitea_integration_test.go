@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	receiver "github.com/sluicehq/sluice/promoter-controller/internal/webhook"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +15,7 @@ import (
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
+	receiver "github.com/sluicehq/sluice/promoter-controller/internal/webhook"
 	"github.com/sluicehq/sluice/testenv"
 	giteatest "github.com/sluicehq/sluice/testenv/gitea"
 )
@@ -62,7 +61,74 @@ func TestPromotionOnGitea(t *testing.T) {
 	hydrateTo(t, repo, "", "dev", d0, "v: 0\n")
 	hydrateTo(t, repo, "", "staging", d0, "v: 0\n")
 
-	_, err = env.Kube.CoreV1().Secrets(f.ns).Create(ctx, &corev1.Secret{
+	giteaStrategy(t, f, srv, cloneURL)
+	hooks, addr := webhookConfig(t, t.TempDir())
+	startPromoterWith(t, env.Config, hooks)
+	// Gitea delivers pushes and pull request events to the receiver, signed.
+	require.NoError(t, srv.API(ctx, "POST", "/repos/"+srv.AdminUser+"/app/hooks", map[string]any{
+		"type": "gitea", "active": true, "events": []string{"push", "pull_request"},
+		"config": map[string]string{
+			"url":          fmt.Sprintf("http://%s%s%s/gitea", addr, receiver.WebhookPath, f.ns),
+			"content_type": "json", "secret": "hook-secret",
+		},
+	}, nil))
+
+	_ = repo.Fetch(ctx, "main")
+	d1, err := repo.CommitFiles(ctx, git.CommitRequest{Branch: "main", Files: map[string][]byte{"values.yaml": []byte("v: 1\n")}, Message: "bump to 1"})
+	require.NoError(t, err)
+	devNext := hydrateTo(t, repo, "dev", "dev-next", d1, "dev v: 1\n")
+	hydrateTo(t, repo, "staging", "staging-next", d1, "staging v: 1\n")
+
+	// The pull request opens on Gitea and waits for lint.
+	dev := f.waitEnv("dev", "pull request open on Gitea, blocked by lint", func(e promoterv1alpha1.EnvironmentStatus) bool {
+		return e.PullRequest != nil && e.PullRequest.URL != "" && !e.Eligible && e.Proposed.HydratedSHA == devNext
+	})
+	prs, err := giteaPulls(ctx, srv)
+	require.NoError(t, err)
+	require.Len(t, prs, 1, "one pull request for dev; staging waits for dev")
+	assert.Equal(t, "open", prs[0].State)
+	assert.Contains(t, dev.PullRequest.URL, fmt.Sprintf("/pulls/%d", prs[0].Number))
+
+	// lint passes: set on Gitea (as the commitstatus-controller would mirror it) and in the cluster.
+	require.NoError(t, srv.API(ctx, "POST", "/repos/"+srv.AdminUser+"/app/statuses/"+devNext,
+		map[string]string{"state": "success", "context": "lint", "description": "lint passed"}, nil))
+	_, err = env.Sluice.CommitstatusV1alpha1().CommitStatuses(f.ns).Create(ctx, &commitstatusv1alpha1.CommitStatus{
+		ObjectMeta: metav1.ObjectMeta{Name: "lint-dev", Labels: map[string]string{commitstatusv1alpha1.KeyLabel: "lint"}},
+		Spec: commitstatusv1alpha1.CommitStatusSpec{
+			RepositoryRef: commitstatusv1alpha1.RepositoryReference{Name: "gitea-app"}, SHA: devNext, Name: "lint", Phase: commitstatusv1alpha1.CommitStatusSuccess,
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	f.waitEnv("dev", "merged on Gitea", activeOn(d1))
+	f.waitEnv("staging", "merged on Gitea", activeOn(d1))
+	staging := f.waitEnv("staging", "recorded", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
+	assert.False(t, staging.History[0].External)
+	// History names the pull request on Gitea, which a later promotion's object (same name) does not.
+	assert.Positive(t, staging.History[0].PullRequestNumber)
+	assert.Contains(t, staging.History[0].PullRequestURL, fmt.Sprintf("/pulls/%d", staging.History[0].PullRequestNumber))
+
+	require.NoError(t, testenv.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		prs, err = giteaPulls(ctx, srv)
+		if err != nil {
+			return false, err
+		}
+		merged := 0
+		for _, p := range prs {
+			if p.Merged {
+				merged++
+			}
+		}
+		return len(prs) == 2 && merged == 2, nil
+	}), "two pull requests on Gitea, both merged once: %+v", prs)
+}
+
+// giteaStrategy points a strategy for dev and staging at the Gitea repository cloneURL, with
+// the ScmProvider and Secret that reach it.
+func giteaStrategy(t *testing.T, f *fixture, srv *giteatest.Server, cloneURL string) {
+	t.Helper()
+	ctx := f.ctx
+	_, err := env.Kube.CoreV1().Secrets(f.ns).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "gitea"},
 		Data: map[string][]byte{
 			scmv1alpha1.SecretKeyToken: []byte(srv.Token), scmv1alpha1.SecretKeyWebhookSecret: []byte("hook-secret"),
@@ -97,70 +163,17 @@ func TestPromotionOnGitea(t *testing.T) {
 			{Branch: "staging"},
 		}
 	})
-	hooks, addr := webhookConfig(t, t.TempDir())
-	startPromoterWith(t, env.Config, hooks)
-	// Gitea delivers pushes and pull request events to the receiver, signed.
-	require.NoError(t, srv.API(ctx, "POST", "/repos/"+srv.AdminUser+"/app/hooks", map[string]any{
-		"type": "gitea", "active": true, "events": []string{"push", "pull_request"},
-		"config": map[string]string{
-			"url":          fmt.Sprintf("http://%s%s%s/gitea", addr, receiver.WebhookPath, f.ns),
-			"content_type": "json", "secret": "hook-secret",
-		},
-	}, nil))
+}
 
-	_ = repo.Fetch(ctx, "main")
-	d1, err := repo.CommitFiles(ctx, git.CommitRequest{Branch: "main", Files: map[string][]byte{"values.yaml": []byte("v: 1\n")}, Message: "bump to 1"})
-	require.NoError(t, err)
-	devNext := hydrateTo(t, repo, "dev", "dev-next", d1, "dev v: 1\n")
-	hydrateTo(t, repo, "staging", "staging-next", d1, "staging v: 1\n")
+// giteaPull is what the test reads of a pull request on Gitea.
+type giteaPull struct {
+	Number int64  `json:"number"`
+	State  string `json:"state"`
+	Merged bool   `json:"merged"`
+}
 
-	// The pull request opens on Gitea and waits for lint.
-	dev := f.waitEnv("dev", "pull request open on Gitea, blocked by lint", func(e promoterv1alpha1.EnvironmentStatus) bool {
-		return e.PullRequest != nil && e.PullRequest.URL != "" && !e.Eligible && e.Proposed.HydratedSHA == devNext
-	})
-	var prs []struct {
-		Number int64  `json:"number"`
-		State  string `json:"state"`
-		Merged bool   `json:"merged"`
-		Head   struct {
-			Ref string `json:"ref"`
-		} `json:"head"`
-	}
-	require.NoError(t, srv.API(ctx, "GET", "/repos/"+srv.AdminUser+"/app/pulls?state=all", nil, &prs))
-	require.Len(t, prs, 1, "one pull request for dev; staging waits for dev")
-	assert.Equal(t, "open", prs[0].State)
-	assert.Contains(t, dev.PullRequest.URL, fmt.Sprintf("/pulls/%d", prs[0].Number))
-
-	// lint passes: set on Gitea (as the commitstatus-controller would mirror it) and in the cluster.
-	require.NoError(t, srv.API(ctx, "POST", "/repos/"+srv.AdminUser+"/app/statuses/"+devNext,
-		map[string]string{"state": "success", "context": "lint", "description": "lint passed"}, nil))
-	_, err = env.Sluice.CommitstatusV1alpha1().CommitStatuses(f.ns).Create(ctx, &commitstatusv1alpha1.CommitStatus{
-		ObjectMeta: metav1.ObjectMeta{Name: "lint-dev", Labels: map[string]string{commitstatusv1alpha1.KeyLabel: "lint"}},
-		Spec: commitstatusv1alpha1.CommitStatusSpec{
-			RepositoryRef: commitstatusv1alpha1.RepositoryReference{Name: "gitea-app"}, SHA: devNext, Name: "lint", Phase: commitstatusv1alpha1.CommitStatusSuccess,
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-
-	f.waitEnv("dev", "merged on Gitea", activeOn(d1))
-	f.waitEnv("staging", "merged on Gitea", activeOn(d1))
-	staging := f.waitEnv("staging", "recorded", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
-	assert.False(t, staging.History[0].External)
-	// History names the pull request on Gitea, which a later promotion's object (same name) does not.
-	assert.Positive(t, staging.History[0].PullRequestNumber)
-	assert.Contains(t, staging.History[0].PullRequestURL, fmt.Sprintf("/pulls/%d", staging.History[0].PullRequestNumber))
-
-	require.NoError(t, testenv.Wait(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
-		prs = prs[:0]
-		if err := srv.API(ctx, "GET", "/repos/"+srv.AdminUser+"/app/pulls?state=all", nil, &prs); err != nil {
-			return false, err
-		}
-		merged := 0
-		for _, p := range prs {
-			if p.Merged {
-				merged++
-			}
-		}
-		return len(prs) == 2 && merged == 2, nil
-	}), "two pull requests on Gitea, both merged once: %+v", prs)
+func giteaPulls(ctx context.Context, srv *giteatest.Server) ([]giteaPull, error) {
+	var prs []giteaPull
+	err := srv.API(ctx, "GET", "/repos/"+srv.AdminUser+"/app/pulls?state=all", nil, &prs)
+	return prs, err
 }

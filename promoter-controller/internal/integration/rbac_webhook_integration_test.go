@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	receiver "github.com/sluicehq/sluice/promoter-controller/internal/webhook"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -27,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/scm/gitea"
 	"github.com/sluicehq/sluice/pkg/scm/webhook"
 	"github.com/sluicehq/sluice/promoter-controller/internal/promotionstrategy"
+	receiver "github.com/sluicehq/sluice/promoter-controller/internal/webhook"
 	"github.com/sluicehq/sluice/testenv"
 	"github.com/sluicehq/sluice/testenv/charts"
 )

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	receiver "github.com/sluicehq/sluice/promoter-controller/internal/webhook"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/scm/github"
 	"github.com/sluicehq/sluice/pkg/scm/gitlab"
 	"github.com/sluicehq/sluice/pkg/scm/webhook"
+	receiver "github.com/sluicehq/sluice/promoter-controller/internal/webhook"
 	"github.com/sluicehq/sluice/testenv"
 )
 
