@@ -89,6 +89,8 @@ func decideGit(o *observation) plan {
 	p := plan{Status: *pr.Status.DeepCopy()}
 	st := &p.Status
 	st.ObservedGeneration = pr.Generation
+	// The repository resolved and was read: whatever stalled before is fixed.
+	conditions.Remove(&st.Conditions, conditions.Stalled)
 	st.HeadSHA = g.Head
 	if g.Head != "" && g.Target != "" && pr.Spec.State != promoterv1alpha1.PullRequestMerged && g.HeadInTarget {
 		// Merged outside Sluice: the target already holds the head this pull request proposes.
@@ -118,6 +120,7 @@ func decideSCM(o *observation) plan {
 	p := plan{Status: *pr.Status.DeepCopy()}
 	st := &p.Status
 	st.ObservedGeneration = pr.Generation
+	conditions.Remove(&st.Conditions, conditions.Stalled)
 	if st.ID == "" {
 		switch {
 		case rp != nil:

@@ -73,6 +73,8 @@ func (w *watches) register() error {
 		// A fixed ScmRepository or ScmProvider (a stalled strategy's usual cure) re-evaluates at once.
 		{w.refs.repos.Informer(), handler.EnqueueMapped(w.strategies, func(o metav1.Object) []string { return w.byRepository(o.GetNamespace(), o.GetName()) })},
 		{w.refs.providers.Informer(), handler.EnqueueMapped(w.strategies, w.byProvider)},
+		// A PullRequest stalled on its repository (a revert's, say, which no strategy owns) too.
+		{w.refs.repos.Informer(), handler.EnqueueMapped(w.pullRequests, w.pullRequestsOf)},
 		{w.refs.gates.Informer(), handler.EnqueueMapped(w.strategies, w.byGate)},
 	} {
 		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
@@ -97,6 +99,17 @@ func (w *watches) byRepository(ns, repo string) []string {
 	for _, ps := range list {
 		if ps.Spec.RepositoryRef.Name == repo {
 			keys = append(keys, ps.Namespace+"/"+ps.Name)
+		}
+	}
+	return keys
+}
+
+func (w *watches) pullRequestsOf(repo metav1.Object) []string {
+	list, _ := w.m.SluiceInformers.Promoter().V1alpha1().PullRequests().Lister().PullRequests(repo.GetNamespace()).List(labels.Everything())
+	var keys []string
+	for _, pr := range list {
+		if pr.Spec.RepositoryRef.Name == repo.GetName() {
+			keys = append(keys, pr.Namespace+"/"+pr.Name)
 		}
 	}
 	return keys
