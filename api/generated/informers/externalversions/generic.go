@@ -78,6 +78,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Promoter().V1alpha1().PullRequests().Informer()}, nil
 
 		// Group=rollback.sluice.dev, Version=v1alpha1
+	case rollbackv1alpha1.SchemeGroupVersion.WithResource("manifestreleases"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Rollback().V1alpha1().ManifestReleases().Informer()}, nil
 	case rollbackv1alpha1.SchemeGroupVersion.WithResource("revertcommits"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Rollback().V1alpha1().RevertCommits().Informer()}, nil
 	case rollbackv1alpha1.SchemeGroupVersion.WithResource("rollbackpolicies"):

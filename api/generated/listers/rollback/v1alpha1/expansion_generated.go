@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1alpha1
 
+// ManifestReleaseListerExpansion allows custom methods to be added to
+// ManifestReleaseLister.
+type ManifestReleaseListerExpansion interface{}
+
+// ManifestReleaseNamespaceListerExpansion allows custom methods to be added to
+// ManifestReleaseNamespaceLister.
+type ManifestReleaseNamespaceListerExpansion interface{}
+
 // RevertCommitListerExpansion allows custom methods to be added to
 // RevertCommitLister.
 type RevertCommitListerExpansion interface{}

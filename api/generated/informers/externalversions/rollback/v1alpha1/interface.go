@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// ManifestReleases returns a ManifestReleaseInformer.
+	ManifestReleases() ManifestReleaseInformer
 	// RevertCommits returns a RevertCommitInformer.
 	RevertCommits() RevertCommitInformer
 	// RollbackPolicies returns a RollbackPolicyInformer.
@@ -39,6 +41,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// ManifestReleases returns a ManifestReleaseInformer.
+func (v *version) ManifestReleases() ManifestReleaseInformer {
+	return &manifestReleaseInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // RevertCommits returns a RevertCommitInformer.

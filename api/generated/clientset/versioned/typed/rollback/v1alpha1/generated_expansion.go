@@ -18,6 +18,8 @@ limitations under the License.
 
 package v1alpha1
 
+type ManifestReleaseExpansion interface{}
+
 type RevertCommitExpansion interface{}
 
 type RollbackPolicyExpansion interface{}

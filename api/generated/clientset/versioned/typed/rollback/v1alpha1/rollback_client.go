@@ -28,6 +28,7 @@ import (
 
 type RollbackV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	ManifestReleasesGetter
 	RevertCommitsGetter
 	RollbackPoliciesGetter
 }
@@ -35,6 +36,10 @@ type RollbackV1alpha1Interface interface {
 // RollbackV1alpha1Client is used to interact with features provided by the rollback.sluice.dev group.
 type RollbackV1alpha1Client struct {
 	restClient rest.Interface
+}
+
+func (c *RollbackV1alpha1Client) ManifestReleases(namespace string) ManifestReleaseInterface {
+	return newManifestReleases(c, namespace)
 }
 
 func (c *RollbackV1alpha1Client) RevertCommits(namespace string) RevertCommitInterface {

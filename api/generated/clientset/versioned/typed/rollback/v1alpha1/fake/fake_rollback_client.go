@@ -28,6 +28,10 @@ type FakeRollbackV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeRollbackV1alpha1) ManifestReleases(namespace string) v1alpha1.ManifestReleaseInterface {
+	return newFakeManifestReleases(c, namespace)
+}
+
 func (c *FakeRollbackV1alpha1) RevertCommits(namespace string) v1alpha1.RevertCommitInterface {
 	return newFakeRevertCommits(c, namespace)
 }
