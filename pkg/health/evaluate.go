@@ -20,6 +20,9 @@ type step struct {
 	field   string
 	outcome Status
 	program *cel.Program
+	// whenTrue is the message summary when the expression is true, built
+	// once here rather than on every evaluation.
+	whenTrue string
 }
 
 // Compile compiles the expressions of check. Errors wrap a *cel.CompileError
@@ -49,7 +52,8 @@ func Compile(compiler *cel.Compiler, check Check) (*CompiledCheck, error) {
 			errs = append(errs, fmt.Errorf("%s expression of the check for %s: %w", s.field, check, err))
 			continue
 		}
-		cc.steps = append(cc.steps, step{field: s.field, outcome: s.outcome, program: prg})
+		cc.steps = append(cc.steps, step{field: s.field, outcome: s.outcome, program: prg,
+			whenTrue: s.field + " expression is true"})
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -88,6 +92,7 @@ func (cc *CompiledCheck) Evaluate(obj map[string]any) Result {
 		return Result{Status: InProgress, Message: msg}
 	}
 	act := cc.compiler.NewActivation(obj)
+	defer act.Release()
 	for _, s := range cc.steps {
 		ok, err := s.program.Eval(act)
 		if err != nil {
@@ -98,7 +103,7 @@ func (cc *CompiledCheck) Evaluate(obj map[string]any) Result {
 				Message: fmt.Sprintf("evaluating the %s expression of the check for %s: %v", s.field, cc.check, err)}
 		}
 		if ok {
-			return Result{Status: s.outcome, Message: withCondition(s.field+" expression is true", obj)}
+			return Result{Status: s.outcome, Message: withCondition(s.whenTrue, obj)}
 		}
 	}
 	return Result{Status: InProgress, Message: withCondition("no expression is true yet", obj)}

@@ -26,7 +26,7 @@
 // Every Secret has type rollback.sluice.dev/raw-manifests, is immutable, carries the labels
 // rollback.sluice.dev/release, rollback.sluice.dev/upgrade-number and rollback.sluice.dev/chunk,
 // and the annotations rollback.sluice.dev/digest (all chunks) and, on the head,
-// rollback.sluice.dev/chunks and rollback.sluice.dev/size. A release name is a label value, so it
+// rollback.sluice.dev/chunks, rollback.sluice.dev/size and rollback.sluice.dev/compressed-size. A release name is a label value, so it
 // has at most 63 characters.
 //
 // The API server refuses a Secret whose data is over 1 MiB (keys included), so ChunkBytes is

@@ -207,5 +207,11 @@ func (m *Manager) runControllers(ctx context.Context) error {
 	for _, run := range m.runnables {
 		g.Go(func() error { return run(ctx) })
 	}
+	// Leading lasts until ctx ends, even with nothing to run: returning early would read as a
+	// lost Lease and end the process.
+	g.Go(func() error {
+		<-ctx.Done()
+		return nil
+	})
 	return g.Wait()
 }

@@ -8,23 +8,32 @@ import (
 	"flag"
 
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
+	"github.com/sluicehq/sluice/rollback-controller/internal/manifestrelease"
 )
 
 // Config is the rollback-controller's own configuration, beside the shared flags of
 // pkg/runtime/options.
-type Config struct{}
+type Config struct {
+	ManifestReleases manifestrelease.Config
+}
 
 // AddFlags registers the controller's own flags on fs, with their defaults: manager.Main starts
 // from a zero Config.
-func (c *Config) AddFlags(fs *flag.FlagSet) {}
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	c.ManifestReleases.AddFlags(fs)
+}
 
 // Validate rejects a configuration no reconciler could run with, in words a person can act on.
-func (c *Config) Validate() error { return nil }
+func (c *Config) Validate() error {
+	return c.ManifestReleases.Validate()
+}
 
 // Setup registers each reconciler. An error is returned, never only logged, so the process
 // exits with the reason instead of running without a reconciler.
 func Setup(m *manager.Manager, cfg Config) error {
-	for _, add := range []func(*manager.Manager, Config) error{} {
+	for _, add := range []func(*manager.Manager, Config) error{
+		func(m *manager.Manager, cfg Config) error { return manifestrelease.Setup(m, cfg.ManifestReleases) },
+	} {
 		if err := add(m, cfg); err != nil {
 			return err
 		}
