@@ -89,6 +89,45 @@ func BenchmarkEvaluateCertificate(b *testing.B) {
 	}
 }
 
+// BenchmarkEvaluateUnguardedScan evaluates a check whose scans the prefilter
+// cannot narrow (all(), and conditions told apart by status rather than
+// type): the cost of the general path, on the Certificate with 20
+// conditions.
+func BenchmarkEvaluateUnguardedScan(b *testing.B) {
+	check := health.Check{APIVersion: "cert-manager.io/v1", Kind: "Certificate",
+		InProgress: "status.conditions.exists(c, c.status == 'Unknown')",
+		Failed:     "status.conditions.exists(c, c.status == 'False')",
+		Current:    "status.conditions.all(c, c.status == 'True' && c.observedGeneration == metadata.generation)"}
+	obj := certificate("web", 20)
+	b.Run("sluice", func(b *testing.B) {
+		cc, err := health.Compile(sluiceCompiler(b), check)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		reportCPU(b)
+		for b.Loop() {
+			if r := cc.Evaluate(obj.Object); r.Status != health.Current {
+				b.Fatal(r)
+			}
+		}
+	})
+	b.Run("baseline-flux", func(b *testing.B) {
+		ev, err := fluxcel.NewStatusEvaluator(fluxExprs(check))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		b.ReportAllocs()
+		reportCPU(b)
+		for b.Loop() {
+			if r, err := ev.Evaluate(ctx, obj); err != nil || r.Status != status.CurrentStatus {
+				b.Fatal(r, err)
+			}
+		}
+	})
+}
+
 // BenchmarkReconcile1000Certificates is one reconcile over 1,000
 // Certificates. Sluice's programs come from its compiler's cache; Flux's
 // kustomize-controller builds its status readers, so compiles, on every
