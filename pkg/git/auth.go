@@ -14,7 +14,7 @@ import (
 	"github.com/skeema/knownhosts"
 	"golang.org/x/crypto/ssh"
 
-	scmv1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 )
 
 // DefaultTokenUsername is the user name sent with a token when none is given. GitHub needs it
@@ -47,8 +47,8 @@ type Auth struct {
 	CABundle []byte
 }
 
-// AuthFromSecret reads credentials from the data of a Secret, for a GitRepository auth type
-// (token, basic or ssh; "" means anonymous), with the keys documented on the GitRepository API.
+// AuthFromSecret reads credentials from the data of a Secret, for a ScmRepository auth type
+// (token, basic or ssh; "" means anonymous), with the keys documented on the ScmRepository API.
 func AuthFromSecret(authType scmv1.GitAuthType, data map[string][]byte) (Auth, error) {
 	get := func(key string) string { return string(data[key]) }
 	require := func(keys ...string) error {

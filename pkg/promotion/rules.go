@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 )
 
 // Phase is the verdict of a check.

@@ -12,16 +12,16 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
-	sluice "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
-	sluiceinformers "github.com/sluicehq/sluice/pkg/generated/informers/externalversions"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/github"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 	"github.com/sluicehq/sluice/pkg/scm/scmtest"
-	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 // burst is one run: n CommitStatuses created at once against an in-process GitHub, timed until

@@ -12,16 +12,16 @@ import (
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/scmobjects"
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/pkg/scm/scmtest"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/charts"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/charts"
 )
 
 // The controller runs under the chart's ServiceAccount, by impersonation, with leader election:
-// the chart's RBAC is enough, for CommitStatus, ScmProvider and GitRepository status, and
+// the chart's RBAC is enough, for CommitStatus, ScmProvider and ScmRepository status, and
 // secretAccess.namespaces really limits which Secrets it can read.
 func TestTheChartRBACIsEnoughAndLimitsSecretAccess(t *testing.T) {
 	testenv.SkipIfShort(t)
@@ -61,7 +61,7 @@ func TestTheChartRBACIsEnoughAndLimitsSecretAccess(t *testing.T) {
 	assert.Contains(t, msg, "secretAccess")
 	assert.Len(t, srv.Statuses("acme", "app", sha1), 1, "nothing was sent for the namespace it may not read")
 
-	// The chart lets it write ScmProvider and GitRepository status, and the same Secret limits apply.
+	// The chart lets it write ScmProvider and ScmRepository status, and the same Secret limits apply.
 	waitProvider(t, allowed, "github", readyIs(metav1.ConditionTrue, scmobjects.ReasonValid))
 	waitRepository(t, allowed, "app", readyIs(metav1.ConditionTrue, scmobjects.ReasonValid))
 	p := waitProvider(t, denied, "github", readyIs(metav1.ConditionFalse, resolve.ReasonSecretForbidden))

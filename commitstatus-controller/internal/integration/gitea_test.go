@@ -12,11 +12,11 @@ import (
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/statuses"
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	giteatest "github.com/sluicehq/sluice/pkg/testenv/gitea"
+	"github.com/sluicehq/sluice/testenv"
+	giteatest "github.com/sluicehq/sluice/testenv/gitea"
 )
 
 // giteaStatus is a commit status as Gitea's API returns it.

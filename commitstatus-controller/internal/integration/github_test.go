@@ -14,12 +14,12 @@ import (
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/statuses"
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/pkg/scm/scmtest"
-	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 const (
@@ -29,7 +29,7 @@ const (
 )
 
 // githubSetup creates, in a new namespace, an ScmProvider of type github for srv (trusting its
-// certificate through a ConfigMap CA bundle) and a GitRepository acme/app named "app".
+// certificate through a ConfigMap CA bundle) and a ScmRepository acme/app named "app".
 func githubSetup(t testing.TB, srv *scmtest.GitHub, mutate func(*scmv1alpha1.ScmProvider)) string {
 	t.Helper()
 	ns := newNamespace(t)
@@ -127,7 +127,7 @@ func TestTheSameStateIsSentOnlyOnce(t *testing.T) {
 	// Events on the object, its repository and its provider bring it back; none sends again.
 	before := outcomes(t, first, statuses.OutcomeUnchanged)
 	updateCommitStatus(t, ns, "health", func(cs *commitstatusv1alpha1.CommitStatus) { cs.Labels["touched"] = "1" })
-	_, err := testenv.Update(ctx, env.Sluice.ScmV1alpha1().GitRepositories(ns), "app", func(repo *scmv1alpha1.GitRepository) {
+	_, err := testenv.Update(ctx, env.Sluice.ScmV1alpha1().ScmRepositories(ns), "app", func(repo *scmv1alpha1.ScmRepository) {
 		metav1.SetMetaDataAnnotation(&repo.ObjectMeta, "touched", "1")
 	})
 	require.NoError(t, err)

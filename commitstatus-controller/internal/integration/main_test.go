@@ -20,23 +20,23 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
-	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 var env *testenv.Env
 
 // Only the CRDs this controller reads: the test does not depend on other groups being valid.
 func TestMain(m *testing.M) {
-	crds := filepath.Join("..", "..", "..", "pkg", "crds")
+	crds := filepath.Join("..", "..", "..", "api", "crds")
 	testenv.Main(m, testenv.Options{WithoutSluiceCRDs: true, CRDPaths: []string{
 		filepath.Join(crds, "commitstatus.sluice.dev_commitstatuses.yaml"),
-		filepath.Join(crds, "scm.sluice.dev_gitrepositories.yaml"),
+		filepath.Join(crds, "scm.sluice.dev_scmrepositories.yaml"),
 		filepath.Join(crds, "scm.sluice.dev_scmproviders.yaml"),
 	}}, &env)
 }
@@ -137,15 +137,15 @@ func createProvider(t testing.TB, ns string, p *scmv1alpha1.ScmProvider) {
 
 func createRepository(t testing.TB, ns, name, provider, owner, repoName, url string) {
 	t.Helper()
-	r := &scmv1alpha1.GitRepository{
+	r := &scmv1alpha1.ScmRepository{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: scmv1alpha1.GitRepositorySpec{
+		Spec: scmv1alpha1.ScmRepositorySpec{
 			URL: url, AllowInsecureLoopbackHTTP: true,
 			ProviderRef: scmv1alpha1.LocalObjectReference{Name: provider},
 			Owner:       owner, Name: repoName,
 		},
 	}
-	_, err := env.Sluice.ScmV1alpha1().GitRepositories(ns).Create(context.Background(), r, metav1.CreateOptions{})
+	_, err := env.Sluice.ScmV1alpha1().ScmRepositories(ns).Create(context.Background(), r, metav1.CreateOptions{})
 	require.NoError(t, err)
 }
 

@@ -13,19 +13,19 @@ import (
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/scmobjects"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/scm/scmtest"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/charts"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/charts"
 )
 
-// The controller fills the Ready condition of ScmProviders and GitRepositories, under the chart's
+// The controller fills the Ready condition of ScmProviders and ScmRepositories, under the chart's
 // ServiceAccount. With secretAccess.watch, creating a missing Secret is enough to make them Ready
 // at once: the recheck interval is an hour, so only the Secret event can. With the chart's
 // default (get only, no watch) the periodic recheck notices it instead. The SCM is never called.
-func TestScmProvidersAndGitRepositoriesReportReadiness(t *testing.T) {
+func TestScmProvidersAndScmRepositoriesReportReadiness(t *testing.T) {
 	testenv.SkipIfShort(t)
 	for _, tc := range []struct {
 		name    string
@@ -84,9 +84,9 @@ func readinessScenario(t *testing.T) {
 		`ScmProvider "gitlab" does not exist in namespace "`+ns+`": create it, or fix spec.providerRef.name`)
 
 	// A repository whose git credentials are missing, then created.
-	_, err := env.Sluice.ScmV1alpha1().GitRepositories(ns).Create(ctx, &scmv1alpha1.GitRepository{
+	_, err := env.Sluice.ScmV1alpha1().ScmRepositories(ns).Create(ctx, &scmv1alpha1.ScmRepository{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "private"},
-		Spec: scmv1alpha1.GitRepositorySpec{
+		Spec: scmv1alpha1.ScmRepositorySpec{
 			URL: "ssh://git@github.example.com/acme/private.git", ProviderRef: scmv1alpha1.LocalObjectReference{Name: "github"},
 			Owner: "acme", Name: "private",
 			Auth: &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthSSH, SecretRef: scmv1alpha1.LocalObjectReference{Name: "deploy-key"}},
@@ -135,28 +135,28 @@ func waitProvider(t testing.TB, ns, name string, cond func(int64, []metav1.Condi
 	return last
 }
 
-func waitRepository(t testing.TB, ns, name string, cond func(int64, []metav1.Condition) bool) *scmv1alpha1.GitRepository {
+func waitRepository(t testing.TB, ns, name string, cond func(int64, []metav1.Condition) bool) *scmv1alpha1.ScmRepository {
 	t.Helper()
-	var last *scmv1alpha1.GitRepository
+	var last *scmv1alpha1.ScmRepository
 	err := testenv.Wait(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
-		r, err := env.Sluice.ScmV1alpha1().GitRepositories(ns).Get(ctx, name, metav1.GetOptions{})
+		r, err := env.Sluice.ScmV1alpha1().ScmRepositories(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
 		last = r
 		return cond(r.Generation, r.Status.Conditions), nil
 	})
-	require.NoError(t, err, "GitRepository %s/%s: last seen status %+v", ns, name, statusOfObject(last))
+	require.NoError(t, err, "ScmRepository %s/%s: last seen status %+v", ns, name, statusOfObject(last))
 	return last
 }
 
-func statusOfObject[T *scmv1alpha1.ScmProvider | *scmv1alpha1.GitRepository](obj T) any {
+func statusOfObject[T *scmv1alpha1.ScmProvider | *scmv1alpha1.ScmRepository](obj T) any {
 	switch o := any(obj).(type) {
 	case *scmv1alpha1.ScmProvider:
 		if o != nil {
 			return o.Status
 		}
-	case *scmv1alpha1.GitRepository:
+	case *scmv1alpha1.ScmRepository:
 		if o != nil {
 			return o.Status
 		}

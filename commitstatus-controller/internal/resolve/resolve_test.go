@@ -17,9 +17,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
-	scmlisters "github.com/sluicehq/sluice/pkg/generated/listers/scm/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 
@@ -39,14 +39,14 @@ func newFixture(t *testing.T, provider *scmv1alpha1.ScmProvider, objects ...runt
 	t.Helper()
 	repos := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	providers := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	require.NoError(t, repos.Add(&scmv1alpha1.GitRepository{
+	require.NoError(t, repos.Add(&scmv1alpha1.ScmRepository{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
-		Spec:       scmv1alpha1.GitRepositorySpec{ProviderRef: scmv1alpha1.LocalObjectReference{Name: provider.Name}, Owner: "acme", Name: "app"},
+		Spec:       scmv1alpha1.ScmRepositorySpec{ProviderRef: scmv1alpha1.LocalObjectReference{Name: provider.Name}, Owner: "acme", Name: "app"},
 	}))
 	require.NoError(t, providers.Add(provider))
 	f := &fixture{kube: kubefake.NewClientset(objects...), now: time.Unix(1_800_000_000, 0)}
 	f.resolver = &Resolver{
-		Repositories: scmlisters.NewGitRepositoryLister(repos),
+		Repositories: scmlisters.NewScmRepositoryLister(repos),
 		Providers:    scmlisters.NewScmProviderLister(providers),
 		Kube:         f.kube,
 		Limiters:     ratelimit.NewRegistry(),

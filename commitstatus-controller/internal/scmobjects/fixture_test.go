@@ -22,10 +22,10 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
-	"github.com/sluicehq/sluice/pkg/generated/clientset/versioned/fake"
-	scmlisters "github.com/sluicehq/sluice/pkg/generated/listers/scm/v1alpha1"
+	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
+	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 
@@ -57,7 +57,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	var scmObjects, kubeObjects []runtime.Object
 	for _, o := range objects {
 		switch o.(type) {
-		case *scmv1alpha1.ScmProvider, *scmv1alpha1.GitRepository:
+		case *scmv1alpha1.ScmProvider, *scmv1alpha1.ScmRepository:
 			scmObjects = append(scmObjects, o)
 		default:
 			kubeObjects = append(kubeObjects, o)
@@ -73,7 +73,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	}
 	f.resolver = &resolve.Resolver{
 		Providers:    scmlisters.NewScmProviderLister(f.providers),
-		Repositories: scmlisters.NewGitRepositoryLister(f.repos),
+		Repositories: scmlisters.NewScmRepositoryLister(f.repos),
 		Kube:         f.kube,
 		Limiters:     ratelimit.NewRegistry(),
 	}
@@ -82,7 +82,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 		Recorder: f.recorder, RecheckInterval: recheck,
 	}
 	f.rr = &RepositoryReconciler{
-		Repositories: scmlisters.NewGitRepositoryLister(f.repos), Providers: scmlisters.NewScmProviderLister(f.providers),
+		Repositories: scmlisters.NewScmRepositoryLister(f.repos), Providers: scmlisters.NewScmProviderLister(f.providers),
 		Kube: f.kube, Client: f.sluice, Recorder: f.recorder, RecheckInterval: recheck,
 	}
 	f.sync()
@@ -97,7 +97,7 @@ func (f *fixture) sync() {
 	for i := range ps.Items {
 		require.NoError(f.t, f.providers.Update(&ps.Items[i]))
 	}
-	rs, err := f.sluice.ScmV1alpha1().GitRepositories(ns).List(context.Background(), metav1.ListOptions{})
+	rs, err := f.sluice.ScmV1alpha1().ScmRepositories(ns).List(context.Background(), metav1.ListOptions{})
 	require.NoError(f.t, err)
 	for i := range rs.Items {
 		require.NoError(f.t, f.repos.Update(&rs.Items[i]))
@@ -125,9 +125,9 @@ func (f *fixture) provider(name string) *scmv1alpha1.ScmProvider {
 	return p
 }
 
-func (f *fixture) repository(name string) *scmv1alpha1.GitRepository {
+func (f *fixture) repository(name string) *scmv1alpha1.ScmRepository {
 	f.t.Helper()
-	r, err := f.sluice.ScmV1alpha1().GitRepositories(ns).Get(context.Background(), name, metav1.GetOptions{})
+	r, err := f.sluice.ScmV1alpha1().ScmRepositories(ns).Get(context.Background(), name, metav1.GetOptions{})
 	require.NoError(f.t, err)
 	return r
 }
@@ -211,10 +211,10 @@ func readyProvider(mutate func(*scmv1alpha1.ScmProvider)) *scmv1alpha1.ScmProvid
 	return p
 }
 
-func repository(mutate func(*scmv1alpha1.GitRepository)) *scmv1alpha1.GitRepository {
-	r := &scmv1alpha1.GitRepository{
+func repository(mutate func(*scmv1alpha1.ScmRepository)) *scmv1alpha1.ScmRepository {
+	r := &scmv1alpha1.ScmRepository{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Generation: 2},
-		Spec: scmv1alpha1.GitRepositorySpec{
+		Spec: scmv1alpha1.ScmRepositorySpec{
 			URL:         "https://github.com/acme/app.git",
 			ProviderRef: scmv1alpha1.LocalObjectReference{Name: "github"},
 			Owner:       "acme", Name: "app",

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
-	sluice "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
-	scmlisters "github.com/sluicehq/sluice/pkg/generated/listers/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )

@@ -6,16 +6,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 )
 
-// BySecret indexes ScmProviders and GitRepositories by the "namespace/name" of each Secret they
+// BySecret indexes ScmProviders and ScmRepositories by the "namespace/name" of each Secret they
 // name, so a Secret event finds its referrers without a scan.
 const BySecret = "secret"
 
-// SecretIndexers are the indexers to add to the ScmProvider and GitRepository informers.
+// SecretIndexers are the indexers to add to the ScmProvider and ScmRepository informers.
 var SecretIndexers = cache.Indexers{BySecret: secretsOf}
 
 func secretsOf(obj any) ([]string, error) {
@@ -29,7 +29,7 @@ func secretsOf(obj any) ([]string, error) {
 			keys = append(keys, o.Namespace+"/"+b.Name)
 		}
 		return keys, nil
-	case *scmv1alpha1.GitRepository:
+	case *scmv1alpha1.ScmRepository:
 		if a := o.Spec.Auth; a != nil {
 			return []string{o.Namespace + "/" + a.SecretRef.Name}, nil
 		}
@@ -52,7 +52,7 @@ func Referrers(indexer cache.Indexer, secret metav1.Object) []string {
 	return keys
 }
 
-// ProviderVerdictChanged reports whether what a GitRepository reads from its ScmProvider changed:
+// ProviderVerdictChanged reports whether what a ScmRepository reads from its ScmProvider changed:
 // the spec, the annotations (suspend), or the Ready condition.
 func ProviderVerdictChanged(before, after *scmv1alpha1.ScmProvider) bool {
 	if before.Generation != after.Generation || !maps.Equal(before.Annotations, after.Annotations) {

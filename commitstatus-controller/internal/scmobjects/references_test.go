@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 )
 
@@ -26,7 +26,7 @@ func TestReferrersOfASecret(t *testing.T) {
 		p.Name, p.Spec.Type, p.Spec.SecretRef = "plain", scmv1alpha1.ScmProviderGit, nil
 	})))
 	require.NoError(t, repos.Add(repository(withAuth(scmv1alpha1.GitAuthToken, "https://github.com/acme/app.git"))))
-	require.NoError(t, repos.Add(repository(func(r *scmv1alpha1.GitRepository) { r.Name = "public" })))
+	require.NoError(t, repos.Add(repository(func(r *scmv1alpha1.ScmRepository) { r.Name = "public" })))
 
 	secret := func(namespace, name string) metav1.Object {
 		return &metav1.ObjectMeta{Namespace: namespace, Name: name}

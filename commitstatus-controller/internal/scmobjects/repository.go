@@ -16,18 +16,18 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
-	sluice "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
-	scmlisters "github.com/sluicehq/sluice/pkg/generated/listers/scm/v1alpha1"
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
-// RepositoryReconciler writes the status of one GitRepository at a time.
+// RepositoryReconciler writes the status of one ScmRepository at a time.
 type RepositoryReconciler struct {
-	Repositories scmlisters.GitRepositoryLister
+	Repositories scmlisters.ScmRepositoryLister
 	Providers    scmlisters.ScmProviderLister
 	// Kube reads the auth Secret, with get only.
 	Kube     kubernetes.Interface
@@ -42,13 +42,13 @@ type RepositoryReconciler struct {
 	RecheckInterval time.Duration
 }
 
-// Reconcile checks the GitRepository named by key ("namespace/name") and records the verdict.
+// Reconcile checks the ScmRepository named by key ("namespace/name") and records the verdict.
 func (r *RepositoryReconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return controller.Result{}, controller.Permanent(err)
 	}
-	repo, err := r.Repositories.GitRepositories(ns).Get(name)
+	repo, err := r.Repositories.ScmRepositories(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		return controller.Result{}, nil
 	}
@@ -77,7 +77,7 @@ func (r *RepositoryReconciler) Reconcile(ctx context.Context, key string) (contr
 
 // check judges the spec, the ScmProvider and the auth Secret, in that order, and reports the
 // first problem. The git server is not contacted: the first fetch or push tries the credentials.
-func (r *RepositoryReconciler) check(ctx context.Context, repo *scmv1alpha1.GitRepository) verdict {
+func (r *RepositoryReconciler) check(ctx context.Context, repo *scmv1alpha1.ScmRepository) verdict {
 	sshURL, err := checkRepositoryURL(repo.Spec.URL, repo.Spec.AllowInsecureLoopbackHTTP)
 	if err != nil {
 		return stalled(ReasonInvalidURL, err.Error())
@@ -98,7 +98,7 @@ func (r *RepositoryReconciler) check(ctx context.Context, repo *scmv1alpha1.GitR
 
 // checkProvider reads the ScmProvider's own verdict, so a provider is judged in one place and
 // its Secret is not read again for every repository.
-func (r *RepositoryReconciler) checkProvider(repo *scmv1alpha1.GitRepository) (verdict, bool) {
+func (r *RepositoryReconciler) checkProvider(repo *scmv1alpha1.ScmRepository) (verdict, bool) {
 	name := repo.Spec.ProviderRef.Name
 	p, err := r.Providers.ScmProviders(repo.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
@@ -126,7 +126,7 @@ func (r *RepositoryReconciler) checkProvider(repo *scmv1alpha1.GitRepository) (v
 
 // checkAuthSecret reads the Secret named by spec.auth and checks it has the keys its type needs,
 // with the same rules git uses when it reads them. Values are never put into a message.
-func (r *RepositoryReconciler) checkAuthSecret(ctx context.Context, repo *scmv1alpha1.GitRepository) (verdict, bool) {
+func (r *RepositoryReconciler) checkAuthSecret(ctx context.Context, repo *scmv1alpha1.ScmRepository) (verdict, bool) {
 	auth := repo.Spec.Auth
 	if auth == nil {
 		return verdict{}, true
@@ -169,10 +169,10 @@ func authKeys(t scmv1alpha1.GitAuthType) string {
 	case scmv1alpha1.GitAuthSSH:
 		return scmv1alpha1.GitSecretKeyIdentity + " and " + scmv1alpha1.GitSecretKeyKnownHosts + ", optionally " + scmv1alpha1.GitSecretKeyPassphrase
 	}
-	return "see the GitRepository API"
+	return "see the ScmRepository API"
 }
 
-func repositoryReadyMessage(repo *scmv1alpha1.GitRepository) string {
+func repositoryReadyMessage(repo *scmv1alpha1.ScmRepository) string {
 	creds := "no credentials (a public repository)"
 	if a := repo.Spec.Auth; a != nil {
 		creds = fmt.Sprintf("%s auth from Secret %q", a.Type, a.SecretRef.Name)
@@ -181,16 +181,16 @@ func repositoryReadyMessage(repo *scmv1alpha1.GitRepository) string {
 		repo.Spec.ProviderRef.Name, creds)
 }
 
-func (r *RepositoryReconciler) write(ctx context.Context, before, after *scmv1alpha1.GitRepository) error {
+func (r *RepositoryReconciler) write(ctx context.Context, before, after *scmv1alpha1.ScmRepository) error {
 	if equality.Semantic.DeepEqual(before.Status, after.Status) {
 		return nil
 	}
-	written, err := r.Client.ScmV1alpha1().GitRepositories(after.Namespace).
+	written, err := r.Client.ScmV1alpha1().ScmRepositories(after.Namespace).
 		UpdateStatus(ctx, after, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
-		return fmt.Errorf("writing the status of GitRepository %s/%s: %w", after.Namespace, after.Name, err)
+		return fmt.Errorf("writing the status of ScmRepository %s/%s: %w", after.Namespace, after.Name, err)
 	}
 	announce(r.Recorder, written, before.Status.Conditions, written.Status.Conditions)
-	logChange(r.Log, "GitRepository", written, before.Status.Conditions, written.Status.Conditions)
+	logChange(r.Log, "ScmRepository", written, before.Status.Conditions, written.Status.Conditions)
 	return nil
 }

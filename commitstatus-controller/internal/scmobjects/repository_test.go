@@ -13,13 +13,13 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
-func withAuth(typ scmv1alpha1.GitAuthType, url string) func(*scmv1alpha1.GitRepository) {
-	return func(r *scmv1alpha1.GitRepository) {
+func withAuth(typ scmv1alpha1.GitAuthType, url string) func(*scmv1alpha1.ScmRepository) {
+	return func(r *scmv1alpha1.ScmRepository) {
 		r.Spec.URL = url
 		r.Spec.Auth = &scmv1alpha1.GitAuth{Type: typ, SecretRef: scmv1alpha1.LocalObjectReference{Name: "git-creds"}}
 	}
@@ -38,7 +38,7 @@ func TestRepositoryReadiness(t *testing.T) {
 
 	cases := []struct {
 		name     string
-		repo     *scmv1alpha1.GitRepository
+		repo     *scmv1alpha1.ScmRepository
 		provider *scmv1alpha1.ScmProvider
 		secret   map[string]string
 		// state of Ready: "" for True, else the reason; stalled says whether Stalled is set too.
@@ -56,7 +56,7 @@ func TestRepositoryReadiness(t *testing.T) {
 		{name: "ssh auth, ssh:// url", repo: repository(withAuth(scmv1alpha1.GitAuthSSH, sshURL)), provider: readyProvider(nil), secret: sshKeys},
 		{name: "ssh auth, scp-like url", repo: repository(withAuth(scmv1alpha1.GitAuthSSH, "git@github.com:acme/app.git")),
 			provider: readyProvider(nil), secret: sshKeys},
-		{name: "http to loopback, allowed", repo: repository(func(r *scmv1alpha1.GitRepository) {
+		{name: "http to loopback, allowed", repo: repository(func(r *scmv1alpha1.ScmRepository) {
 			r.Spec.URL, r.Spec.AllowInsecureLoopbackHTTP = "http://127.0.0.1:3000/acme/app.git", true
 		}), provider: readyProvider(nil)},
 
@@ -80,12 +80,12 @@ func TestRepositoryReadiness(t *testing.T) {
 		{name: "ssh auth without known_hosts", repo: repository(withAuth(scmv1alpha1.GitAuthSSH, sshURL)), provider: readyProvider(nil),
 			secret: map[string]string{"identity": sshKeys["identity"]}, reason: resolve.ReasonSecretInvalid, stalled: true,
 			message: "lacks the key(s) known_hosts"},
-		{name: "http to a remote host", repo: repository(func(r *scmv1alpha1.GitRepository) { r.Spec.URL = "http://github.com/acme/app.git" }),
+		{name: "http to a remote host", repo: repository(func(r *scmv1alpha1.ScmRepository) { r.Spec.URL = "http://github.com/acme/app.git" }),
 			provider: readyProvider(nil), reason: ReasonInvalidURL, stalled: true, message: "uses http: use https"},
-		{name: "a password in the url", repo: repository(func(r *scmv1alpha1.GitRepository) {
+		{name: "a password in the url", repo: repository(func(r *scmv1alpha1.ScmRepository) {
 			r.Spec.URL = "https://bot:" + password + "@github.com/acme/app.git"
 		}), provider: readyProvider(nil), reason: ReasonInvalidURL, stalled: true, message: "carries a password"},
-		{name: "not a url", repo: repository(func(r *scmv1alpha1.GitRepository) { r.Spec.URL = "github.com/acme/app" }),
+		{name: "not a url", repo: repository(func(r *scmv1alpha1.ScmRepository) { r.Spec.URL = "github.com/acme/app" }),
 			provider: readyProvider(nil), reason: ReasonInvalidURL, stalled: true, message: "fix spec.url"},
 		{name: "ssh auth with an https url", repo: repository(withAuth(scmv1alpha1.GitAuthSSH, "https://github.com/acme/app.git")),
 			provider: readyProvider(nil), secret: sshKeys, reason: ReasonAuthDoesNotMatchURL, stalled: true, message: "auth.type ssh does not fit the url"},

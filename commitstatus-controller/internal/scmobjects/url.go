@@ -10,10 +10,10 @@ import (
 	"github.com/sluicehq/sluice/pkg/scm"
 )
 
-// scpLikeURL is git's user@host:path form, as the GitRepository API accepts it.
+// scpLikeURL is git's user@host:path form, as the ScmRepository API accepts it.
 var scpLikeURL = regexp.MustCompile(`^[A-Za-z0-9._~-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/-]+$`)
 
-// checkRepositoryURL applies the GitRepository API's url rules again, for objects stored before a
+// checkRepositoryURL applies the ScmRepository API's url rules again, for objects stored before a
 // rule existed: https://, ssh:// or user@host:path; http:// only to a loopback host with
 // allowInsecureLoopbackHTTP; no password, and no user name over http(s). It reports whether git
 // reaches the URL over ssh. Messages never repeat a password.

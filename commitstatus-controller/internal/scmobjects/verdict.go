@@ -1,4 +1,4 @@
-// Package scmobjects fills the status of ScmProviders and GitRepositories: Ready when the spec
+// Package scmobjects fills the status of ScmProviders and ScmRepositories: Ready when the spec
 // and the credentials it names are usable, Stalled with a reason and a message a person can act
 // on when they are not. It checks what the cluster holds; it never calls the SCM or the git
 // server, so a check spends none of their API quota.
@@ -18,23 +18,23 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 )
 
-// FieldManager writes ScmProvider and GitRepository status; the same name as for CommitStatus
+// FieldManager writes ScmProvider and ScmRepository status; the same name as for CommitStatus
 // status, since one controller owns all three.
 const FieldManager = "commitstatus-controller"
 
 // DefaultRecheckInterval is how often an object waiting on something without events is looked at again.
 const DefaultRecheckInterval = time.Minute
 
-// Condition reasons of ScmProviders and GitRepositories, besides those of resolve (a missing or
+// Condition reasons of ScmProviders and ScmRepositories, besides those of resolve (a missing or
 // incomplete Secret, an unsupported type, an invalid spec) and suspend.
 const (
 	// ReasonValid: the spec and the credentials it names are usable.
 	ReasonValid = "Valid"
-	// ReasonInvalidURL: a GitRepository's url breaks the API's rules.
+	// ReasonInvalidURL: a ScmRepository's url breaks the API's rules.
 	ReasonInvalidURL = "InvalidURL"
 	// ReasonAuthDoesNotMatchURL: ssh auth with an https URL, or token/basic auth with an ssh URL.
 	ReasonAuthDoesNotMatchURL = "AuthDoesNotMatchURL"
-	// ReasonProviderNotReady: the GitRepository's ScmProvider is not Ready.
+	// ReasonProviderNotReady: the ScmRepository's ScmProvider is not Ready.
 	ReasonProviderNotReady = "ScmProviderNotReady"
 	// ReasonWaitingForProvider: the ScmProvider has not been checked at its current generation yet.
 	ReasonWaitingForProvider = "WaitingForScmProvider"
@@ -101,7 +101,7 @@ func (v verdict) result(recheck time.Duration) (controller.Result, error) {
 }
 
 // owns reports whether obj is this controller's to write: with --watch-label-selector, shards
-// split ScmProviders and GitRepositories by label as they split CommitStatuses, so each object
+// split ScmProviders and ScmRepositories by label as they split CommitStatuses, so each object
 // has one writer.
 func owns(selector labels.Selector, obj metav1.Object) bool {
 	return selector == nil || selector.Matches(labels.Set(obj.GetLabels()))

@@ -14,25 +14,25 @@ import (
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/scmobjects"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
-	scminformers "github.com/sluicehq/sluice/pkg/generated/informers/externalversions/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	scminformers "github.com/sluicehq/sluice/api/generated/informers/externalversions/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 )
 
-// Queue names of the ScmProvider and GitRepository status reconcilers.
+// Queue names of the ScmProvider and ScmRepository status reconcilers.
 const (
 	ProviderControllerName   = "scmproviders"
-	RepositoryControllerName = "gitrepositories"
+	RepositoryControllerName = "scmrepositories"
 )
 
 var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
 // setupScmObjects registers the reconcilers that fill the status of ScmProviders and
-// GitRepositories, on the informers the CommitStatus reconciler shares. It returns what must run
+// ScmRepositories, on the informers the CommitStatus reconciler shares. It returns what must run
 // beside those informers: the Secret watch, when the ServiceAccount may have one.
 func setupScmObjects(m *manager.Manager, cfg Config, resolver *resolve.Resolver,
-	repos scminformers.GitRepositoryInformer, providers scminformers.ScmProviderInformer) (func(context.Context), error) {
+	repos scminformers.ScmRepositoryInformer, providers scminformers.ScmProviderInformer) (func(context.Context), error) {
 	var selector labels.Selector
 	if s := m.Options.WatchLabelSelector; s != "" {
 		parsed, err := labels.Parse(s)
@@ -52,10 +52,10 @@ func setupScmObjects(m *manager.Manager, cfg Config, resolver *resolve.Resolver,
 		log.Warn("could not ask whether Secrets may be watched; they are not", "error", err)
 	}
 	if watched {
-		log.Info("Secrets are watched (metadata only): ScmProviders and GitRepositories waiting for a Secret are checked again when it changes")
+		log.Info("Secrets are watched (metadata only): ScmProviders and ScmRepositories waiting for a Secret are checked again when it changes")
 	} else {
 		log.Info("Secrets are not watched (no list and watch permission, see the chart's secretAccess.watch): "+
-			"ScmProviders and GitRepositories waiting for a Secret are checked again periodically", "interval", cfg.RecheckInterval)
+			"ScmProviders and ScmRepositories waiting for a Secret are checked again periodically", "interval", cfg.RecheckInterval)
 	}
 
 	pc := m.NewController(ProviderControllerName, &scmobjects.ProviderReconciler{
@@ -75,7 +75,7 @@ func setupScmObjects(m *manager.Manager, cfg Config, resolver *resolve.Resolver,
 		return nil, err
 	}
 	if _, err := repos.Informer().AddEventHandler(onSpecChange(rc,
-		func(r *scmv1alpha1.GitRepository) []string { return []string{handler.Key(r)} }, nil, nil)); err != nil {
+		func(r *scmv1alpha1.ScmRepository) []string { return []string{handler.Key(r)} }, nil, nil)); err != nil {
 		return nil, err
 	}
 	if _, err := providers.Informer().AddEventHandler(onProviderVerdict(rc, repos.Informer().GetIndexer())); err != nil {
@@ -111,7 +111,7 @@ func setupScmObjects(m *manager.Manager, cfg Config, resolver *resolve.Resolver,
 	return func(ctx context.Context) { secrets.Run(ctx.Done()) }, nil
 }
 
-// onProviderVerdict enqueues the GitRepositories of an ScmProvider when what they read from it
+// onProviderVerdict enqueues the ScmRepositories of an ScmProvider when what they read from it
 // changes: the provider appears or goes, its spec or annotations change, or its Ready condition.
 func onProviderVerdict(q handler.Enqueuer, repos cache.Indexer) cache.ResourceEventHandler {
 	enqueue := func(p *scmv1alpha1.ScmProvider) {
@@ -120,7 +120,7 @@ func onProviderVerdict(q handler.Enqueuer, repos cache.Indexer) cache.ResourceEv
 			return
 		}
 		for _, o := range objs {
-			if r, ok := o.(*scmv1alpha1.GitRepository); ok {
+			if r, ok := o.(*scmv1alpha1.ScmRepository); ok {
 				q.Enqueue(handler.Key(r))
 			}
 		}

@@ -13,7 +13,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 )
 
 // allowVerbs answers SelfSubjectAccessReviews on Secrets: allowed for the given verbs only.
@@ -69,17 +69,17 @@ func TestSecretWatchKeepsNamesOnly(t *testing.T) {
 	assert.Equal(t, metav1.ObjectMeta{Namespace: "team", Name: "github-token", UID: "u", ResourceVersion: "9"}, m.ObjectMeta)
 }
 
-// GitRepositories read their ScmProvider's Ready condition, so they come back when it changes,
+// ScmRepositories read their ScmProvider's Ready condition, so they come back when it changes,
 // and not for writes that change nothing they read.
 func TestRepositoriesFollowTheirProvidersVerdict(t *testing.T) {
 	repos := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{byProvider: func(obj any) ([]string, error) {
-		r := obj.(*scmv1alpha1.GitRepository)
+		r := obj.(*scmv1alpha1.ScmRepository)
 		return []string{r.Namespace + "/" + r.Spec.ProviderRef.Name}, nil
 	}})
 	for _, name := range []string{"app", "lib"} {
-		require.NoError(t, repos.Add(&scmv1alpha1.GitRepository{
+		require.NoError(t, repos.Add(&scmv1alpha1.ScmRepository{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name},
-			Spec:       scmv1alpha1.GitRepositorySpec{ProviderRef: scmv1alpha1.LocalObjectReference{Name: "github"}},
+			Spec:       scmv1alpha1.ScmRepositorySpec{ProviderRef: scmv1alpha1.LocalObjectReference{Name: "github"}},
 		}))
 	}
 	var enqueued keys

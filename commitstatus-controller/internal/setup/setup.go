@@ -1,6 +1,6 @@
 // Package setup wires the commitstatus-controller into a manager: the CommitStatus reconciler,
-// the watches that bring a CommitStatus back when its GitRepository or ScmProvider changes, the
-// reconcilers of ScmProvider and GitRepository status, and the SCM metrics.
+// the watches that bring a CommitStatus back when its ScmRepository or ScmProvider changes, the
+// reconcilers of ScmProvider and ScmRepository status, and the SCM metrics.
 package setup
 
 import (
@@ -14,10 +14,10 @@ import (
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/statuses"
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
-	sluiceinformers "github.com/sluicehq/sluice/pkg/generated/informers/externalversions"
+	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
@@ -33,7 +33,7 @@ const ControllerName = "commitstatuses"
 // Config is the commitstatus-controller's own configuration.
 type Config struct {
 	// RecheckInterval: see statuses.Reconciler.RecheckInterval; it also paces ScmProviders and
-	// GitRepositories waiting for a Secret that is not watched.
+	// ScmRepositories waiting for a Secret that is not watched.
 	RecheckInterval time.Duration
 	// CallTimeout: see statuses.Reconciler.CallTimeout.
 	CallTimeout time.Duration
@@ -61,7 +61,7 @@ func Defaults() Config {
 func (c *Config) AddFlags(fs *flag.FlagSet) {
 	*c = Defaults()
 	fs.DurationVar(&c.RecheckInterval, "stalled-recheck-interval", c.RecheckInterval,
-		"How often a CommitStatus stalled on a Secret or an SCM refusal, or an ScmProvider or GitRepository waiting for a Secret that is not watched, is looked at again; no SCM call is made unless the object or the credentials changed.")
+		"How often a CommitStatus stalled on a Secret or an SCM refusal, or an ScmProvider or ScmRepository waiting for a Secret that is not watched, is looked at again; no SCM call is made unless the object or the credentials changed.")
 	fs.DurationVar(&c.CallTimeout, "scm-call-timeout", c.CallTimeout,
 		"Longest time one SCM call may take, waits for the shared rate limiter included.")
 	fs.DurationVar(&c.CredentialsTTL, "credentials-cache-ttl", c.CredentialsTTL,
@@ -92,10 +92,10 @@ func Setup(m *manager.Manager, cfg Config) error {
 	scmMetrics := scmmetrics.New(m.Metrics, cfg.Limiters)
 
 	statusInformer := m.SluiceInformers.Commitstatus().V1alpha1().CommitStatuses()
-	// GitRepositories and ScmProviders are referenced objects: they are read whatever shard label
+	// ScmRepositories and ScmProviders are referenced objects: they are read whatever shard label
 	// the CommitStatuses carry, so their factory is scoped by namespace only.
 	scmFactory := sluiceinformers.NewSharedInformerFactoryWithOptions(m.Sluice, 0, sluiceinformers.WithNamespace(m.Options.Namespace))
-	repoInformer := scmFactory.Scm().V1alpha1().GitRepositories()
+	repoInformer := scmFactory.Scm().V1alpha1().ScmRepositories()
 	providerInformer := scmFactory.Scm().V1alpha1().ScmProviders()
 
 	if err := statusInformer.Informer().AddIndexers(cache.Indexers{byRepository: func(obj any) ([]string, error) {
@@ -108,7 +108,7 @@ func Setup(m *manager.Manager, cfg Config) error {
 		return err
 	}
 	if err := repoInformer.Informer().AddIndexers(cache.Indexers{byProvider: func(obj any) ([]string, error) {
-		repo, ok := obj.(*scmv1alpha1.GitRepository)
+		repo, ok := obj.(*scmv1alpha1.ScmRepository)
 		if !ok {
 			return nil, nil
 		}
@@ -154,7 +154,7 @@ func Setup(m *manager.Manager, cfg Config) error {
 	if _, err := statusInformer.Informer().AddEventHandler(handler.EnqueueObject(c)); err != nil {
 		return err
 	}
-	if _, err := repoInformer.Informer().AddEventHandler(onSpecChange(c, func(repo *scmv1alpha1.GitRepository) []string {
+	if _, err := repoInformer.Informer().AddEventHandler(onSpecChange(c, func(repo *scmv1alpha1.ScmRepository) []string {
 		return statusesOf(handler.Key(repo))
 	}, nil, nil)); err != nil {
 		return err
@@ -166,7 +166,7 @@ func Setup(m *manager.Manager, cfg Config) error {
 		}
 		var keys []string
 		for _, o := range repos {
-			if repo, ok := o.(*scmv1alpha1.GitRepository); ok {
+			if repo, ok := o.(*scmv1alpha1.ScmRepository); ok {
 				keys = append(keys, statusesOf(handler.Key(repo))...)
 			}
 		}
@@ -215,7 +215,7 @@ func Setup(m *manager.Manager, cfg Config) error {
 // Status-only writes by other controllers are ignored, so they do not fan out to every
 // CommitStatus of a repository.
 func onSpecChange[T interface {
-	*scmv1alpha1.GitRepository | *scmv1alpha1.ScmProvider
+	*scmv1alpha1.ScmRepository | *scmv1alpha1.ScmProvider
 	GetGeneration() int64
 	GetAnnotations() map[string]string
 }](c handler.Enqueuer, fn func(T) []string, updated, deleted func(T)) cache.ResourceEventHandler {

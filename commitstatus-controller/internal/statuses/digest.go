@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 )
 
 // Desired is everything that decides what the SCM shows for one CommitStatus. Two equal values

@@ -20,11 +20,11 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/generated/clientset/versioned/fake"
-	commitstatuslisters "github.com/sluicehq/sluice/pkg/generated/listers/commitstatus/v1alpha1"
-	scmlisters "github.com/sluicehq/sluice/pkg/generated/listers/scm/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
+	commitstatuslisters "github.com/sluicehq/sluice/api/generated/listers/commitstatus/v1alpha1"
+	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
@@ -109,7 +109,7 @@ func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
 	}
 	limiters := ratelimit.NewRegistry()
 	resolver := &resolve.Resolver{
-		Repositories: scmlisters.NewGitRepositoryLister(f.repos),
+		Repositories: scmlisters.NewScmRepositoryLister(f.repos),
 		Providers:    scmlisters.NewScmProviderLister(f.providers),
 		Kube:         f.kube,
 		Limiters:     limiters,
@@ -138,7 +138,7 @@ func (f *fixture) sync() {
 	ctx := context.Background()
 	cs, err := f.sluice.CommitstatusV1alpha1().CommitStatuses("").List(ctx, metav1.ListOptions{})
 	require.NoError(f.t, err)
-	repos, err := f.sluice.ScmV1alpha1().GitRepositories("").List(ctx, metav1.ListOptions{})
+	repos, err := f.sluice.ScmV1alpha1().ScmRepositories("").List(ctx, metav1.ListOptions{})
 	require.NoError(f.t, err)
 	providers, err := f.sluice.ScmV1alpha1().ScmProviders("").List(ctx, metav1.ListOptions{})
 	require.NoError(f.t, err)
@@ -212,10 +212,10 @@ func commitStatus(mutate ...func(*commitstatusv1alpha1.CommitStatus)) *commitsta
 	return cs
 }
 
-func repository(provider string) *scmv1alpha1.GitRepository {
-	return &scmv1alpha1.GitRepository{
+func repository(provider string) *scmv1alpha1.ScmRepository {
+	return &scmv1alpha1.ScmRepository{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Generation: 1},
-		Spec: scmv1alpha1.GitRepositorySpec{
+		Spec: scmv1alpha1.ScmRepositorySpec{
 			URL:         "https://github.example.com/acme/app.git",
 			ProviderRef: scmv1alpha1.LocalObjectReference{Name: provider},
 			Owner:       "acme",

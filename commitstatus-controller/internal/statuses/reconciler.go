@@ -20,10 +20,10 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
-	sluice "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
-	commitstatuslisters "github.com/sluicehq/sluice/pkg/generated/listers/commitstatus/v1alpha1"
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	commitstatuslisters "github.com/sluicehq/sluice/api/generated/listers/commitstatus/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/suspend"
@@ -261,7 +261,7 @@ func (r *Reconciler) unresolved(ctx context.Context, cs, next *commitstatusv1alp
 		// Secrets are not watched: look again later, which costs one cached Secret read.
 		return controller.Result{RequeueAfter: r.recheck()}, nil
 	}
-	// A change of the CommitStatus, GitRepository or ScmProvider brings the key back.
+	// A change of the CommitStatus, ScmRepository or ScmProvider brings the key back.
 	return controller.Result{}, controller.Permanent(rerr)
 }
 

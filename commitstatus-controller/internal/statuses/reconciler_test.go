@@ -17,8 +17,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/scm"
@@ -158,9 +158,9 @@ func TestMissingReferencesStallWithAnActionableMessage(t *testing.T) {
 		permanent bool
 	}{
 		{name: "no repository", objects: nil, reason: resolve.ReasonRepositoryNotFound,
-			message: `GitRepository "app" does not exist in namespace "team"`, permanent: true},
+			message: `ScmRepository "app" does not exist in namespace "team"`, permanent: true},
 		{name: "no provider", objects: []runtime.Object{repository("github")}, reason: resolve.ReasonProviderNotFound,
-			message: `ScmProvider "github", named by GitRepository "app", does not exist`, permanent: true},
+			message: `ScmProvider "github", named by ScmRepository "app", does not exist`, permanent: true},
 		{name: "no secret", objects: []runtime.Object{repository("github"), githubProvider(func(p *scmv1alpha1.ScmProvider) {
 			p.Spec.SecretRef.Name = "missing"
 		})}, reason: resolve.ReasonSecretNotFound, message: `Secret "missing", named by ScmProvider "github", does not exist`},

@@ -9,12 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/scm"
 )
 
-// Condition reasons of a CommitStatus, besides those of resolve (a missing GitRepository,
+// Condition reasons of a CommitStatus, besides those of resolve (a missing ScmRepository,
 // ScmProvider or Secret) and suspend.
 const (
 	// ReasonSynced: the SCM holds the desired status.

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
-	sluice "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 )
 
 func newOpenCloseCommand(o *options, open bool) *cobra.Command {

@@ -25,15 +25,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 	"github.com/sluicehq/sluice/health-controller/internal/reconciler"
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	healthv1alpha1 "github.com/sluicehq/sluice/pkg/apis/health/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/charts"
-	"github.com/sluicehq/sluice/pkg/testenv/flux"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/charts"
+	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 var env *testenv.Env
@@ -148,7 +148,7 @@ spec:
 	assert.Contains(t, hc.Status.Resources[0].Message, "watch.extraRules")
 
 	// Installing the CommitStatus CRD is noticed without a restart, and the chart may write it.
-	require.NoError(t, env.InstallCRDPaths(filepath.Join(root, "pkg", "crds", "commitstatus.sluice.dev_commitstatuses.yaml")))
+	require.NoError(t, env.InstallCRDPaths(filepath.Join(root, "api", "crds", "commitstatus.sluice.dev_commitstatuses.yaml")))
 	require.NoError(t, testenv.Wait(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		cs, err := env.Sluice.CommitstatusV1alpha1().CommitStatuses(ns).Get(ctx, "shop", metav1.GetOptions{})
 		if err != nil {

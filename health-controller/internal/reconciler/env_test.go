@@ -23,12 +23,12 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 	"github.com/sluicehq/sluice/health-controller/internal/reconciler"
-	healthv1alpha1 "github.com/sluicehq/sluice/pkg/apis/health/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/flux"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 var env *testenv.Env
@@ -54,8 +54,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	opts := testenv.Options{WithoutSluiceCRDs: true, CRDPaths: []string{
-		filepath.Join(root, "pkg", "crds", "health.sluice.dev_healthchecks.yaml"),
-		filepath.Join(root, "pkg", "crds", "commitstatus.sluice.dev_commitstatuses.yaml"),
+		filepath.Join(root, "api", "crds", "health.sluice.dev_healthchecks.yaml"),
+		filepath.Join(root, "api", "crds", "commitstatus.sluice.dev_commitstatuses.yaml"),
 	}, CRDs: []*apiextensionsv1.CustomResourceDefinition{
 		testCRD(certificates, "Certificate"),
 		testCRD(sealedSecrets, "SealedSecret"),

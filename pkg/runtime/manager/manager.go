@@ -28,9 +28,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	sluice "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
-	sluicescheme "github.com/sluicehq/sluice/pkg/generated/clientset/versioned/scheme"
-	sluiceinformers "github.com/sluicehq/sluice/pkg/generated/informers/externalversions"
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	sluicescheme "github.com/sluicehq/sluice/api/generated/clientset/versioned/scheme"
+	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/leaderelection"
 	"github.com/sluicehq/sluice/pkg/runtime/metrics"
@@ -113,7 +113,7 @@ func New(name string, opts options.Options, cfg *rest.Config, log *slog.Logger) 
 	m.Scheme = runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(m.Scheme))
 	utilruntime.Must(sluicescheme.AddToScheme(m.Scheme))
-	m.broadcaster = record.NewBroadcaster()
+	m.broadcaster = newEventBroadcaster()
 	m.Recorder = m.broadcaster.NewRecorder(m.Scheme, corev1.EventSource{Component: name})
 
 	m.Probes = probes.New(opts.MetricsBindAddress, opts.HealthProbeBindAddress, m.Metrics, log)
@@ -244,5 +244,11 @@ func (m *Manager) runControllers(ctx context.Context) error {
 	for _, run := range m.runnables {
 		g.Go(func() error { return run(ctx) })
 	}
+	// Leading lasts until ctx ends, even with nothing to run: returning early would read as a
+	// lost Lease and end the process.
+	g.Go(func() error {
+		<-ctx.Done()
+		return nil
+	})
 	return g.Wait()
 }

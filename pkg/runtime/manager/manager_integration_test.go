@@ -19,21 +19,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/pkg/suspend"
-	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 var env *testenv.Env
 
 // Only the Gate CRD: the runtime is tested on its own, not against every group.
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{WithoutSluiceCRDs: true, CRDPaths: []string{"../../crds/gating.sluice.dev_gates.yaml"}}, &env)
+	testenv.Main(m, testenv.Options{SluiceCRDs: []string{"gating.sluice.dev_gates.yaml"}}, &env)
 }
 
 // gateMarker is a minimal reconciler: it marks Gates Ready, honouring suspend, and records which
@@ -308,5 +308,41 @@ func TestProbesAndMetrics(t *testing.T) {
 		`sluice_controller_reconcile_duration_seconds_bucket{controller="test-gates"`,
 	} {
 		assert.Contains(t, body, want)
+	}
+}
+
+// A controller with nothing to run yet (the rollback-controller today) must keep its Lease until it
+// is stopped, not give it up and exit as if the Lease were lost: a crash loop in a cluster.
+func TestLeaderWithNoControllersKeepsLeadingUntilStopped(t *testing.T) {
+	lease := fmt.Sprintf("idle-%d", time.Now().UnixNano())
+	opts := options.Defaults("idle-controller")
+	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	opts.LeaderElect, opts.LeaderElectionNamespace, opts.LeaderElectionID = true, "default", lease
+	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 3*time.Second, 2*time.Second, 200*time.Millisecond
+	m, err := manager.New("idle-controller", opts, env.Config, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+
+	// Leading, and still renewing the Lease after taking it: the manager did not return.
+	require.NoError(t, testenv.Wait(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			return false, fmt.Errorf("Run returned while it should lead: %v", err)
+		default:
+		}
+		l, err := env.Kube.CoordinationV1().Leases("default").Get(ctx, lease, metav1.GetOptions{})
+		if err != nil || l.Spec.AcquireTime == nil || l.Spec.RenewTime == nil {
+			return false, nil
+		}
+		return m.Leading() && l.Spec.RenewTime.After(l.Spec.AcquireTime.Time), nil
+	}))
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the manager did not stop within 30s")
 	}
 }
