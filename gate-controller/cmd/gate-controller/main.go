@@ -17,7 +17,7 @@ import (
 func main() {
 	var cfg setup.Config
 	cfg.AddFlags(flag.CommandLine)
-	os.Exit(manager.Main("gate-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
+	os.Exit(manager.MainWithFlags("gate-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
 		return setup.Setup(m, cfg)
 	}))
 }

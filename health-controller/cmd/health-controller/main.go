@@ -17,7 +17,7 @@ import (
 func main() {
 	cfg := reconciler.DefaultConfig()
 	cfg.AddFlags(flag.CommandLine)
-	os.Exit(manager.Main("health-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
+	os.Exit(manager.MainWithFlags("health-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
 		_, err := reconciler.Setup(m, cfg)
 		return err
 	}))
