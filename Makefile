@@ -2,7 +2,7 @@
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -o errexit -o nounset -o pipefail -c
 
-MODULES     := pkg gate-controller health-controller promoter-controller commitstatus-controller rollback-controller dev
+MODULES     := api testenv pkg gate-controller health-controller promoter-controller commitstatus-controller rollback-controller dev
 # Tool modules outside go.work that have tests of their own; built and tested with GOWORK=off.
 TOOL_MODULES := hack/tools/images
 CONTROLLERS := gate health promoter commitstatus rollback
@@ -64,7 +64,7 @@ lint:
 
 ## charts: lint every chart and install it into the local control plane, alone and all together.
 charts: testbin
-	cd pkg && go test $(GOTEST_FLAGS) -run 'TestCharts' ./testenv/charts/...
+	cd testenv && go test $(GOTEST_FLAGS) -run TestCharts ./charts/...
 
 ## demo: the whole story on the embedded local control plane. No cluster, no Docker.
 demo: testbin build

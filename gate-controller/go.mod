@@ -10,7 +10,7 @@ require (
 	github.com/stretchr/testify v1.11.1
 	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	k8s.io/api v0.36.3
-	k8s.io/apiextensions-apiserver v0.36.0
+	k8s.io/apiextensions-apiserver v0.36.3
 	k8s.io/apimachinery v0.36.3
 	k8s.io/cli-runtime v0.36.3
 	k8s.io/client-go v0.36.3
@@ -49,6 +49,8 @@ require (
 	github.com/prometheus/common v0.67.5 // indirect
 	github.com/prometheus/procfs v0.19.2 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
+	github.com/sluicehq/sluice/api v0.0.0
+	github.com/sluicehq/sluice/testenv v0.0.0
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
@@ -78,3 +80,7 @@ require (
 )
 
 replace github.com/sluicehq/sluice/pkg => ../pkg
+
+replace github.com/sluicehq/sluice/api => ../api
+
+replace github.com/sluicehq/sluice/testenv => ../testenv

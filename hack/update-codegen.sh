@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates deepcopy, clientset (with watch and apply configurations), listers, informers and CRDs
-# from the types in pkg/apis. Generators are pinned by hack/tools/codegen/go.mod.
+# from the types in the api module (api/<group>/<version>). Generators are pinned by hack/tools/codegen/go.mod.
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,20 +22,20 @@ BOILERPLATE="${ROOT}/hack/boilerplate.go.txt"
 
 kube::codegen::gen_helpers \
     --boilerplate "${BOILERPLATE}" \
-    "${ROOT}/pkg/apis"
+    "${ROOT}/api"
 
 kube::codegen::gen_client \
     --with-watch \
     --with-applyconfig \
-    --output-dir "${ROOT}/pkg/generated" \
-    --output-pkg "github.com/sluicehq/sluice/pkg/generated" \
+    --output-dir "${ROOT}/api/generated" \
+    --output-pkg "github.com/sluicehq/sluice/api/generated" \
     --boilerplate "${BOILERPLATE}" \
-    "${ROOT}/pkg/apis"
+    "${ROOT}/api"
 
 (cd "${TOOLS}" && GOWORK=off go build -o "${GOBIN}/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
-rm -rf "${ROOT}/pkg/crds"/*.yaml
-mkdir -p "${ROOT}/pkg/crds"
-(cd "${ROOT}/pkg" && "${GOBIN}/controller-gen" crd:crdVersions=v1 paths=./apis/... output:crd:artifacts:config=crds)
+rm -rf "${ROOT}/api/crds"/*.yaml
+mkdir -p "${ROOT}/api/crds"
+(cd "${ROOT}/api" && "${GOBIN}/controller-gen" crd:crdVersions=v1 paths=./... output:crd:artifacts:config=crds)
 
 # Charts: each ships the CRDs of the groups it owns or cannot work without, in crds/ so Helm
 # installs them once, never takes ownership (no conflicts between charts) and keeps them on
@@ -52,7 +52,7 @@ for chart in "${!CHART_GROUPS[@]}"; do
   [ -d "${dir}" ] || continue
   rm -rf "${dir}/crds"
   for group in ${CHART_GROUPS[${chart}]}; do
-    for crd in "${ROOT}/pkg/crds/${group}"_*.yaml; do
+    for crd in "${ROOT}/api/crds/${group}"_*.yaml; do
       if [ -e "${crd}" ]; then mkdir -p "${dir}/crds" && cp "${crd}" "${dir}/crds/"; fi
     done
   done

@@ -4,7 +4,7 @@ set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
-GENERATED=(pkg/generated pkg/crds pkg/apis charts)
+GENERATED=(api charts)
 before="$(mktemp -d)"
 trap 'rm -rf "${before}"' EXIT
 for p in "${GENERATED[@]}"; do [ -e "$p" ] && mkdir -p "${before}/$(dirname "$p")" && cp -a "$p" "${before}/$p"; done

@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/gitea"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/gitea"
 )
 
 // statusCommit is the commit the plain-git part of the chapter reports on. With plain git the
@@ -34,7 +34,7 @@ spec:
   type: git                      # no API, so no Secret either
 ---
 apiVersion: scm.sluice.dev/v1alpha1
-kind: GitRepository
+kind: ScmRepository
 metadata:
   name: app
 spec:
@@ -132,7 +132,7 @@ spec:
   secretRef: {name: gitea-token}
 ---
 apiVersion: scm.sluice.dev/v1alpha1
-kind: GitRepository
+kind: ScmRepository
 metadata:
   name: app-on-gitea
 spec:

@@ -10,10 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/flux"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 // The two commits Flux applies in this chapter.

@@ -10,13 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
-	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/gitea"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/gitea"
 )
 
 // promotionEnvs are the environments of the promotion chapter, in order.
@@ -284,7 +284,7 @@ metadata: {name: plain-git}
 spec: {type: git}          # plain git: the PullRequest object is the pull request, merged with go-git
 ---
 apiVersion: scm.sluice.dev/v1alpha1
-kind: GitRepository
+kind: ScmRepository
 metadata: {name: web-deploy}
 spec:
   url: %s
@@ -330,7 +330,7 @@ spec:
   secretRef: {name: gitea-promoter}
 ---
 apiVersion: scm.sluice.dev/v1alpha1
-kind: GitRepository
+kind: ScmRepository
 metadata: {name: web-deploy}
 spec:
   url: %s

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 // Story is the shared state of a demo run: the control plane, the running controllers, and the

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 var env *testenv.Env

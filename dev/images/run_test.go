@@ -22,8 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/charts"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/charts"
 )
 
 var controllers = []string{"gate-controller", "health-controller", "promoter-controller", "commitstatus-controller", "rollback-controller"}

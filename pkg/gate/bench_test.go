@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 )
 
 // benchmarkWindows returns n windows of mixed kinds, schedules and zones.

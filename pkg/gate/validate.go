@@ -1,7 +1,7 @@
 package gate
 
 import (
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 )
 
 // ValidateSpec reports every problem that stops a gate from being evaluated: a bad cron schedule,

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 )
 
 func windowSpec(schedule, zone string, d time.Duration, kind gatingv1alpha1.GateState) gatingv1alpha1.GateWindow {

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	scmv1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 )

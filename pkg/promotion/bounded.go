@@ -5,7 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 )
 
 // RecordHealthy puts dry SHA sha at the head of list, newest first and at most

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 )
 
 func timeAt(i int) time.Time { return time.Date(2026, 1, 1, 0, i, 0, 0, time.UTC) }

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // Phase is the verdict of a check.
@@ -138,7 +139,7 @@ func Evaluate(g *Graph, envs []Environment, i int, order DryOrder) Verdict {
 	}
 	dry := env.Proposed.DrySHA
 	if dry == "" {
-		block(RuleUnknownDrySHA, "%s: proposed commit %s names no dry commit (no hydrator note or hydrator.metadata file)", env.Branch, short(env.Proposed.HydratedSHA))
+		block(RuleUnknownDrySHA, "%s: proposed commit %s names no dry commit (no hydrator note or hydrator.metadata file)", env.Branch, text.ShortSHA(env.Proposed.HydratedSHA))
 	}
 
 	if dry != "" {
@@ -150,11 +151,11 @@ func Evaluate(g *Graph, envs []Environment, i int, order DryOrder) Verdict {
 			o, err := order.Compare(dry, later.Active.DrySHA)
 			switch {
 			case err != nil:
-				block(RuleNoMovingBackwards, "rule 1 (no moving backwards): cannot order dry %s against %s's active dry %s: %v", short(dry), later.Branch, short(later.Active.DrySHA), err)
+				block(RuleNoMovingBackwards, "rule 1 (no moving backwards): cannot order dry %s against %s's active dry %s: %v", text.ShortSHA(dry), later.Branch, text.ShortSHA(later.Active.DrySHA), err)
 			case o == Older:
-				block(RuleNoMovingBackwards, "rule 1 (no moving backwards): dry %s is older than %s's active dry %s", short(dry), later.Branch, short(later.Active.DrySHA))
+				block(RuleNoMovingBackwards, "rule 1 (no moving backwards): dry %s is older than %s's active dry %s", text.ShortSHA(dry), later.Branch, text.ShortSHA(later.Active.DrySHA))
 			case o == Unrelated:
-				block(RuleNoMovingBackwards, "rule 1 (no moving backwards): dry %s does not come after %s's active dry %s on the dry branch", short(dry), later.Branch, short(later.Active.DrySHA))
+				block(RuleNoMovingBackwards, "rule 1 (no moving backwards): dry %s does not come after %s's active dry %s on the dry branch", text.ShortSHA(dry), later.Branch, text.ShortSHA(later.Active.DrySHA))
 			}
 		}
 	}
@@ -228,12 +229,5 @@ func orNone(sha string) string {
 	if sha == "" {
 		return "(none)"
 	}
-	return short(sha)
-}
-
-func short(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
+	return text.ShortSHA(sha)
 }

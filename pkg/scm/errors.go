@@ -194,7 +194,7 @@ func Classify(f Failure, r *Redactor) *Error {
 			"write access to commit statuses and pull requests of the repository")
 	case code == http.StatusNotFound:
 		e.Kind = KindNotFound
-		e.Message = withServer("not found (404): check the GitRepository's owner and name, the commit or " +
+		e.Message = withServer("not found (404): check the ScmRepository's owner and name, the commit or " +
 			"pull request, and that the credentials can see the repository (private repositories answer 404)")
 	case code == http.StatusBadRequest || code == http.StatusUnprocessableEntity:
 		e.Kind = KindInvalid

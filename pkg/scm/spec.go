@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	scmv1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 )
 
@@ -63,7 +63,7 @@ func LimitsFor(r *scmv1.RateLimit) (ratelimit.Limits, error) {
 	return l, l.Validate()
 }
 
-// RepositoryFor returns where a GitRepository lives on its SCM.
-func RepositoryFor(r *scmv1.GitRepository) Repository {
+// RepositoryFor returns where a ScmRepository lives on its SCM.
+func RepositoryFor(r *scmv1.ScmRepository) Repository {
 	return Repository{Owner: r.Spec.Owner, Name: r.Spec.Name}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	scmv1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 )
@@ -59,6 +59,6 @@ func TestConfigFor(t *testing.T) {
 }
 
 func TestRepositoryFor(t *testing.T) {
-	r := &scmv1.GitRepository{Spec: scmv1.GitRepositorySpec{Owner: "group/sub", Name: "app"}}
+	r := &scmv1.ScmRepository{Spec: scmv1.ScmRepositorySpec{Owner: "group/sub", Name: "app"}}
 	assert.Equal(t, scm.Repository{Owner: "group/sub", Name: "app"}, scm.RepositoryFor(r))
 }

@@ -7,7 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 )
 
 // credentials are what an ScmProvider's Secret and CA bundle hold, and which versions of them.

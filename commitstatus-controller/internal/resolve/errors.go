@@ -2,7 +2,7 @@ package resolve
 
 // Reasons of a failed resolution, used as condition reasons.
 const (
-	ReasonRepositoryNotFound = "GitRepositoryNotFound"
+	ReasonRepositoryNotFound = "ScmRepositoryNotFound"
 	ReasonProviderNotFound   = "ScmProviderNotFound"
 	ReasonUnsupportedType    = "UnsupportedProviderType"
 	ReasonProviderInvalid    = "ScmProviderInvalid"

@@ -1,4 +1,4 @@
-// Package resolve finds where a CommitStatus goes: its GitRepository, that repository's
+// Package resolve finds where a CommitStatus goes: its ScmRepository, that repository's
 // ScmProvider, and a ready provider client built from the ScmProvider's Secret.
 //
 // Secrets and CA bundles are read with get only, on demand, and never listed or watched: the
@@ -20,10 +20,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
-	scmlisters "github.com/sluicehq/sluice/pkg/generated/listers/scm/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 	"github.com/sluicehq/sluice/pkg/scm/scmmetrics"
@@ -35,7 +36,7 @@ const DefaultCredentialsTTL = 30 * time.Second
 
 // Resolver turns a CommitStatus into a Target. It is safe for concurrent use.
 type Resolver struct {
-	Repositories scmlisters.GitRepositoryLister
+	Repositories scmlisters.ScmRepositoryLister
 	Providers    scmlisters.ScmProviderLister
 	// Kube reads Secrets and ConfigMaps, with get only.
 	Kube kubernetes.Interface
@@ -55,8 +56,8 @@ type Resolver struct {
 	CredentialsTTL time.Duration
 	// New builds a provider; nil means scm.New.
 	New func(name string, cfg scm.Config) (scm.Provider, error)
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock times the credentials cache; nil means the real clock.
+	Clock clock.PassiveClock
 
 	mu      sync.Mutex
 	clients map[string]*client
@@ -79,7 +80,7 @@ type Target struct {
 	CredentialsVersion string
 	// InCluster is true when the provider keeps commit statuses only in the cluster (plain git).
 	InCluster bool
-	// Suspended is set when the GitRepository or ScmProvider is suspended.
+	// Suspended is set when the ScmRepository or ScmProvider is suspended.
 	Suspended *suspend.State
 }
 
@@ -96,8 +97,8 @@ type client struct {
 }
 
 func (r *Resolver) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+	if r.Clock != nil {
+		return r.Clock.Now()
 	}
 	return time.Now()
 }
@@ -113,19 +114,19 @@ func (r *Resolver) ttl() time.Duration {
 func (r *Resolver) Resolve(ctx context.Context, cs *commitstatusv1alpha1.CommitStatus) (*Target, *Error) {
 	ns := cs.Namespace
 	repoName := cs.Spec.RepositoryRef.Name
-	repo, err := r.Repositories.GitRepositories(ns).Get(repoName)
+	repo, err := r.Repositories.ScmRepositories(ns).Get(repoName)
 	if apierrors.IsNotFound(err) {
 		return nil, &Error{Reason: ReasonRepositoryNotFound, Message: fmt.Sprintf(
-			"GitRepository %q does not exist in namespace %q: create it, or fix spec.repositoryRef.name", repoName, ns)}
+			"ScmRepository %q does not exist in namespace %q: create it, or fix spec.repositoryRef.name", repoName, ns)}
 	}
 	if err != nil {
-		return nil, &Error{Reason: ReasonLookupFailed, Transient: true, Message: fmt.Sprintf("reading GitRepository %q: %v", repoName, err)}
+		return nil, &Error{Reason: ReasonLookupFailed, Transient: true, Message: fmt.Sprintf("reading ScmRepository %q: %v", repoName, err)}
 	}
 	providerName := repo.Spec.ProviderRef.Name
 	p, err := r.Providers.ScmProviders(ns).Get(providerName)
 	if apierrors.IsNotFound(err) {
 		return nil, &Error{Reason: ReasonProviderNotFound, Message: fmt.Sprintf(
-			"ScmProvider %q, named by GitRepository %q, does not exist in namespace %q: create it, or fix the GitRepository's spec.providerRef.name",
+			"ScmProvider %q, named by ScmRepository %q, does not exist in namespace %q: create it, or fix the ScmRepository's spec.providerRef.name",
 			providerName, repoName, ns)}
 	}
 	if err != nil {
@@ -142,7 +143,7 @@ func (r *Resolver) Resolve(ctx context.Context, cs *commitstatusv1alpha1.CommitS
 		t.Suspended = s
 		return t, nil
 	}
-	if s := suspendedBy("GitRepository", repo, repo.Spec.Suspend); s != nil {
+	if s := suspendedBy("ScmRepository", repo, repo.Spec.Suspend); s != nil {
 		t.Suspended = s
 		return t, nil
 	}
@@ -167,10 +168,10 @@ func (r *Resolver) CheckProvider(ctx context.Context, p *scmv1alpha1.ScmProvider
 	return err
 }
 
-// Reasons a suspended GitRepository or ScmProvider gives in the CommitStatus's Suspended condition.
+// Reasons a suspended ScmRepository or ScmProvider gives in the CommitStatus's Suspended condition.
 const (
 	ReasonProviderSuspended   = "ScmProviderSuspended"
-	ReasonRepositorySuspended = "GitRepositorySuspended"
+	ReasonRepositorySuspended = "ScmRepositorySuspended"
 )
 
 func suspendedBy(kind string, obj metav1.Object, specSuspend bool) *suspend.State {
@@ -179,7 +180,7 @@ func suspendedBy(kind string, obj metav1.Object, specSuspend bool) *suspend.Stat
 		return nil
 	}
 	reason := ReasonProviderSuspended
-	if kind == "GitRepository" {
+	if kind == "ScmRepository" {
 		reason = ReasonRepositorySuspended
 	}
 	return &suspend.State{

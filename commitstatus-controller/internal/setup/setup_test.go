@@ -1,26 +1,32 @@
 package setup
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 )
 
 type keys []string
 
 func (k *keys) Enqueue(key string) { *k = append(*k, key) }
 
+var resourceVersion int
+
+// provider is a new version of the ScmProvider: each write, status included, has its own
+// resourceVersion.
 func provider(generation int64, annotations map[string]string, ready bool) *scmv1alpha1.ScmProvider {
+	resourceVersion++
 	p := &scmv1alpha1.ScmProvider{ObjectMeta: metav1.ObjectMeta{
-		Namespace: "team", Name: "github", Generation: generation, Annotations: annotations, ResourceVersion: "1",
+		Namespace: "team", Name: "github", Generation: generation, Annotations: annotations,
+		ResourceVersion: strconv.Itoa(resourceVersion),
 	}}
 	if ready {
 		p.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue}}
-		p.ResourceVersion = "2"
 	}
 	return p
 }

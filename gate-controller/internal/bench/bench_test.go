@@ -23,13 +23,13 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/gate-controller/internal/setup"
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/flux"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 // The controller and the baseline get the same client budget and parallelism.

@@ -11,12 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/suspend"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/flux"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 // Windows that started this minute and end a few seconds from now, in a zone with a half-hour

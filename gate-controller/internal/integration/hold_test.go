@@ -12,11 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/suspend"
-	"github.com/sluicehq/sluice/pkg/testenv/flux"
+	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 const wait = 20 * time.Second

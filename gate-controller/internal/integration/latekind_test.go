@@ -10,14 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
 	"github.com/sluicehq/sluice/gate-controller/internal/setup"
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/pkg/suspend"
-	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 var widgets = schema.GroupVersionResource{Group: "late.sluice.test", Version: "v1", Resource: "widgets"}

@@ -23,12 +23,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/gate-controller/internal/setup"
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/flux"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 var env *testenv.Env
@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 		root, err = testenv.RepoRoot()
 	}
 	if err == nil {
-		paths = append(paths, filepath.Join(root, "pkg", "crds", "gating.sluice.dev_gates.yaml"))
+		paths = append(paths, filepath.Join(root, "api", "crds", "gating.sluice.dev_gates.yaml"))
 		env, err = testenv.Start(testenv.Options{CRDPaths: paths, WithoutSluiceCRDs: true})
 	}
 	if err != nil {

@@ -10,14 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
 	"github.com/sluicehq/sluice/gate-controller/internal/setup"
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/charts"
-	"github.com/sluicehq/sluice/pkg/testenv/flux"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/charts"
+	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 // The chart's RBAC is enough for the controller, with the flags the chart renders: the

@@ -25,15 +25,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sluicehq/sluice/health-controller/internal/reconciler"
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	healthv1alpha1 "github.com/sluicehq/sluice/pkg/apis/health/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
+	"github.com/sluicehq/sluice/health-controller/internal/setup"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/charts"
-	"github.com/sluicehq/sluice/pkg/testenv/flux"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/charts"
+	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 var env *testenv.Env
@@ -148,7 +148,7 @@ spec:
 	assert.Contains(t, hc.Status.Resources[0].Message, "watch.extraRules")
 
 	// Installing the CommitStatus CRD is noticed without a restart, and the chart may write it.
-	require.NoError(t, env.InstallCRDPaths(filepath.Join(root, "pkg", "crds", "commitstatus.sluice.dev_commitstatuses.yaml")))
+	require.NoError(t, env.InstallCRDPaths(filepath.Join(root, "api", "crds", "commitstatus.sluice.dev_commitstatuses.yaml")))
 	require.NoError(t, testenv.Wait(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		cs, err := env.Sluice.CommitstatusV1alpha1().CommitStatuses(ns).Get(ctx, "shop", metav1.GetOptions{})
 		if err != nil {
@@ -170,11 +170,11 @@ func startController(t *testing.T, releaseNamespace string) {
 	opts.HealthProbeBindAddress = "127.0.0.1:0"
 	opts.LeaderElect = true
 	opts.LeaderElectionNamespace = releaseNamespace
-	cfg := reconciler.DefaultConfig()
+	cfg := setup.Defaults()
 	cfg.LibraryNamespace = releaseNamespace
 	m, err := manager.New("health-controller", opts, env.Impersonate(releaseNamespace, "health-controller"), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
-	_, err = reconciler.Setup(m, cfg)
+	err = setup.Setup(m, cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

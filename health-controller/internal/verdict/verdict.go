@@ -13,7 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	healthv1alpha1 "github.com/sluicehq/sluice/pkg/apis/health/v1alpha1"
+	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 )
 
 // State is the health of the set.

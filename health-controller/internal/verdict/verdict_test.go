@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	healthv1alpha1 "github.com/sluicehq/sluice/pkg/apis/health/v1alpha1"
+	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -15,7 +15,6 @@ import (
 
 	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/ext"
-	"github.com/google/cel-go/interpreter"
 	k8slib "k8s.io/apiserver/pkg/cel/library"
 )
 
@@ -36,6 +35,7 @@ const stringsVersion = 4
 
 func newEnv(variables []string, maxExpressionSize int) (*celgo.Env, error) {
 	opts := []celgo.EnvOption{
+		celgo.CustomTypeAdapter(adapter),
 		celgo.Variable(SelfVariable, celgo.DynType),
 		celgo.DefaultUTCTimeZone(true),
 		celgo.CrossTypeNumericComparisons(true),
@@ -58,6 +58,7 @@ func newEnv(variables []string, maxExpressionSize int) (*celgo.Env, error) {
 		k8slib.CIDR(),
 		k8slib.SemverLib(k8slib.SemverVersion(1)),
 		k8slib.Format(),
+		prefilterDecl,
 	}
 	for _, name := range variables {
 		if name == SelfVariable {
@@ -65,38 +66,13 @@ func newEnv(variables []string, maxExpressionSize int) (*celgo.Env, error) {
 		}
 		opts = append(opts, celgo.Variable(name, celgo.DynType))
 	}
-	return celgo.NewEnv(opts...)
-}
-
-// Activation binds one object for evaluation. Build it once per object and
-// reuse it for all the expressions of a check.
-type Activation struct {
-	object   map[string]any
-	declared map[string]struct{}
-}
-
-var _ interpreter.Activation = (*Activation)(nil)
-
-// emptyField is what a declared top-level field that the object lacks
-// evaluates to. An empty map keeps has(status.conditions) and
-// status.?conditions meaningful (false, none) on an object without status,
-// where an unbound variable would make every expression an error. Presence of
-// the field itself is tested with has(self.status).
-var emptyField = map[string]any{}
-
-// ResolveName implements interpreter.Activation.
-func (a *Activation) ResolveName(name string) (any, bool) {
-	if name == SelfVariable {
-		return a.object, true
+	env, err := celgo.NewEnv(opts...)
+	if err != nil {
+		return nil, err
 	}
-	if v, ok := a.object[name]; ok && v != nil {
-		return v, true
+	guards, err := sizeGuards(env)
+	if err != nil {
+		return nil, err
 	}
-	if _, ok := a.declared[name]; ok {
-		return emptyField, true
-	}
-	return nil, false
+	return env.Extend(guards...)
 }
-
-// Parent implements interpreter.Activation.
-func (a *Activation) Parent() interpreter.Activation { return nil }

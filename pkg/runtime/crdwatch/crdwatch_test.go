@@ -15,13 +15,13 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
-	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{WithoutSluiceCRDs: true, CRDPaths: []string{"../../crds/gating.sluice.dev_gates.yaml"}}, &env)
+	testenv.Main(m, testenv.Options{SluiceCRDs: []string{"gating.sluice.dev_gates.yaml"}}, &env)
 }
 
 type recorder struct {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	scmv1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/scm"
 	_ "github.com/sluicehq/sluice/pkg/scm/builtin"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
-	giteatest "github.com/sluicehq/sluice/pkg/testenv/gitea"
+	giteatest "github.com/sluicehq/sluice/testenv/gitea"
 )
 
 // commitFile writes a file on branch (creating the branch from "from" when they differ) and

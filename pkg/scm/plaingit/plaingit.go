@@ -21,7 +21,7 @@ func init() {
 }
 
 // Provider is the plain git provider. It holds no state and needs no credentials: git transport
-// credentials belong to the GitRepository.
+// credentials belong to the ScmRepository.
 type Provider struct{}
 
 var _ scm.Provider = Provider{}

@@ -20,7 +20,7 @@ func main() {
 		"Folder of the git cache: one bare repository per remote, kept across restarts.")
 	flag.StringVar(&cfg.WebhookAddress, "webhook-bind-address", "0",
 		"Address of the webhook receiver (POST /hooks/<namespace>/<scmprovider>); 0 disables it.")
-	os.Exit(manager.Main("promoter-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
+	os.Exit(manager.MainWithFlags("promoter-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
 		_, err := promoter.Setup(m, cfg)
 		return err
 	}))

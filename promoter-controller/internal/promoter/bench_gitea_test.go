@@ -10,13 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	giteatest "github.com/sluicehq/sluice/pkg/testenv/gitea"
+	"github.com/sluicehq/sluice/testenv"
+	giteatest "github.com/sluicehq/sluice/testenv/gitea"
 	"github.com/sluicehq/sluice/promoter-controller/internal/promoter"
 )
 
@@ -62,9 +62,9 @@ func newGiteaBench(b *testing.B, envs ...string) *giteaBench {
 			SecretRef: &scmv1alpha1.LocalObjectReference{Name: "gitea"}},
 	}, metav1.CreateOptions{})
 	must(b, err)
-	_, err = env.Sluice.ScmV1alpha1().GitRepositories(ns).Create(ctx, &scmv1alpha1.GitRepository{
+	_, err = env.Sluice.ScmV1alpha1().ScmRepositories(ns).Create(ctx, &scmv1alpha1.ScmRepository{
 		ObjectMeta: metav1.ObjectMeta{Name: "app"},
-		Spec: scmv1alpha1.GitRepositorySpec{
+		Spec: scmv1alpha1.ScmRepositorySpec{
 			URL: cloneURL, AllowInsecureLoopbackHTTP: true, ProviderRef: scmv1alpha1.LocalObjectReference{Name: "gitea"},
 			Owner: srv.AdminUser, Name: "app",
 			Auth: &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthBasic, SecretRef: scmv1alpha1.LocalObjectReference{Name: "gitea"}},

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/testenv"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 // The API server enforces the PullRequest rules: branches are immutable, and merging needs the

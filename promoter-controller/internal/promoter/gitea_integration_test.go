@@ -11,12 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	giteatest "github.com/sluicehq/sluice/pkg/testenv/gitea"
+	"github.com/sluicehq/sluice/testenv"
+	giteatest "github.com/sluicehq/sluice/testenv/gitea"
 	"github.com/sluicehq/sluice/promoter-controller/internal/promoter"
 )
 
@@ -75,9 +75,9 @@ func TestPromotionOnGitea(t *testing.T) {
 			SecretRef: &scmv1alpha1.LocalObjectReference{Name: "gitea"}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = env.Sluice.ScmV1alpha1().GitRepositories(f.ns).Create(ctx, &scmv1alpha1.GitRepository{
+	_, err = env.Sluice.ScmV1alpha1().ScmRepositories(f.ns).Create(ctx, &scmv1alpha1.ScmRepository{
 		ObjectMeta: metav1.ObjectMeta{Name: "gitea-app"},
-		Spec: scmv1alpha1.GitRepositorySpec{
+		Spec: scmv1alpha1.ScmRepositorySpec{
 			URL: cloneURL, AllowInsecureLoopbackHTTP: true, ProviderRef: scmv1alpha1.LocalObjectReference{Name: "gitea"},
 			Owner: srv.AdminUser, Name: "app",
 			Auth: &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthBasic, SecretRef: scmv1alpha1.LocalObjectReference{Name: "gitea"}},

@@ -16,14 +16,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
-	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
-	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/testenv"
 	"github.com/sluicehq/sluice/promoter-controller/internal/promoter"
 )
 
@@ -49,6 +49,13 @@ func startPromoterWith(t testing.TB, cfg *rest.Config, pcfg promoter.Config) (p 
 // startPromoterOpts starts a promoter whose shared flags mutate may change.
 func startPromoterOpts(t testing.TB, cfg *rest.Config, pcfg promoter.Config, mutate func(*options.Options)) (p *promoter.Promoter, stop func()) {
 	t.Helper()
+	_, p, stop = startPromoterManager(t, cfg, pcfg, mutate)
+	return p, stop
+}
+
+// startPromoterManager is startPromoterOpts that also returns the manager, for its metrics.
+func startPromoterManager(t testing.TB, cfg *rest.Config, pcfg promoter.Config, mutate func(*options.Options)) (m *manager.Manager, p *promoter.Promoter, stop func()) {
+	t.Helper()
 	opts := options.Defaults("promoter-controller")
 	opts.MetricsBindAddress = "127.0.0.1:0"
 	opts.HealthProbeBindAddress = "127.0.0.1:0"
@@ -58,7 +65,8 @@ func startPromoterOpts(t testing.TB, cfg *rest.Config, pcfg promoter.Config, mut
 	}
 	panics := &panicCounter{Handler: slog.NewTextHandler(io.Discard, nil)}
 	log := slog.New(panics)
-	m, err := manager.New("promoter-controller", opts, cfg, log)
+	var err error
+	m, err = manager.New("promoter-controller", opts, cfg, log)
 	require.NoError(t, err)
 	p, err = promoter.Setup(m, pcfg)
 	require.NoError(t, err)
@@ -81,10 +89,10 @@ func startPromoterOpts(t testing.TB, cfg *rest.Config, pcfg promoter.Config, mut
 		assert.Zero(t, panics.count.Load(), "reconciles panicked")
 	}
 	t.Cleanup(stop)
-	return p, stop
+	return m, p, stop
 }
 
-// fixture is a namespace with a git repository served over HTTP by the test, a GitRepository and
+// fixture is a namespace with a git repository served over HTTP by the test, a ScmRepository and
 // a plain git ScmProvider.
 type fixture struct {
 	t    *testing.T
@@ -110,7 +118,7 @@ func createNamespace(ctx context.Context, ns string) error {
 	return err
 }
 
-// createPlainGitRepo creates a plain git ScmProvider "git" and a GitRepository name at url.
+// createPlainGitRepo creates a plain git ScmProvider "git" and a ScmRepository name at url.
 func createPlainGitRepo(ctx context.Context, ns, name, url string) error {
 	_, err := env.Sluice.ScmV1alpha1().ScmProviders(ns).Create(ctx, &scmv1alpha1.ScmProvider{
 		ObjectMeta: metav1.ObjectMeta{Name: "git"},
@@ -119,9 +127,9 @@ func createPlainGitRepo(ctx context.Context, ns, name, url string) error {
 	if err != nil {
 		return err
 	}
-	_, err = env.Sluice.ScmV1alpha1().GitRepositories(ns).Create(ctx, &scmv1alpha1.GitRepository{
+	_, err = env.Sluice.ScmV1alpha1().ScmRepositories(ns).Create(ctx, &scmv1alpha1.ScmRepository{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: scmv1alpha1.GitRepositorySpec{
+		Spec: scmv1alpha1.ScmRepositorySpec{
 			URL: url, AllowInsecureLoopbackHTTP: true,
 			ProviderRef: scmv1alpha1.LocalObjectReference{Name: "git"}, Owner: "acme", Name: "app",
 		},

@@ -13,10 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
-	sluice "github.com/sluicehq/sluice/pkg/generated/clientset/versioned"
-	promoterlisters "github.com/sluicehq/sluice/pkg/generated/listers/promoter/v1alpha1"
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/scm"
@@ -59,8 +59,8 @@ func (r *PullRequestReconciler) Reconcile(ctx context.Context, key string) (cont
 	pr := cur.DeepCopy()
 	repo, err := r.resolver.resolve(ctx, ns, pr.Spec.RepositoryRef.Name)
 	if isConfigError(err) {
-		conditions.MarkStalled(&pr.Status.Conditions, pr.Generation, "InvalidConfiguration", err.Error())
-		conditions.MarkNotReady(&pr.Status.Conditions, pr.Generation, "InvalidConfiguration", err.Error())
+		conditions.MarkStalled(&pr.Status.Conditions, pr.Generation, ReasonInvalidConfiguration, err.Error())
+		pr.Status.ObservedGeneration = pr.Generation
 		return controller.Result{}, r.writeStatus(ctx, cur, pr)
 	}
 	if err != nil {

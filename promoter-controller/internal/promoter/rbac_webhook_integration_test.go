@@ -18,14 +18,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/pkg/scm/gitea"
 	"github.com/sluicehq/sluice/pkg/scm/webhook"
-	"github.com/sluicehq/sluice/pkg/testenv"
-	"github.com/sluicehq/sluice/pkg/testenv/charts"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/charts"
 	"github.com/sluicehq/sluice/promoter-controller/internal/promoter"
 )
 
@@ -58,7 +58,7 @@ func TestPromotionUnderTheChartsServiceAccount(t *testing.T) {
 		Data:       map[string][]byte{scmv1alpha1.GitSecretKeyUsername: []byte("sluice"), scmv1alpha1.GitSecretKeyPassword: []byte("s3cret")},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = testenv.Update(ctx, env.Sluice.ScmV1alpha1().GitRepositories(f.ns), "app", func(gr *scmv1alpha1.GitRepository) {
+	_, err = testenv.Update(ctx, env.Sluice.ScmV1alpha1().ScmRepositories(f.ns), "app", func(gr *scmv1alpha1.ScmRepository) {
 		gr.Spec.URL = authed.URL("app")
 		gr.Spec.Auth = &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthBasic, SecretRef: scmv1alpha1.LocalObjectReference{Name: "git-creds"}}
 	})
@@ -95,7 +95,7 @@ func TestWebhookTriggersAReconcile(t *testing.T) {
 			SecretRef: &scmv1alpha1.LocalObjectReference{Name: "gitea"}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = testenv.Update(f.ctx, env.Sluice.ScmV1alpha1().GitRepositories(f.ns), "app", func(gr *scmv1alpha1.GitRepository) {
+	_, err = testenv.Update(f.ctx, env.Sluice.ScmV1alpha1().ScmRepositories(f.ns), "app", func(gr *scmv1alpha1.ScmRepository) {
 		gr.Spec.ProviderRef.Name = "forge"
 	})
 	require.NoError(t, err)

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
-	scmlisters "github.com/sluicehq/sluice/pkg/generated/listers/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/scm"
 )
@@ -27,9 +27,9 @@ func isConfigError(err error) bool {
 	return errors.As(err, &c)
 }
 
-// repository is a GitRepository resolved into what the reconcilers use.
+// repository is a ScmRepository resolved into what the reconcilers use.
 type repository struct {
-	obj      *scmv1alpha1.GitRepository
+	obj      *scmv1alpha1.ScmRepository
 	git      *git.Repository
 	provider scm.Provider
 	scmRepo  scm.Repository
@@ -38,11 +38,11 @@ type repository struct {
 // pullRequests reports whether pull requests live on the SCM rather than only in the cluster.
 func (r *repository) pullRequests() bool { return r.provider.Capabilities().PullRequests }
 
-// resolver turns GitRepository names into git handles and SCM providers, keeping both for as long
+// resolver turns ScmRepository names into git handles and SCM providers, keeping both for as long
 // as the objects and secrets they were built from do not change.
 type resolver struct {
 	kube      kubernetes.Interface
-	repos     scmlisters.GitRepositoryLister
+	repos     scmlisters.ScmRepositoryLister
 	providers scmlisters.ScmProviderLister
 	cache     *git.Cache
 
@@ -56,16 +56,16 @@ type memoEntry struct {
 }
 
 func (r *resolver) resolve(ctx context.Context, namespace, name string) (*repository, error) {
-	gr, err := r.repos.GitRepositories(namespace).Get(name)
+	gr, err := r.repos.ScmRepositories(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil, &configError{fmt.Sprintf("GitRepository %q does not exist in namespace %q: create it, or fix spec.repositoryRef", name, namespace)}
+		return nil, &configError{fmt.Sprintf("ScmRepository %q does not exist in namespace %q: create it, or fix spec.repositoryRef", name, namespace)}
 	}
 	if err != nil {
 		return nil, err
 	}
 	p, err := r.providers.ScmProviders(namespace).Get(gr.Spec.ProviderRef.Name)
 	if apierrors.IsNotFound(err) {
-		return nil, &configError{fmt.Sprintf("ScmProvider %q, named by GitRepository %q, does not exist in namespace %q", gr.Spec.ProviderRef.Name, name, namespace)}
+		return nil, &configError{fmt.Sprintf("ScmProvider %q, named by ScmRepository %q, does not exist in namespace %q", gr.Spec.ProviderRef.Name, name, namespace)}
 	}
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func (r *resolver) resolve(ctx context.Context, namespace, name string) (*reposi
 	var gitSecret, scmSecret map[string][]byte
 	version := gr.ResourceVersion + "/" + p.ResourceVersion
 	if gr.Spec.Auth != nil {
-		s, v, err := r.secret(ctx, namespace, gr.Spec.Auth.SecretRef.Name, "GitRepository", name)
+		s, v, err := r.secret(ctx, namespace, gr.Spec.Auth.SecretRef.Name, "ScmRepository", name)
 		if err != nil {
 			return nil, err
 		}
@@ -121,14 +121,14 @@ func (r *resolver) resolve(ctx context.Context, namespace, name string) (*reposi
 	}
 	auth, err := git.AuthFromSecret(authType, gitSecret)
 	if err != nil {
-		return nil, &configError{fmt.Sprintf("GitRepository %q: %v", name, err)}
+		return nil, &configError{fmt.Sprintf("ScmRepository %q: %v", name, err)}
 	}
 	if gr.Spec.Auth == nil || authType != scmv1alpha1.GitAuthSSH {
 		auth.CABundle = ca
 	}
 	handle, err := r.cache.Open(gr.Spec.URL, auth, git.Options{})
 	if err != nil {
-		return nil, &configError{fmt.Sprintf("GitRepository %q: %v", name, err)}
+		return nil, &configError{fmt.Sprintf("ScmRepository %q: %v", name, err)}
 	}
 	cfg, err := scm.ConfigFor(p, scmSecret, ca)
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/testenv"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	"github.com/sluicehq/sluice/testenv"
 	"github.com/sluicehq/sluice/promoter-controller/internal/promoter"
 )
 
@@ -182,9 +182,9 @@ func TestPromotionOverSSH(t *testing.T) {
 		},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	_, err = env.Sluice.ScmV1alpha1().GitRepositories(f.ns).Create(f.ctx, &scmv1alpha1.GitRepository{
+	_, err = env.Sluice.ScmV1alpha1().ScmRepositories(f.ns).Create(f.ctx, &scmv1alpha1.ScmRepository{
 		ObjectMeta: metav1.ObjectMeta{Name: "app-ssh"},
-		Spec: scmv1alpha1.GitRepositorySpec{
+		Spec: scmv1alpha1.ScmRepositorySpec{
 			URL: ssh.URL("app"), ProviderRef: scmv1alpha1.LocalObjectReference{Name: "git"}, Owner: "acme", Name: "app",
 			Auth: &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthSSH, SecretRef: scmv1alpha1.LocalObjectReference{Name: "deploy-key"}},
 		},

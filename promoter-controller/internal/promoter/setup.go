@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/pkg/apis/commitstatus/v1alpha1"
-	gatingv1alpha1 "github.com/sluicehq/sluice/pkg/apis/gating/v1alpha1"
-	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
@@ -53,7 +53,7 @@ func Setup(m *manager.Manager, cfg Config) (*Promoter, error) {
 	}
 	inf := m.SluiceInformers
 	scmInf := inf.Scm().V1alpha1()
-	res := &resolver{kube: m.Kube, repos: scmInf.GitRepositories().Lister(), providers: scmInf.ScmProviders().Lister(), cache: cache}
+	res := &resolver{kube: m.Kube, repos: scmInf.ScmRepositories().Lister(), providers: scmInf.ScmProviders().Lister(), cache: cache}
 	metrics := NewMetrics(m.Metrics.Registry)
 	pi := inf.Promoter().V1alpha1()
 
@@ -98,13 +98,13 @@ func Setup(m *manager.Manager, cfg Config) (*Promoter, error) {
 		return byRepo(cs.Namespace, cs.Spec.RepositoryRef.Name)
 	}))
 	add(err)
-	// A fixed GitRepository or ScmProvider (a stalled strategy's usual cure) re-evaluates at once.
-	_, err = scmInf.GitRepositories().Informer().AddEventHandler(handler.EnqueueMapped(strategies, func(obj metav1.Object) []string {
+	// A fixed ScmRepository or ScmProvider (a stalled strategy's usual cure) re-evaluates at once.
+	_, err = scmInf.ScmRepositories().Informer().AddEventHandler(handler.EnqueueMapped(strategies, func(obj metav1.Object) []string {
 		return byRepo(obj.GetNamespace(), obj.GetName())
 	}))
 	add(err)
 	_, err = scmInf.ScmProviders().Informer().AddEventHandler(handler.EnqueueMapped(strategies, func(obj metav1.Object) []string {
-		repos, _ := res.repos.GitRepositories(obj.GetNamespace()).List(labels.Everything())
+		repos, _ := res.repos.ScmRepositories(obj.GetNamespace()).List(labels.Everything())
 		var keys []string
 		for _, gr := range repos {
 			if gr.Spec.ProviderRef.Name == obj.GetName() {

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/webhook"
 )
@@ -169,7 +169,7 @@ func (p *Promoter) awaitLeadership(ctx context.Context) bool {
 
 // strategiesFor lists the strategies on repositories of provider that match the event's repository.
 func (p *Promoter) strategiesFor(ns, provider string, repo scm.Repository) []string {
-	repos, _ := p.resolver.repos.GitRepositories(ns).List(labels.Everything())
+	repos, _ := p.resolver.repos.ScmRepositories(ns).List(labels.Everything())
 	match := map[string]bool{}
 	for _, gr := range repos {
 		if gr.Spec.ProviderRef.Name == provider && sameRepo(gr, repo) {
@@ -186,7 +186,7 @@ func (p *Promoter) strategiesFor(ns, provider string, repo scm.Repository) []str
 	return keys
 }
 
-func sameRepo(gr *scmv1alpha1.GitRepository, r scm.Repository) bool {
+func sameRepo(gr *scmv1alpha1.ScmRepository, r scm.Repository) bool {
 	want := scm.RepositoryFor(gr)
 	return strings.EqualFold(want.Owner, r.Owner) && strings.EqualFold(want.Name, r.Name)
 }

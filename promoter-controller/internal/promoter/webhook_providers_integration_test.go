@@ -14,12 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	promoterv1alpha1 "github.com/sluicehq/sluice/pkg/apis/promoter/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/scm/github"
 	"github.com/sluicehq/sluice/pkg/scm/gitlab"
 	"github.com/sluicehq/sluice/pkg/scm/webhook"
-	"github.com/sluicehq/sluice/pkg/testenv"
+	"github.com/sluicehq/sluice/testenv"
 	"github.com/sluicehq/sluice/promoter-controller/internal/promoter"
 )
 
@@ -44,7 +44,7 @@ func (c change) fullName() string { return c.owner + "/" + c.name }
 type forge struct {
 	name        string
 	typ         scmv1alpha1.ScmProviderType
-	owner       string // GitRepository spec.owner
+	owner       string // ScmRepository spec.owner
 	otherOwner  string // an owner of a repository named alike that no strategy uses
 	eventHeader string
 	// authenticate adds what proves a delivery comes from the SCM holding secret.
@@ -224,7 +224,7 @@ func (f *fixture) useForge(fg forge) {
 			SecretRef: &scmv1alpha1.LocalObjectReference{Name: "forge"}},
 	}, metav1.CreateOptions{})
 	require.NoError(f.t, err)
-	_, err = testenv.Update(f.ctx, env.Sluice.ScmV1alpha1().GitRepositories(f.ns), "app", func(gr *scmv1alpha1.GitRepository) {
+	_, err = testenv.Update(f.ctx, env.Sluice.ScmV1alpha1().ScmRepositories(f.ns), "app", func(gr *scmv1alpha1.ScmRepository) {
 		gr.Spec.ProviderRef.Name = "forge"
 		gr.Spec.Owner = fg.owner
 	})

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	scmv1alpha1 "github.com/sluicehq/sluice/pkg/apis/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	_ "github.com/sluicehq/sluice/pkg/scm/builtin"
 )
 

@@ -1,11 +1,12 @@
-// Command rollback-controller runs the Sluice rollback controller.
+// Command rollback-controller runs the Sluice rollback controller: RevertCommits and automated
+// rollback of environment branches, and ManifestReleases with numbered snapshots (RFC-0002).
 package main
 
 import (
-	"flag"
 	"os"
 
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
+	"github.com/sluicehq/sluice/rollback-controller/internal/setup"
 
 	// CA roots inside the binary: the images hold nothing but it, so no /etc/ssl. Used only
 	// when the system has no roots of its own.
@@ -13,10 +14,5 @@ import (
 )
 
 func main() {
-	os.Exit(manager.Main("rollback-controller", flag.CommandLine, os.Args[1:], setup))
-}
-
-// setup registers this controller's reconcilers.
-func setup(m *manager.Manager) error {
-	return nil
+	os.Exit(manager.Main("rollback-controller", setup.Setup))
 }

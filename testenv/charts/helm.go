@@ -1,0 +1,116 @@
+// Package charts lints and installs the Sluice Helm charts into the local control plane with a
+// helm binary built from its Go module, and checks what a chart's ServiceAccount may do.
+package charts
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sluicehq/sluice/testenv"
+)
+
+// Helm runs helm against one control plane with its own, throwaway helm home.
+type Helm struct {
+	bin        string
+	kubeconfig string
+	home       string
+}
+
+// NewHelm returns a Helm for env. Call Close to remove its home folder.
+func NewHelm(env *testenv.Env) (*Helm, error) {
+	bin, err := testenv.Tool("helm")
+	if err != nil {
+		return nil, err
+	}
+	home, err := os.MkdirTemp("", "sluice-helm-")
+	if err != nil {
+		return nil, err
+	}
+	return &Helm{bin: bin, kubeconfig: env.Kubeconfig, home: home}, nil
+}
+
+// Close removes helm's home folder.
+func (h *Helm) Close() error { return os.RemoveAll(h.home) }
+
+// Run runs helm with args and returns its combined output.
+func (h *Helm) Run(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, h.bin, args...)
+	cmd.Env = append(os.Environ(),
+		"KUBECONFIG="+h.kubeconfig,
+		"HELM_CACHE_HOME="+filepath.Join(h.home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(h.home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(h.home, "data"),
+	)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("helm %v: %w\n%s", args, err, out.String())
+	}
+	return out.String(), nil
+}
+
+// Lint runs `helm lint --strict`, which also validates values against values.schema.json.
+func (h *Helm) Lint(ctx context.Context, chart string, set ...string) error {
+	_, err := h.Run(ctx, append([]string{"lint", "--strict", chart}, setArgs(set)...)...)
+	return err
+}
+
+// Install installs chart as release into namespace, creating the namespace.
+func (h *Helm) Install(ctx context.Context, release, namespace, chart string, set ...string) error {
+	args := []string{"install", release, chart, "--namespace", namespace, "--create-namespace"}
+	_, err := h.Run(ctx, append(args, setArgs(set)...)...)
+	return err
+}
+
+// Uninstall removes release; CRDs from a chart's crds/ folder stay, by Helm's design.
+func (h *Helm) Uninstall(ctx context.Context, release, namespace string) error {
+	_, err := h.Run(ctx, "uninstall", release, "--namespace", namespace, "--wait")
+	return err
+}
+
+func setArgs(set []string) []string {
+	var args []string
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	return args
+}
+
+// All returns the folder of every chart under charts/, sorted.
+func All() ([]string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	matches, err := filepath.Glob(filepath.Join(root, "charts", "*", "Chart.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, m := range matches {
+		dirs = append(dirs, filepath.Dir(m))
+	}
+	sort.Strings(dirs)
+	return dirs, nil
+}
+
+// Can asks the API server whether the client's user may perform verb on resource. With an
+// impersonating client (testenv.Env.Impersonate) it answers for a chart's ServiceAccount.
+func Can(ctx context.Context, client kubernetes.Interface, attrs authorizationv1.ResourceAttributes) (bool, error) {
+	review, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return review.Status.Allowed, nil
+}
