@@ -7,6 +7,7 @@ import (
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // Phase is the verdict of a check.
@@ -156,7 +157,7 @@ func Evaluate(g *Graph, envs []Environment, i int, order DryOrder) Verdict {
 	}
 	dry := env.Proposed.DrySHA
 	if dry == "" {
-		block(RuleUnknownDrySHA, env.Branch, "%s: proposed commit %s names no dry commit (no hydrator note or hydrator.metadata file)", env.Branch, short(env.Proposed.HydratedSHA))
+		block(RuleUnknownDrySHA, env.Branch, "%s: proposed commit %s names no dry commit (no hydrator note or hydrator.metadata file)", env.Branch, text.ShortSHA(env.Proposed.HydratedSHA))
 	} else {
 		noMovingBackwards(g, envs, i, order, block)
 	}
@@ -203,11 +204,11 @@ func noMovingBackwards(g *Graph, envs []Environment, i int, order DryOrder, bloc
 		o, err := order.Compare(dry, later.Active.DrySHA)
 		switch {
 		case err != nil:
-			block(RuleNoMovingBackwards, later.Branch, "rule 1 (no moving backwards): cannot order dry %s against %s's active dry %s: %v", short(dry), later.Branch, short(later.Active.DrySHA), err)
+			block(RuleNoMovingBackwards, later.Branch, "rule 1 (no moving backwards): cannot order dry %s against %s's active dry %s: %v", text.ShortSHA(dry), later.Branch, text.ShortSHA(later.Active.DrySHA), err)
 		case o == Older:
-			block(RuleNoMovingBackwards, later.Branch, "rule 1 (no moving backwards): dry %s is older than %s's active dry %s", short(dry), later.Branch, short(later.Active.DrySHA))
+			block(RuleNoMovingBackwards, later.Branch, "rule 1 (no moving backwards): dry %s is older than %s's active dry %s", text.ShortSHA(dry), later.Branch, text.ShortSHA(later.Active.DrySHA))
 		case o == Unrelated:
-			block(RuleNoMovingBackwards, later.Branch, "rule 1 (no moving backwards): dry %s does not come after %s's active dry %s on the dry branch", short(dry), later.Branch, short(later.Active.DrySHA))
+			block(RuleNoMovingBackwards, later.Branch, "rule 1 (no moving backwards): dry %s does not come after %s's active dry %s on the dry branch", text.ShortSHA(dry), later.Branch, text.ShortSHA(later.Active.DrySHA))
 		}
 	}
 }
@@ -230,7 +231,7 @@ func heldAfterRollback(env Environment, order DryOrder, block blockFunc) {
 			how = "does not come after it on the dry branch"
 		}
 		block(RuleHeldAfterRollback, env.Branch, "held after rollback: RevertCommit %s reverted dry %s in %s, and dry %s %s; push a fix forward, or lift the hold by deleting the RevertCommit or annotating it %s=<why>",
-			h.RevertCommit, short(h.DrySHA), env.Branch, short(dry), how, rollbackv1alpha1.LiftHoldAnnotation)
+			h.RevertCommit, text.ShortSHA(h.DrySHA), env.Branch, text.ShortSHA(dry), how, rollbackv1alpha1.LiftHoldAnnotation)
 	}
 }
 
@@ -276,12 +277,5 @@ func orNone(sha string) string {
 	if sha == "" {
 		return "(none)"
 	}
-	return short(sha)
-}
-
-func short(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
+	return text.ShortSHA(sha)
 }
