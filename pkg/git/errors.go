@@ -94,3 +94,6 @@ func (e *remoteError) Unwrap() []error {
 	}
 	return errs
 }
+
+// shortSHA abbreviates a commit id for messages, as everywhere in Sluice (pkg/text).
+func shortSHA(sha string) string { return text.ShortSHA(sha) }

@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/sluicehq/sluice/pkg/git/gitobj"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 var (

@@ -2,6 +2,8 @@
 // definition: commit ids in messages, and text cut to fit an API's length limit.
 package text
 
+import "unicode/utf8"
+
 // ShortSHALength is how many characters of a commit id ShortSHA keeps: git log --oneline's
 // default, unique enough in a message and the same in every message, status and Event.
 const ShortSHALength = 7
@@ -14,7 +16,7 @@ func ShortSHA(sha string) string {
 	return sha
 }
 
-// Ellipsis marks where Truncate cut a string: one character.
+// Ellipsis marks where Truncate and TruncateBytes cut a string: one character, three bytes.
 const Ellipsis = "…"
 
 // Truncate returns s cut to at most maxChars characters (Unicode code points), the last of them
@@ -40,4 +42,22 @@ func Truncate(s string, maxChars int) string {
 		chars++
 	}
 	return s
+}
+
+// TruncateBytes is Truncate for a limit in bytes, such as an annotation's share of the 256 KiB
+// all annotations of an object may hold: at most maxBytes bytes, never a split character, the
+// Ellipsis included when s was cut (or only whole characters when even that does not fit).
+func TruncateBytes(s string, maxBytes int) string {
+	if len(s) <= maxBytes {
+		return s
+	}
+	cut, mark := maxBytes-len(Ellipsis), Ellipsis
+	if cut < 0 {
+		cut, mark = max(maxBytes, 0), ""
+	}
+	// Back to the first byte of a character: at most three steps on valid UTF-8.
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }

@@ -64,3 +64,19 @@ func FuzzTruncate(f *testing.F) {
 		}
 	})
 }
+
+func TestTruncateBytes(t *testing.T) {
+	assert.Equal(t, "hello", TruncateBytes("hello", 5))
+	assert.Equal(t, "hel"+Ellipsis, TruncateBytes("hello world", 6))
+	// "é" is bytes 4-5: room for 5 bytes before the marker would split it.
+	assert.Equal(t, "abcd"+Ellipsis, TruncateBytes("abcdé fgh", 8))
+	assert.Equal(t, "h", TruncateBytes("héllo", 2), "no room for the marker")
+	assert.Equal(t, "", TruncateBytes("héllo", 0))
+	s := "a é ∑ 🙂 " + strings.Repeat("ü🙂∑x", 20)
+	for n := -1; n <= len(s)+1; n++ {
+		got := TruncateBytes(s, n)
+		assert.True(t, utf8.ValidString(got), "limit %d", n)
+		assert.LessOrEqual(t, len(got), max(n, 0), "limit %d", n)
+		assert.True(t, strings.HasPrefix(s, strings.TrimSuffix(got, Ellipsis)), "limit %d", n)
+	}
+}

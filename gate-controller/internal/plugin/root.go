@@ -4,6 +4,7 @@ package plugin
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -31,10 +32,17 @@ func (o *options) namespace() (string, error) {
 	return ns, nil
 }
 
+// defaultRequestTimeout bounds one request when --request-timeout is not given, so a command
+// that waits for the controller cannot hang on an API server that stopped answering.
+const defaultRequestTimeout = 30 * time.Second
+
 func (o *options) sluice() (sluice.Interface, error) {
 	cfg, err := o.flags.ToRESTConfig()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = defaultRequestTimeout
 	}
 	return sluice.NewForConfig(cfg)
 }

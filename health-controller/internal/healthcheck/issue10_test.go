@@ -57,7 +57,9 @@ func TestFluxInventoryWithRBACNamesIsChecked(t *testing.T) {
 	role := "system:sluice-test:" + ns
 	_, err := env.Kube.RbacV1().ClusterRoles().Create(context.Background(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = env.Kube.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Kube.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
+	})
 	createDeployment(t, ns, "metrics-server", nil)
 	rolledOut(t, ns, "metrics-server")
 	roleID := fmt.Sprintf("_system__sluice-test__%s_rbac.authorization.k8s.io_ClusterRole", ns)

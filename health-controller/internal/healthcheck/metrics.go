@@ -96,7 +96,9 @@ var (
 type watchCollector struct{ w statsReader }
 
 // statsReader reports the watches, for the metrics.
-type statsReader interface{ Stats() []dynamicwatch.ScopeStats }
+type statsReader interface {
+	Stats() []dynamicwatch.ScopeStats
+}
 
 func (c *watchCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- watchedObjectsDesc

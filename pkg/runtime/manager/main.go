@@ -33,20 +33,21 @@ type Config interface {
 //
 // It parses the shared flags and the controller's own (Config) from the command line, validates
 // them, builds the manager, registers the reconcilers with setup, and runs until SIGTERM or
-// SIGINT. It returns the process exit code: 2 for bad flags, 1 for any other failure.
+// SIGINT. --version prints the version and returns. It returns the process exit code: 2 for bad
+// flags, 1 for any other failure.
 func Main[C any, PC interface {
 	*C
 	Config
 }](name string, setup func(*Manager, C) error) int {
-	return mainWith[C, PC](name, flag.CommandLine, os.Args[1:], os.Stderr, setup)
+	return mainWith[C, PC](name, flag.CommandLine, os.Args[1:], os.Stdout, os.Stderr, setup)
 }
 
 func mainWith[C any, PC interface {
 	*C
 	Config
-}](name string, fs *flag.FlagSet, args []string, stderr io.Writer, setup func(*Manager, C) error) int {
+}](name string, fs *flag.FlagSet, args []string, stdout, stderr io.Writer, setup func(*Manager, C) error) int {
 	var cfg C
-	return run(name, fs, args, stderr, PC(&cfg), func(m *Manager) error { return setup(m, cfg) })
+	return run(name, fs, args, stdout, stderr, PC(&cfg), func(m *Manager) error { return setup(m, cfg) })
 }
 
 // SetupFunc registers a controller's reconcilers on the manager.
@@ -55,23 +56,23 @@ type SetupFunc func(m *Manager) error
 // MainWithFlags is Main for a controller whose flags are registered on fs by its main: prefer
 // Main and an internal/setup.Config.
 func MainWithFlags(name string, fs *flag.FlagSet, args []string, setup SetupFunc) int {
-	return run(name, fs, args, os.Stderr, nil, setup)
+	return run(name, fs, args, os.Stdout, os.Stderr, nil, setup)
 }
 
 // run is Main with its inputs explicit; cfg may be nil.
-func run(name string, fs *flag.FlagSet, args []string, stderr io.Writer, cfg Config, setup SetupFunc) int {
+func run(name string, fs *flag.FlagSet, args []string, stdout, stderr io.Writer, cfg Config, setup SetupFunc) int {
 	opts := options.Defaults(name)
 	opts.AddFlags(fs)
-	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	if cfg != nil {
 		cfg.AddFlags(fs)
 	}
+	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	build := version.Get()
 	if *showVersion {
-		fmt.Fprintln(os.Stdout, name, build)
+		fmt.Fprintln(stdout, name, build)
 		return 0
 	}
 	log := processLogger(stderr, name, opts)

@@ -48,7 +48,7 @@ func TestMainRejectsInvalidFlagsBeforeSetup(t *testing.T) {
 	var stderr bytes.Buffer
 	called := false
 	code := mainWith("widget-controller", flag.NewFlagSet("test", flag.ContinueOnError),
-		[]string{"--widgets=0", "--kubeconfig", unreachableKubeconfig(t)}, &stderr,
+		[]string{"--widgets=0", "--kubeconfig", unreachableKubeconfig(t)}, io.Discard, &stderr,
 		func(*Manager, testConfig) error { called = true; return nil })
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr.String(), "--widgets must be positive")
@@ -60,7 +60,7 @@ func TestMainHandsTheControllersFlagsToSetupAndReportsItsError(t *testing.T) {
 	var stderr bytes.Buffer
 	var got testConfig
 	code := mainWith("widget-controller", flag.NewFlagSet("test", flag.ContinueOnError),
-		[]string{"--widgets=7", "--kubeconfig", unreachableKubeconfig(t)}, &stderr,
+		[]string{"--widgets=7", "--kubeconfig", unreachableKubeconfig(t)}, io.Discard, &stderr,
 		func(m *Manager, cfg testConfig) error {
 			got = cfg
 			return errors.New("no widget informer")
@@ -72,22 +72,16 @@ func TestMainHandsTheControllersFlagsToSetupAndReportsItsError(t *testing.T) {
 
 // --version answers without a cluster and without setting anything up.
 func TestMainPrintsVersionAndExits(t *testing.T) {
-	oldVersion, oldStdout := version.Version, os.Stdout
-	t.Cleanup(func() { version.Version, os.Stdout = oldVersion, oldStdout })
+	oldVersion := version.Version
+	t.Cleanup(func() { version.Version = oldVersion })
 	version.Version = "7.8.9"
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	os.Stdout = w
-
-	fs := flag.NewFlagSet("example-controller", flag.ContinueOnError)
-	code := MainWithFlags("example-controller", fs, []string{"--version", "--kubeconfig", "/nonexistent"}, func(*Manager) error {
-		t.Error("setup must not run for --version")
-		return nil
-	})
-	require.NoError(t, w.Close())
-	out, err := io.ReadAll(r)
-	require.NoError(t, err)
-
+	var stdout bytes.Buffer
+	code := mainWith("example-controller", flag.NewFlagSet("example-controller", flag.ContinueOnError),
+		[]string{"--version", "--kubeconfig", "/nonexistent"}, &stdout, io.Discard,
+		func(*Manager, testConfig) error {
+			t.Error("setup must not run for --version")
+			return nil
+		})
 	assert.Equal(t, 0, code)
-	assert.Regexp(t, `^example-controller 7\.8\.9 \(`, string(out))
+	assert.Regexp(t, `^example-controller 7\.8\.9 \(`, stdout.String())
 }

@@ -243,7 +243,9 @@ func TestRollbackOnGitea(t *testing.T) {
 	require.NoError(t, g.repo.Fetch(g.ctx, "prod", rc.Status.RevertBranch))
 	in, err := g.repo.IsAncestor(rc.Status.RevertSHA, back.Active.HydratedSHA)
 	require.NoError(t, err)
-	assert.True(t, in)
+	tip, err := g.repo.Commit(back.Active.HydratedSHA)
+	require.NoError(t, err)
+	assert.True(t, in, "prod %s (parents %v) merged the revert commit %s (merge %s)", tip.SHA, tip.Parents, rc.Status.RevertSHA, rc.Status.MergeSHA)
 	var file struct {
 		Content string `json:"content"`
 	}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,4 +145,35 @@ func TestRevertWaitsForAPersonAndSeesAMergeOutsideSluice(t *testing.T) {
 	assert.True(t, rc.Status.MergedExternally)
 	assert.Equal(t, rc.Status.RevertSHA, rc.Status.MergeSHA)
 	assert.Equal(t, h.healthyTree, f.treeOf("prod"))
+}
+
+// After a revert merges, the promoter does not promote the reverted dry SHA into prod again, even
+// hydrated anew; a newer dry commit (a fix forward) promotes, and lifting the hold lets the bad
+// one through again.
+func TestRevertedDrySHAIsHeldAndAFixForwardPromotes(t *testing.T) {
+	t.Skip("needs the promoter-controller's hold on reverted dry SHAs (issue 11 item 4, the promoter helper's part), not on main yet")
+	f := newFixture(t)
+	h := healthyThenBad(f)
+	startRollback(t, env.Config, f.ns, time.Second)
+	f.revert("bad-web-2", "prod", nil)
+	f.waitRevert("bad-web-2", "merged", inPhase(rollbackv1alpha1.RevertMerged))
+	f.refresh("after the revert")
+	f.waitEnv("prod", "back on d1", activeOn(h.d1))
+
+	// The hydrator renders d2 again (a new commit on prod-next): held.
+	f.hydrate(h.d2, "web:2", "prod")
+	held := f.waitEnv("prod", "held", func(e promoterv1alpha1.EnvironmentStatus) bool {
+		return e.Proposed.DrySHA == h.d2 && strings.Contains(e.Blocked, "bad-web-2")
+	})
+	assert.Equal(t, h.d1, held.Active.DrySHA)
+
+	// A fix forward promotes.
+	d3 := f.dryCommit("web 3")
+	f.promote("prod", d3, "web:3", success)
+
+	// Lifting the hold on a merged revert lets an older dry SHA through again.
+	_, err := testenv.Update(f.ctx, env.Sluice.RollbackV1alpha1().RevertCommits(f.ns), "bad-web-2", func(rc *rollbackv1alpha1.RevertCommit) {
+		metav1.SetMetaDataAnnotation(&rc.ObjectMeta, rollbackv1alpha1.LiftHoldAnnotation, "web 2 was fine; the alert was wrong")
+	})
+	require.NoError(t, err)
 }
