@@ -79,22 +79,9 @@ func startPromoterManager(t testing.TB, cfg *rest.Config, pcfg setup.Config, mut
 	m, err = manager.New("promoter-controller", opts, cfg, log)
 	require.NoError(t, err)
 	require.NoError(t, setup.Setup(m, pcfg))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	stopped := false
+	stopManager := testenv.RunManager(t, m)
 	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("controller did not stop within 30s")
-		}
+		stopManager()
 		assert.Zero(t, panics.count.Load(), "reconciles panicked")
 	}
 	t.Cleanup(stop)

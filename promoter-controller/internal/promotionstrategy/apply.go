@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 )
 
 // apply writes each environment's PullRequest and ProposedCommit, in spec order.
@@ -79,14 +80,15 @@ func (r *Reconciler) applyProposedCommit(ctx context.Context, ns string, p propo
 			return fmt.Errorf("update ProposedCommit %s: %w", next.Name, err)
 		}
 	}
-	status, unchanged := proposedCommitStatus(cur, p.State)
-	if unchanged {
-		return nil
-	}
 	next := cur.DeepCopy()
-	next.Status = status
-	if _, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
-		return fmt.Errorf("update ProposedCommit %s status: %w", next.Name, err)
-	}
-	return nil
+	next.Status = proposedCommitStatus(cur, p.State)
+	_, _, err = proposedCommitStatusWriter.Write(ctx, client, cur, next)
+	return err
+}
+
+// proposedCommitStatusWriter writes ProposedCommit status; a conflict is retried on the live
+// object, which is safe: the status is what this reconcile read from git and the cluster.
+var proposedCommitStatusWriter = reconcile.StatusWriter[*promoterv1alpha1.ProposedCommit, promoterv1alpha1.ProposedCommitStatus]{
+	Kind: "ProposedCommit", FieldManager: FieldManager,
+	Status: func(pc *promoterv1alpha1.ProposedCommit) *promoterv1alpha1.ProposedCommitStatus { return &pc.Status },
 }

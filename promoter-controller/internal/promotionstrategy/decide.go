@@ -10,7 +10,7 @@ import (
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/promotion"
-	"github.com/sluicehq/sluice/promoter-controller/internal/text"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // decision is what one reconcile does, decided from its observation alone.
@@ -266,7 +266,7 @@ func setConditions(st *promoterv1alpha1.PromotionStrategyStatus, gen int64, envs
 func summarize(envs []environment) string {
 	parts := make([]string, len(envs))
 	for i, e := range envs {
-		parts[i] = e.Spec.Branch + "@" + text.OrDash(text.ShortSHA(e.Active.DrySHA))
+		parts[i] = e.Spec.Branch + "@" + orDash(text.ShortSHA(e.Active.DrySHA))
 	}
 	return strings.Join(parts, " ")
 }

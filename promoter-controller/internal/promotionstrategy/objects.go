@@ -15,7 +15,7 @@ import (
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/promotion"
-	"github.com/sluicehq/sluice/promoter-controller/internal/text"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // pullRequestPlan is what happens to an environment's PullRequest.
@@ -208,7 +208,7 @@ func pullRequestDescription(ps *promoterv1alpha1.PromotionStrategy, e environmen
 	var b strings.Builder
 	fmt.Fprintf(&b, "Promotion by PromotionStrategy %s/%s.\n\n", ps.Namespace, ps.Name)
 	fmt.Fprintf(&b, "- dry commit: %s\n- proposed commit: %s\n- active commit: %s\n",
-		text.OrDash(e.Proposed.DrySHA), e.Proposed.HydratedSHA, text.OrDash(e.Active.HydratedSHA))
+		orDash(e.Proposed.DrySHA), e.Proposed.HydratedSHA, orDash(e.Active.HydratedSHA))
 	return b.String()
 }
 
@@ -238,4 +238,11 @@ func labelValue(s string) string {
 		v = strings.Trim(v[:63], "-._")
 	}
 	return v
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

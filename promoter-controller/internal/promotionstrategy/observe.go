@@ -88,7 +88,7 @@ func (r *Reconciler) observe(ctx context.Context, ps *promoterv1alpha1.Promotion
 	if err := r.fetch(ctx, repo.Git, ps.Spec); err != nil {
 		return nil, err
 	}
-	o := &observation{Strategy: ps, Graph: graph, Now: r.Clock()}
+	o := &observation{Strategy: ps, Graph: graph, Now: r.Clock.Now()}
 	statuses := r.statusIndex(ps.Namespace, ps.Spec.RepositoryRef.Name)
 	for _, e := range ps.Spec.Environments {
 		env, err := r.observeEnvironment(ctx, repo.Git, ps, e, statuses)

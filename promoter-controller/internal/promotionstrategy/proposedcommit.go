@@ -1,12 +1,10 @@
 package promotionstrategy
 
 import (
-	"k8s.io/apimachinery/pkg/api/equality"
-
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/promotion"
-	"github.com/sluicehq/sluice/promoter-controller/internal/text"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // proposedCommitPlan is what an environment's ProposedCommit should be: its spec from the
@@ -54,8 +52,8 @@ func decideProposedCommit(ps *promoterv1alpha1.PromotionStrategy, e environment,
 	return plan
 }
 
-// proposedCommitStatus is cur's status with state applied; unchanged says there is nothing to write.
-func proposedCommitStatus(cur *promoterv1alpha1.ProposedCommit, state proposedCommitState) (status promoterv1alpha1.ProposedCommitStatus, unchanged bool) {
+// proposedCommitStatus is cur's status with state applied.
+func proposedCommitStatus(cur *promoterv1alpha1.ProposedCommit, state proposedCommitState) promoterv1alpha1.ProposedCommitStatus {
 	next := *cur.Status.DeepCopy()
 	next.ObservedGeneration = cur.Generation
 	next.Proposed, next.Active = state.Proposed, state.Active
@@ -64,7 +62,7 @@ func proposedCommitStatus(cur *promoterv1alpha1.ProposedCommit, state proposedCo
 	} else {
 		conditions.MarkNotReady(&next.Conditions, cur.Generation, state.Reason, state.Message)
 	}
-	return next, equality.Semantic.DeepEqual(next, cur.Status)
+	return next
 }
 
 func selectors(keys []string) []promoterv1alpha1.CommitStatusSelector {

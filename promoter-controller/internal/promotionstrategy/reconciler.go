@@ -7,10 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	commitstatuslisters "github.com/sluicehq/sluice/api/generated/listers/commitstatus/v1alpha1"
@@ -21,7 +20,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/promotion"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
-	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
 )
@@ -57,26 +56,17 @@ type Reconciler struct {
 	Log             *slog.Logger
 	// PullRequestQueue receives the keys of open PullRequests after each fetch.
 	PullRequestQueue handler.Enqueuer
-	Clock            func() time.Time
+	Clock            clock.PassiveClock
 }
 
 // Reconcile implements controller.Reconciler: observe, decide, apply.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return controller.Result{}, controller.Permanent(err)
-	}
-	cur, err := r.Strategies.PromotionStrategies(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	l, found, err := reconcile.Load(key, r.get, func(ps *promoterv1alpha1.PromotionStrategy) bool { return ps.Spec.Suspend })
+	if !found || err != nil {
 		return controller.Result{}, err
 	}
-	ps := cur.DeepCopy()
-	s := suspend.Get(ps, ps.Spec.Suspend)
-	suspend.Report(&ps.Status.Conditions, ps.Generation, s)
-	if s.Suspended {
+	cur, ps := l.Cached, l.Next
+	if l.ReportSuspend(&ps.Status.Conditions) {
 		ps.Status.ObservedGeneration = ps.Generation
 		_, err := r.writeStatus(ctx, cur, ps.Status)
 		return controller.Result{}, err
@@ -106,6 +96,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		r.announce(ps, d.Announce)
 	}
 	return controller.Result{RequeueAfter: pollInterval(ps)}, nil
+}
+
+func (r *Reconciler) get(namespace, name string) (*promoterv1alpha1.PromotionStrategy, error) {
+	return r.Strategies.PromotionStrategies(namespace).Get(name)
 }
 
 func pollInterval(ps *promoterv1alpha1.PromotionStrategy) time.Duration {
@@ -141,7 +135,10 @@ func (r *Reconciler) fail(ctx context.Context, cur, ps *promoterv1alpha1.Promoti
 }
 
 // writeStatus writes status unless it equals cur's, and says whether it wrote. The write carries
-// cur's resourceVersion, so it fails with a conflict when cur was stale.
+// cur's resourceVersion, so it fails with a conflict when cur was stale. Unlike
+// reconcile.StatusWriter it does not retry a conflict on the live object: a status decided from a
+// stale copy (history without the latest merge, say) must not land, or be announced; the
+// reconcile the conflict brings back decides again from the live one.
 func (r *Reconciler) writeStatus(ctx context.Context, cur *promoterv1alpha1.PromotionStrategy, status promoterv1alpha1.PromotionStrategyStatus) (bool, error) {
 	if equality.Semantic.DeepEqual(cur.Status, status) {
 		return false, nil

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -21,6 +20,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
 	commitstatuslisters "github.com/sluicehq/sluice/api/generated/listers/commitstatus/v1alpha1"
@@ -81,7 +81,7 @@ func newRig(t *testing.T, envs ...string) *rig {
 		Gates:           gatinglisters.NewGateLister(g.indexers["gates"]), Holds: g.holds,
 		Repositories: &repository.Resolver{Kube: kubefake.NewClientset(), Repos: scmlisters.NewScmRepositoryLister(g.indexers["repos"]),
 			Providers: scmlisters.NewScmProviderLister(g.indexers["providers"]), Cache: gitCache},
-		Recorder: g.events, Metrics: metrics.New(g.reg), Log: log, Clock: func() time.Time { return now },
+		Recorder: g.events, Metrics: metrics.New(g.reg), Log: log, Clock: clocktesting.NewFakePassiveClock(now),
 	}
 	d0 := g.repo.CommitFiles(t, "main", map[string]string{"values.yaml": "v: 0\n"}, "initial")
 	for _, e := range envs {

@@ -80,7 +80,7 @@ func (r *Reconciler) mergeSCM(ctx context.Context, repo *repository.Repository, 
 	case err != nil:
 		return err
 	}
-	markMerged(st, pr, pr.Spec.ExpectedHeadSHA, res.MergeCommitSHA, false, r.Clock())
+	markMerged(st, pr, pr.Spec.ExpectedHeadSHA, res.MergeCommitSHA, false, r.Clock.Now())
 	return nil
 }
 
@@ -102,6 +102,6 @@ func (r *Reconciler) mergeGit(ctx context.Context, repo *git.Repository, pr *pro
 	}
 	// An up-to-date target after Sluice was asked to merge is a merge from an earlier attempt
 	// (its reply lost in a crash), not someone else's: either way it is merged once.
-	markMerged(st, pr, res.SourceSHA, res.SHA, false, r.Clock())
+	markMerged(st, pr, res.SourceSHA, res.SHA, false, r.Clock.Now())
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/scm"
-	"github.com/sluicehq/sluice/promoter-controller/internal/text"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // observation is what one reconcile reads before deciding: the object, and either the git heads

@@ -9,11 +9,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
@@ -21,8 +20,8 @@ import (
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/scm"
-	"github.com/sluicehq/sluice/pkg/suspend"
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
 )
@@ -43,32 +42,23 @@ type Reconciler struct {
 	Recorder     record.EventRecorder
 	Metrics      *metrics.Metrics
 	Log          *slog.Logger
-	Clock        func() time.Time
+	Clock        clock.PassiveClock
 }
 
 // Reconcile implements controller.Reconciler: observe, decide, apply.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return controller.Result{}, controller.Permanent(err)
-	}
-	cur, err := r.PullRequests.PullRequests(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	l, found, err := reconcile.Load(key, r.get, nil)
+	if !found || err != nil {
 		return controller.Result{}, err
 	}
+	cur, pr := l.Cached, l.Next
 	if finished(cur) {
 		return controller.Result{}, r.alignSpec(ctx, cur)
 	}
-	pr := cur.DeepCopy()
-	s := suspend.Get(pr, false)
-	suspend.Report(&pr.Status.Conditions, pr.Generation, s)
-	if s.Suspended {
+	if l.ReportSuspend(&pr.Status.Conditions) {
 		return controller.Result{}, r.writeStatus(ctx, cur, pr.Status)
 	}
-	repo, err := r.Repositories.Resolve(ctx, ns, pr.Spec.RepositoryRef.Name)
+	repo, err := r.Repositories.Resolve(ctx, pr.Namespace, pr.Spec.RepositoryRef.Name)
 	if repository.IsConfigError(err) {
 		return controller.Result{}, r.stall(ctx, cur, pr, err)
 	}
@@ -105,7 +95,7 @@ func (r *Reconciler) act(ctx, opCtx context.Context, cur, pr *promoterv1alpha1.P
 
 // observe reads the git heads (plain git) or the pull request on the SCM.
 func (r *Reconciler) observe(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest) (*observation, error) {
-	o := &observation{PR: pr, Now: r.Clock()}
+	o := &observation{PR: pr, Now: r.Clock.Now()}
 	if !repo.HasPullRequests() {
 		heads, err := r.gitHeads(ctx, repo.Git, pr.Spec.SourceBranch, pr.Spec.TargetBranch)
 		o.Git = heads
@@ -168,14 +158,22 @@ func (r *Reconciler) fail(ctx context.Context, cur, pr *promoterv1alpha1.PullReq
 	return controller.Result{}, problem
 }
 
+// statusWriter writes PullRequest status; on a conflict it puts this reconcile's status on the
+// live object, which is safe here: the status says what git or the SCM showed just now.
+var statusWriter = reconcile.StatusWriter[*promoterv1alpha1.PullRequest, promoterv1alpha1.PullRequestStatus]{
+	Kind: "PullRequest", FieldManager: FieldManager,
+	Status: func(pr *promoterv1alpha1.PullRequest) *promoterv1alpha1.PullRequestStatus { return &pr.Status },
+}
+
 func (r *Reconciler) writeStatus(ctx context.Context, cur *promoterv1alpha1.PullRequest, status promoterv1alpha1.PullRequestStatus) error {
-	if equality.Semantic.DeepEqual(cur.Status, status) {
-		return nil
-	}
 	next := cur.DeepCopy()
 	next.Status = status
-	_, err := r.Client.PromoterV1alpha1().PullRequests(cur.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
+	_, _, err := statusWriter.Write(ctx, r.Client.PromoterV1alpha1().PullRequests(cur.Namespace), cur, next)
 	return err
+}
+
+func (r *Reconciler) get(namespace, name string) (*promoterv1alpha1.PullRequest, error) {
+	return r.PullRequests.PullRequests(namespace).Get(name)
 }
 
 // alignSpec sets the spec.state of a finished pull request to what happened to it.

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -14,6 +13,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
 	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
@@ -56,7 +56,7 @@ func newRig(t *testing.T) *rig {
 		Client: g.client, PullRequests: promoterlisters.NewPullRequestLister(g.prs),
 		Repositories: &repository.Resolver{Kube: kubefake.NewClientset(), Repos: scmlisters.NewScmRepositoryLister(repos),
 			Providers: scmlisters.NewScmProviderLister(providers), Cache: gitCache},
-		Recorder: record.NewFakeRecorder(10), Metrics: metrics.New(prometheus.NewRegistry()), Log: log, Clock: func() time.Time { return now },
+		Recorder: record.NewFakeRecorder(10), Metrics: metrics.New(prometheus.NewRegistry()), Log: log, Clock: clocktesting.NewFakePassiveClock(now),
 	}
 	base := g.repo.CommitFiles(t, "dev", map[string]string{"manifest.yaml": "v: 0\n"}, "initial")
 	g.repo.SetBranch(t, "dev-next", base)

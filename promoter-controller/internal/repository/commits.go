@@ -9,7 +9,7 @@ import (
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/promotion"
-	"github.com/sluicehq/sluice/promoter-controller/internal/text"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // maxMergeDepth bounds the walk through merge commits in search of a dry SHA.

@@ -7,7 +7,9 @@
 // CRD nothing is held, and a CRD installed later is noticed at once, from a watch on that one CRD.
 //
 // RevertCommits are referenced objects: they are read from every namespace the controller
-// watches, whatever --watch-label-selector says, as ScmRepositories and Gates are.
+// watches, whatever --watch-label-selector says, as ScmRepositories and Gates are (the manager's
+// ReferenceInformers). They have an informer of their own, started when their CRD appears and
+// stopped when it goes, which a shared factory cannot do for one kind.
 package rollbackhold
 
 import (
@@ -108,15 +110,13 @@ func (h *Holds) crdChanged(present bool) {
 func (h *Holds) startLocked() {
 	ctx, stop := context.WithCancel(h.ctx)
 	inf := rollbackinformers.NewRevertCommitInformer(h.client, h.namespace, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	notify := func(obj any) {
-		if o, ok := handler.Object(obj); ok && h.OnChange != nil {
-			if rc, ok := o.(*rollbackv1alpha1.RevertCommit); ok {
-				h.OnChange(rc)
-			}
+	notify := func(rc *rollbackv1alpha1.RevertCommit) {
+		if h.OnChange != nil {
+			h.OnChange(rc)
 		}
 	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: notify, UpdateFunc: func(_, obj any) { notify(obj) }, DeleteFunc: notify,
+	_, _ = inf.AddEventHandler(handler.Funcs[*rollbackv1alpha1.RevertCommit]{
+		Add: notify, Update: func(_, rc *rollbackv1alpha1.RevertCommit) { notify(rc) }, Delete: notify,
 	})
 	h.informer, h.lister, h.stop = inf, rollbacklisters.NewRevertCommitLister(inf.GetIndexer()), stop
 	go inf.RunWithContext(ctx)

@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
@@ -78,14 +77,14 @@ func Setup(m *manager.Manager, cfg Config) error {
 
 	pullRequests := m.NewController("pullrequest", &pullrequest.Reconciler{
 		Client: m.Sluice, PullRequests: promoterInformers.PullRequests().Lister(), Repositories: resolver,
-		Recorder: m.Recorder, Metrics: met, Log: m.Log, Clock: time.Now,
+		Recorder: m.Recorder, Metrics: met, Log: m.Log, Clock: m.Clock,
 	})
 	strategies := m.NewController("promotionstrategy", &promotionstrategy.Reconciler{
 		Client: m.Sluice, Strategies: promoterInformers.PromotionStrategies().Lister(),
 		ProposedCommits: promoterInformers.ProposedCommits().Lister(),
 		CommitStatuses:  refs.commitStatuses.Lister(), Gates: refs.gates.Lister(), Holds: holds,
 		Repositories: resolver, Recorder: m.Recorder, Metrics: met, Log: m.Log,
-		PullRequestQueue: pullRequests, Clock: time.Now,
+		PullRequestQueue: pullRequests, Clock: m.Clock,
 	})
 	w := &watches{m: m, refs: refs, strategies: strategies, pullRequests: pullRequests, holds: holds}
 	if err := w.register(); err != nil {

@@ -1,8 +1,6 @@
 package setup
 
 import (
-	"context"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -10,7 +8,6 @@ import (
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
-	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
 	commitstatusinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions/commitstatus/v1alpha1"
 	gatinginformers "github.com/sluicehq/sluice/api/generated/informers/externalversions/gating/v1alpha1"
 	scminformers "github.com/sluicehq/sluice/api/generated/informers/externalversions/scm/v1alpha1"
@@ -22,11 +19,11 @@ import (
 	"github.com/sluicehq/sluice/promoter-controller/internal/rollbackhold"
 )
 
-// references are the objects a strategy names but does not own: read from every namespace the
-// controller watches, whatever --watch-label-selector says, so a sharded promoter (a selector
-// on its PromotionStrategies) still sees an unlabelled ScmRepository, Gate or CommitStatus.
+// references are the objects a strategy names but does not own, from the manager's
+// ReferenceInformers: read from every namespace the controller watches, whatever
+// --watch-label-selector says, so a sharded promoter (a selector on its PromotionStrategies)
+// still sees an unlabelled ScmRepository, Gate or CommitStatus.
 type references struct {
-	factory        sluiceinformers.SharedInformerFactory
 	repos          scminformers.ScmRepositoryInformer
 	providers      scminformers.ScmProviderInformer
 	commitStatuses commitstatusinformers.CommitStatusInformer
@@ -34,19 +31,11 @@ type references struct {
 }
 
 func newReferences(m *manager.Manager) *references {
-	f := sluiceinformers.NewSharedInformerFactoryWithOptions(m.Sluice, 0, sluiceinformers.WithNamespace(m.Options.Namespace))
-	r := &references{factory: f, repos: f.Scm().V1alpha1().ScmRepositories(), providers: f.Scm().V1alpha1().ScmProviders(),
+	f := m.ReferenceInformers.Sluice
+	r := &references{repos: f.Scm().V1alpha1().ScmRepositories(), providers: f.Scm().V1alpha1().ScmProviders(),
 		commitStatuses: f.Commitstatus().V1alpha1().CommitStatuses(), gates: f.Gating().V1alpha1().Gates()}
-	synced := []cache.InformerSynced{r.repos.Informer().HasSynced, r.providers.Informer().HasSynced,
-		r.commitStatuses.Informer().HasSynced, r.gates.Informer().HasSynced}
-	m.WaitFor(synced...)
-	// Started on every replica, as the manager's own caches are, so a standby is warm.
-	m.AddServer(func(ctx context.Context) error {
-		f.Start(ctx.Done())
-		<-ctx.Done()
-		f.Shutdown()
-		return nil
-	})
+	// Each is asked for (by its handlers and listers) before Run, so the manager starts it with
+	// its caches and waits for it.
 	return r
 }
 
@@ -69,12 +58,15 @@ func (w *watches) register() error {
 		{pi.PromotionStrategies().Informer(), handler.EnqueueObject(w.strategies)},
 		{pi.PullRequests().Informer(), handler.EnqueueObject(w.pullRequests)},
 		{pi.PullRequests().Informer(), handler.EnqueueOwner(w.strategies, strategyKind)},
-		{w.refs.commitStatuses.Informer(), handler.EnqueueMapped(w.strategies, w.byCommitStatus)},
+		// The promoter reads a CommitStatus's spec (its phase), not the status the
+		// commitstatus-controller writes on each mirror.
+		{w.refs.commitStatuses.Informer(), handler.OnSpecOrMetadataChange(handler.EnqueueMapped(w.strategies, w.byCommitStatus))},
 		// A fixed ScmRepository or ScmProvider (a stalled strategy's usual cure) re-evaluates at once.
-		{w.refs.repos.Informer(), handler.EnqueueMapped(w.strategies, func(o metav1.Object) []string { return w.byRepository(o.GetNamespace(), o.GetName()) })},
-		{w.refs.providers.Informer(), handler.EnqueueMapped(w.strategies, w.byProvider)},
+		{w.refs.repos.Informer(), handler.OnSpecOrMetadataChange(handler.EnqueueMapped(w.strategies, func(o metav1.Object) []string { return w.byRepository(o.GetNamespace(), o.GetName()) }))},
+		{w.refs.providers.Informer(), handler.OnSpecOrMetadataChange(handler.EnqueueMapped(w.strategies, w.byProvider))},
 		// A PullRequest stalled on its repository (a revert's, say, which no strategy owns) too.
-		{w.refs.repos.Informer(), handler.EnqueueMapped(w.pullRequests, w.pullRequestsOf)},
+		{w.refs.repos.Informer(), handler.OnSpecOrMetadataChange(handler.EnqueueMapped(w.pullRequests, w.pullRequestsOf))},
+		// Gates are read by their status: every change counts.
 		{w.refs.gates.Informer(), handler.EnqueueMapped(w.strategies, w.byGate)},
 	} {
 		if _, err := h.informer.AddEventHandler(h.handler); err != nil {
