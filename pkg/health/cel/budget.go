@@ -12,13 +12,16 @@ import (
 //
 // Work is counted in units of about one expression step, at the few places
 // where it can grow with the data:
-//   - each comprehension step (all, exists, filter, map...) costs the size of
-//     the largest comprehension body in the expression, in AST nodes, fixed at
-//     compile time; so a loop whose body holds a long literal list costs more;
+//   - each comprehension step (all, exists, filter, map...) costs the weight
+//     of the largest comprehension body in the expression, fixed at compile
+//     time (stepcost.go); a loop whose body holds a long literal list costs
+//     more;
 //   - each value read from the object costs one unit, strings one more per 64
 //     bytes;
 //   - each string, bytes or list that a function builds (+, replace, join,
-//     format, split...) costs one unit per 16 bytes or per element.
+//     format, split...) costs one unit per 16 bytes or per element;
+//   - a regular expression costs, before it runs, a unit or more per byte of
+//     input, more for longer patterns (regex.go).
 //
 // The functions that could build a huge value in one call (replace, join,
 // format) or compare two lists pairwise (sets.*) check the size first, so no

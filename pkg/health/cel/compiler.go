@@ -54,7 +54,7 @@ func WithVariables(names ...string) Option {
 // safe for concurrent use; share one per process.
 type Compiler struct {
 	env       *celgo.Env
-	optimizer *celgo.StaticOptimizer // nil when prefiltering is off
+	prefilter bool
 	costLimit uint64
 	declared  map[string]struct{}
 	cache     *programCache
@@ -86,11 +86,7 @@ func NewCompiler(opts ...Option) (*Compiler, error) {
 		return nil, fmt.Errorf("building CEL environment: %w", err)
 	}
 	c := &Compiler{env: env, costLimit: o.costLimit, declared: make(map[string]struct{})}
-	if !o.noPrefilter {
-		if c.optimizer, err = celgo.NewStaticOptimizer(prefilterOptimizer{}); err != nil {
-			return nil, err
-		}
-	}
+	c.prefilter = !o.noPrefilter
 	for _, name := range o.variables {
 		c.declared[name] = struct{}{}
 	}
@@ -132,7 +128,7 @@ func (c *Compiler) compile(expr string) (*Program, error) {
 	if expr == "" {
 		return nil, &CompileError{Expression: expr, Message: "expression is empty"}
 	}
-	ast, issues := c.env.Compile(expr)
+	ast, issues := c.check(expr)
 	if issues != nil && issues.Err() != nil {
 		return nil, newCompileError(expr, issues)
 	}
@@ -142,7 +138,6 @@ func (c *Compiler) compile(expr string) (*Program, error) {
 		return nil, &CompileError{Expression: expr,
 			Message: fmt.Sprintf("expression must evaluate to a bool, not %s", out)}
 	}
-	ast = c.optimize(ast)
 	prg, err := newProgram(c.env, ast)
 	if err != nil {
 		return nil, &CompileError{Expression: expr, Message: err.Error()}
@@ -150,18 +145,23 @@ func (c *Compiler) compile(expr string) (*Program, error) {
 	return &Program{expr: expr, prg: prg, stepCost: comprehensionStepCost(ast)}, nil
 }
 
-// optimize rewrites the condition scans of ast to prefilter their lists
-// (prefilter.go). The result is the same; should the rewrite fail to
-// type-check, which it should not, the expression runs as written.
-func (c *Compiler) optimize(ast *celgo.Ast) *celgo.Ast {
-	if c.optimizer == nil || len(prefilterSites(ast.NativeRep())) == 0 {
-		return ast
-	}
-	optimized, issues := c.optimizer.Optimize(c.env, ast)
+// check parses and type-checks expr, with its condition scans rewritten to
+// prefilter their lists (prefilter.go). The result is the same. Should the
+// rewrite not type-check, which happens when the range is not a list, the
+// expression is checked as written, which also gives the errors the user
+// wrote.
+func (c *Compiler) check(expr string) (*celgo.Ast, *celgo.Issues) {
+	parsed, issues := c.env.Parse(expr)
 	if issues != nil && issues.Err() != nil {
-		return ast
+		return nil, issues
 	}
-	return optimized
+	if !c.prefilter || !rewriteScans(parsed.NativeRep()) {
+		return c.env.Check(parsed)
+	}
+	if checked, issues := c.env.Check(parsed); issues == nil || issues.Err() == nil {
+		return checked, nil
+	}
+	return c.env.Compile(expr)
 }
 
 // newProgram plans the evaluation. Every comprehension step resolves the

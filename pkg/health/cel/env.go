@@ -33,9 +33,28 @@ var DefaultVariables = []string{"apiVersion", "kind", "metadata", "spec", "statu
 // meaning of expressions users already wrote.
 const stringsVersion = 4
 
+// newEnv builds the environment: the language as users see it
+// (languageOptions), plus how Sluice evaluates it: its own values for
+// objects, the prefilter of condition scans and the size guards.
 func newEnv(variables []string, maxExpressionSize int) (*celgo.Env, error) {
+	opts, err := languageOptions(variables, maxExpressionSize)
+	if err != nil {
+		return nil, err
+	}
+	env, err := celgo.NewEnv(append(opts, celgo.CustomTypeAdapter(adapter), prefilterDecl)...)
+	if err != nil {
+		return nil, err
+	}
+	guards, err := sizeGuards(env)
+	if err != nil {
+		return nil, err
+	}
+	return env.Extend(guards...)
+}
+
+// languageOptions declare the variables and libraries expressions may use.
+func languageOptions(variables []string, maxExpressionSize int) ([]celgo.EnvOption, error) {
 	opts := []celgo.EnvOption{
-		celgo.CustomTypeAdapter(adapter),
 		celgo.Variable(SelfVariable, celgo.DynType),
 		celgo.DefaultUTCTimeZone(true),
 		celgo.CrossTypeNumericComparisons(true),
@@ -58,7 +77,6 @@ func newEnv(variables []string, maxExpressionSize int) (*celgo.Env, error) {
 		k8slib.CIDR(),
 		k8slib.SemverLib(k8slib.SemverVersion(1)),
 		k8slib.Format(),
-		prefilterDecl,
 	}
 	for _, name := range variables {
 		if name == SelfVariable {
@@ -66,13 +84,5 @@ func newEnv(variables []string, maxExpressionSize int) (*celgo.Env, error) {
 		}
 		opts = append(opts, celgo.Variable(name, celgo.DynType))
 	}
-	env, err := celgo.NewEnv(opts...)
-	if err != nil {
-		return nil, err
-	}
-	guards, err := sizeGuards(env)
-	if err != nil {
-		return nil, err
-	}
-	return env.Extend(guards...)
+	return opts, nil
 }

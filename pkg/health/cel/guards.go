@@ -28,14 +28,21 @@ var buildingFunctions = map[string]bool{
 	"_+_": true, "replace": true, "join": true, "format": true, "split": true,
 	"lowerAscii": true, "upperAscii": true, "trim": true, "reverse": true, "strings.quote": true,
 	"substring": true, "charAt": true, "base64.encode": true, "base64.decode": true,
-	"string": true, "bytes": true, "findAll": true,
+	"string": true, "bytes": true,
 }
 
 // chargeBuiltValues is a cel-go decorator: calls of buildingFunctions charge
-// their result to the budget.
+// their result to the budget, and regular expressions their input
+// (regex.go).
 func chargeBuiltValues(i interpreter.Interpretable) (interpreter.Interpretable, error) {
 	call, ok := i.(interpreter.InterpretableCall)
-	if !ok || !buildingFunctions[call.Function()] {
+	if !ok {
+		return i, nil
+	}
+	if opt, ok := regexOptimizations[call.Function()]; ok {
+		return chargeRegex(call, opt)
+	}
+	if !buildingFunctions[call.Function()] {
 		return i, nil
 	}
 	return &chargedCall{InterpretableCall: call}, nil

@@ -38,9 +38,14 @@ const prefilterFunction = "@prefilter"
 var prefilterDecl = celgo.Function(prefilterFunction,
 	// The binding checks its arguments itself.
 	decls.DisableTypeGuards(true),
-	celgo.Overload("prefilter_dyn_list_string",
-		[]*celgo.Type{celgo.DynType, celgo.ListType(celgo.StringType)}, celgo.DynType,
+	celgo.Overload("prefilter_list_list_string",
+		[]*celgo.Type{celgo.ListType(elemType), celgo.ListType(celgo.StringType)}, celgo.ListType(elemType),
 		celgo.BinaryBinding(prefilter)))
+
+// elemType keeps the type of the range's elements through the rewrite, so the
+// predicate type-checks as written. A dyn range, which may be a map at
+// runtime, checks as a list of dyn; prefilter returns a map unchanged.
+var elemType = celgo.TypeParamType("T")
 
 // prefilter returns the elements of rng that may make the predicate true or
 // fail: all but the maps whose field holds none of the strings. guard is
@@ -137,20 +142,28 @@ func isOneOf(v ref.Val, values []ref.Val) bool {
 	return false
 }
 
-// prefilterOptimizer rewrites the range of eligible comprehensions R into
-// @prefilter(R, [field, values...]).
-type prefilterOptimizer struct{}
-
-func (prefilterOptimizer) Optimize(ctx *celgo.OptimizerContext, a *celast.AST) *celast.AST {
-	for _, site := range prefilterSites(a) {
-		rng := ctx.CopyASTAndMetadata(ctx.NewAST(site.rng))
-		guard := []celast.Expr{ctx.NewLiteral(types.String(site.field))}
-		for _, v := range site.values {
-			guard = append(guard, ctx.NewLiteral(types.String(v)))
-		}
-		ctx.UpdateExpr(site.rng, ctx.NewCall(prefilterFunction, rng, ctx.NewList(guard, nil)))
+// rewriteScans rewrites the range R of each eligible comprehension of a
+// parsed, not yet checked, expression into @prefilter(R, [field, values...]),
+// and reports whether it rewrote any. Checking the rewritten expression then
+// costs no more than checking the original.
+func rewriteScans(parsed *celast.AST) bool {
+	sites := prefilterSites(parsed)
+	if len(sites) == 0 {
+		return false
 	}
-	return a
+	fac := celast.NewExprFactory()
+	lastID := celast.MaxID(parsed)
+	nextID := func(int64) int64 { lastID++; return lastID }
+	for _, site := range sites {
+		rng := fac.CopyExpr(site.rng)
+		rng.RenumberIDs(nextID)
+		guard := []celast.Expr{fac.NewLiteral(nextID(0), types.String(site.field))}
+		for _, v := range site.values {
+			guard = append(guard, fac.NewLiteral(nextID(0), types.String(v)))
+		}
+		site.rng.SetKindCase(fac.NewCall(nextID(0), prefilterFunction, rng, fac.NewList(nextID(0), guard, nil)))
+	}
+	return true
 }
 
 type prefilterSite struct {
@@ -167,8 +180,7 @@ func prefilterSites(a *celast.AST) []prefilterSite {
 			return
 		}
 		c := e.AsComprehension()
-		if c.HasIterVar2() || !isDynList(a.GetType(c.IterRange().ID())) ||
-			references(c.LoopCondition(), c.IterVar()) || references(c.Result(), c.IterVar()) {
+		if c.HasIterVar2() || references(c.LoopCondition(), c.IterVar()) || references(c.Result(), c.IterVar()) {
 			return
 		}
 		pred, ok := identityWhenFalse(c.LoopStep(), c.AccuVar())
@@ -180,21 +192,6 @@ func prefilterSites(a *celast.AST) []prefilterSite {
 		}
 	}))
 	return sites
-}
-
-// isDynList accepts the ranges whose elements are dyn, so that the rewrite
-// cannot change how the predicate type-checks.
-func isDynList(t *types.Type) bool {
-	if t == nil {
-		return false
-	}
-	switch t.Kind() {
-	case types.DynKind:
-		return true
-	case types.ListKind:
-		return len(t.Parameters()) == 1 && t.Parameters()[0].Kind() == types.DynKind
-	}
-	return false
 }
 
 // identityWhenFalse returns the predicate of a loop step that leaves the

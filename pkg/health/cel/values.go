@@ -357,6 +357,6 @@ func (*jsonListIterator) ConvertToNative(reflect.Type) (any, error) {
 	return nil, errors.New("type conversion on iterators not supported")
 }
 func (*jsonListIterator) ConvertToType(ref.Type) ref.Val { return types.NewErr("no such overload") }
-func (*jsonListIterator) Equal(ref.Val) ref.Val         { return types.NewErr("no such overload") }
-func (*jsonListIterator) Type() ref.Type                { return types.IteratorType }
-func (*jsonListIterator) Value() any                    { return nil }
+func (*jsonListIterator) Equal(ref.Val) ref.Val          { return types.NewErr("no such overload") }
+func (*jsonListIterator) Type() ref.Type                 { return types.IteratorType }
+func (*jsonListIterator) Value() any                     { return nil }

@@ -234,6 +234,19 @@ func (f *fixture) release(name string) *rollbackv1.ManifestRelease {
 	return mr
 }
 
+// updateRelease changes the release's spec or metadata, reading again on a conflict.
+func (f *fixture) updateRelease(name string, mutate func(*rollbackv1.ManifestRelease)) {
+	f.t.Helper()
+	_, err := testenv.Update(f.ctx, env.Sluice.RollbackV1alpha1().ManifestReleases(f.ns), name, mutate)
+	require.NoError(f.t, err)
+}
+
+// waitFor waits until cond holds.
+func (f *fixture) waitFor(what string, cond func() bool) {
+	f.t.Helper()
+	require.NoError(f.t, testenv.Wait(f.ctx, 3*time.Minute, func(context.Context) (bool, error) { return cond(), nil }), "waiting for %s", what)
+}
+
 // annotate sets an annotation on the release, which brings it back to the controller at once.
 func (f *fixture) annotate(name, key, value string) {
 	f.t.Helper()

@@ -192,8 +192,7 @@ func (r *Reconciler) manualRollback(ctx context.Context, mr *rollbackv1.Manifest
 	}
 	_, info, err := r.Snapshots.Load(ctx, mr.Namespace, mr.Name, number)
 	if errors.Is(err, snapshot.ErrNotFound) || errors.Is(err, snapshot.ErrIncomplete) || errors.Is(err, snapshot.ErrInvalidArchive) {
-		kept, _ := r.Snapshots.List(ctx, mr.Namespace, mr.Name)
-		return r.refuseRollback(ctx, mr, value, fmt.Sprintf("cannot roll back to snapshot %d (%v); kept snapshots: %s", number, err, numbers(kept)))
+		return r.refuseRollback(ctx, mr, value, fmt.Sprintf("cannot roll back to snapshot %d (%v); kept snapshots: %s", number, err, r.keptNumbers(ctx, mr)))
 	}
 	if err != nil {
 		return controller.Result{}, err
@@ -268,13 +267,16 @@ func unhealthy(err error) bool {
 	return errors.As(err, &timeout) || errors.As(err, &bad)
 }
 
-func numbers(infos []snapshot.Info) string {
-	if len(infos) == 0 {
+// keptNumbers lists the snapshots of the history that still exist, for messages.
+func (r *Reconciler) keptNumbers(ctx context.Context, mr *rollbackv1.ManifestRelease) string {
+	var kept []string
+	for _, n := range knownNumbers(mr) {
+		if _, err := r.Snapshots.Head(ctx, mr.Namespace, mr.Name, n); err == nil {
+			kept = append(kept, strconv.FormatInt(n, 10))
+		}
+	}
+	if len(kept) == 0 {
 		return "none"
 	}
-	parts := make([]string, len(infos))
-	for i, info := range infos {
-		parts[i] = strconv.FormatInt(info.Number, 10)
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(kept, ", ")
 }

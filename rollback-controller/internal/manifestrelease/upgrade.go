@@ -40,14 +40,8 @@ func (r *Reconciler) upgrade(ctx context.Context, mr *rollbackv1.ManifestRelease
 	if res, blocked, err := r.checkCRDs(ctx, mr, "the upgrade to "+fetched.Version, objs, stale); blocked || err != nil {
 		return res, err
 	}
-	number, err := r.nextNumber(ctx, mr)
-	if err != nil {
-		return controller.Result{}, err
-	}
-	info, err := r.Snapshots.Save(ctx, snapshot.Meta{
-		Namespace: mr.Namespace, Release: mr.Name, Number: number, Owner: ownerReference(mr),
-		Annotations: map[string]string{rollbackv1.VersionAnnotation: fetched.Version, rollbackv1.RevisionAnnotation: fetched.Revision},
-	}, fetched.Files)
+	number := r.nextNumber(mr)
+	info, err := r.saveSnapshot(ctx, mr, number, fetched)
 	var tooLarge *snapshot.TooLargeError
 	if errors.As(err, &tooLarge) {
 		return r.refuse(ctx, mr, attempt, ReasonSnapshotTooLarge, err.Error(), interval)
@@ -218,39 +212,65 @@ func (r *Reconciler) prune(ctx context.Context, mr *rollbackv1.ManifestRelease, 
 	return kept, message, nil
 }
 
-// pruneSnapshots keeps the newest historyLimit snapshots, and always those named.
-func (r *Reconciler) pruneSnapshots(ctx context.Context, mr *rollbackv1.ManifestRelease, always ...int64) error {
-	infos, err := r.Snapshots.List(ctx, mr.Namespace, mr.Name)
-	if err != nil {
-		return err
+// saveSnapshot writes the snapshot. A head already there under that number holds other
+// manifests from an attempt a crash kept out of the status: nothing refers to it, so it goes.
+func (r *Reconciler) saveSnapshot(ctx context.Context, mr *rollbackv1.ManifestRelease, number int64, fetched Fetched) (snapshot.Info, error) {
+	meta := snapshot.Meta{Namespace: mr.Namespace, Release: mr.Name, Number: number, Owner: ownerReference(mr),
+		Annotations: map[string]string{rollbackv1.VersionAnnotation: fetched.Version, rollbackv1.RevisionAnnotation: fetched.Revision}}
+	info, err := r.Snapshots.Save(ctx, meta, fetched.Files)
+	if errors.Is(err, snapshot.ErrNumberTaken) {
+		if err := r.Snapshots.Delete(ctx, mr.Namespace, mr.Name, number); err != nil {
+			return snapshot.Info{}, err
+		}
+		info, err = r.Snapshots.Save(ctx, meta, fetched.Files)
 	}
+	return info, err
+}
+
+// pruneSnapshots keeps the newest historyLimit snapshots the history knows, and always those
+// named; it deletes the others by name.
+func (r *Reconciler) pruneSnapshots(ctx context.Context, mr *rollbackv1.ManifestRelease, always ...int64) error {
 	limit := 5
 	if mr.Spec.HistoryLimit != nil {
 		limit = int(*mr.Spec.HistoryLimit)
 	}
+	known := knownNumbers(mr, always...)
 	keep := slices.Clone(always)
-	for i := max(0, len(infos)-limit); i < len(infos); i++ {
-		keep = append(keep, infos[i].Number)
+	keep = append(keep, known[max(0, len(known)-limit):]...)
+	for _, n := range known {
+		if slices.Contains(keep, n) {
+			continue
+		}
+		if err := r.Snapshots.Delete(ctx, mr.Namespace, mr.Name, n); err != nil && !errors.Is(err, snapshot.ErrIncomplete) {
+			return err
+		}
 	}
-	_, err = r.Snapshots.Prune(ctx, mr.Namespace, mr.Name, keep)
-	return err
+	return nil
 }
 
-// nextNumber is one more than any number the release or its Secrets used, so a snapshot left
-// by a crash is never reused for other manifests.
-func (r *Reconciler) nextNumber(ctx context.Context, mr *rollbackv1.ManifestRelease) (int64, error) {
-	highest := mr.Status.UpgradeNumber
+// knownNumbers is every snapshot number the status names, and more, sorted.
+func knownNumbers(mr *rollbackv1.ManifestRelease, more ...int64) []int64 {
+	numbers := slices.Clone(more)
+	numbers = append(numbers, mr.Status.UpgradeNumber)
 	for _, h := range mr.Status.History {
-		highest = max(highest, h.Number)
+		numbers = append(numbers, h.Number)
 	}
-	infos, err := r.Snapshots.List(ctx, mr.Namespace, mr.Name)
-	if err != nil {
-		return 0, err
+	if op := mr.Status.Operation; op != nil {
+		numbers = append(numbers, op.Number, op.From)
 	}
-	for _, info := range infos {
-		highest = max(highest, info.Number)
+	slices.Sort(numbers)
+	numbers = slices.Compact(numbers)
+	return slices.DeleteFunc(numbers, func(n int64) bool { return n < 1 })
+}
+
+// nextNumber is one more than any number the release used. A number a crash kept out of the
+// status may be used again: saveSnapshot replaces what it holds.
+func (r *Reconciler) nextNumber(mr *rollbackv1.ManifestRelease) int64 {
+	known := knownNumbers(mr)
+	if len(known) == 0 {
+		return 1
 	}
-	return highest + 1, nil
+	return known[len(known)-1] + 1
 }
 
 // checkCRDs stalls the release when the plan would lose data. blocked says so.
