@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // Verdict says whether the referenced gates let a target proceed, and why not.
@@ -43,7 +44,7 @@ func Allows(refs []Ref, require Require, lookup func(namespace, name string) (*g
 	// would otherwise grow without bound.
 	describe := func(format string, args ...any) {
 		if len(problems) < maxListed {
-			problems = append(problems, truncate(fmt.Sprintf(format, args...), MaxGateMessage))
+			problems = append(problems, text.TruncateBytes(fmt.Sprintf(format, args...), MaxGateMessage))
 		} else {
 			problems = append(problems, "")
 		}
@@ -78,7 +79,7 @@ func Allows(refs []Ref, require Require, lookup func(namespace, name string) (*g
 	default:
 		v.Message = "held: no gate is open (oneOf): " + listSome(problems, maxListed)
 	}
-	v.Message = truncate(v.Message, MaxReason)
+	v.Message = text.TruncateBytes(v.Message, MaxReason)
 	return v
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // Annotations that make any object a target of gates.
@@ -48,7 +50,7 @@ func ParseRefs(value, defaultNamespace string) ([]Ref, error) {
 	for i, entry := range entries {
 		ref, err := parseRef(strings.TrimSpace(entry), defaultNamespace)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("entry %d %q %v", i+1, truncate(strings.TrimSpace(entry), 64), err))
+			problems = append(problems, fmt.Sprintf("entry %d %q %v", i+1, text.TruncateBytes(strings.TrimSpace(entry), 64), err))
 			continue
 		}
 		if !seen[ref] {

@@ -2,17 +2,15 @@ package gates
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
@@ -22,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 )
 
 // FieldManager writes Gate status.
@@ -45,8 +44,8 @@ type Reconciler struct {
 	Held func(ref gate.Ref, limit int) ([]gatingv1alpha1.HeldObject, int)
 	// Transitioned is told, with full precision, when a gate's state changes.
 	Transitioned func(ref gate.Ref, at time.Time)
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the time; the manager's in a process, a fake one in tests.
+	Clock clock.PassiveClock
 
 	lastWrite sync.Map // "namespace/name" -> time.Time of the last status write
 }
@@ -56,53 +55,57 @@ type Reconciler struct {
 // Changes of state are written at once.
 const HeldListInterval = time.Second
 
+// gateStatus writes Gate status as the controller.
+var gateStatus = reconcile.StatusWriter[*gatingv1alpha1.Gate, gatingv1alpha1.GateStatus]{
+	Kind: "Gate", FieldManager: FieldManager, Status: func(g *gatingv1alpha1.Gate) *gatingv1alpha1.GateStatus { return &g.Status },
+}
+
 // Reconcile evaluates one Gate, keyed "namespace/name", writes its status if it changed, and
-// asks to be called again when a window or the override next changes it.
+// asks to be called again when a window or the override next changes it. A suspended gate is
+// evaluated too: NextStatus keeps its state and still reports what it holds.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	l, found, err := reconcile.Load(key, r.get, nil)
 	if err != nil {
-		return controller.Result{}, controller.Permanent(err)
+		return controller.Result{}, err
 	}
-	g, err := r.Gates.Gates(ns).Get(name)
-	if apierrors.IsNotFound(err) {
+	if !found {
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		r.Metrics.Forget(ns, name)
 		r.lastWrite.Delete(key)
 		return controller.Result{}, nil
 	}
-	if err != nil {
-		return controller.Result{}, err
-	}
-	now := time.Now()
-	if r.Now != nil {
-		now = r.Now()
-	}
-	ref := gate.Ref{Namespace: ns, Name: name}
+	g, now := l.Cached, r.Clock.Now()
+	ref := gate.Ref{Namespace: g.Namespace, Name: g.Name}
 	held, holding := r.Held(ref, gatingv1alpha1.MaxHeld)
 	status, out := NextStatus(g, now, Observed{Held: held, Holding: holding, Cycle: gate.Cycle(ref, r.refsOf)})
 	result := controller.Result{RequeueAfter: out.Requeue}
-	r.Metrics.Held.WithLabelValues(ns, name).Set(float64(holding))
+	r.Metrics.Held.WithLabelValues(g.Namespace, g.Name).Set(float64(holding))
 	open := 0.0
 	if status.Open {
 		open = 1
 	}
-	r.Metrics.Open.WithLabelValues(ns, name).Set(open)
+	r.Metrics.Open.WithLabelValues(g.Namespace, g.Name).Set(open)
 
-	if !equality.Semantic.DeepEqual(g.Status, status) {
-		if wait := r.heldListWait(key, g.Status, status, now); wait > 0 {
-			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
-				result.RequeueAfter = wait
-			}
-			return result, nil
+	if wait := r.heldListWait(key, g.Status, status, now); wait > 0 {
+		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+			result.RequeueAfter = wait
 		}
-		next := g.DeepCopy()
-		next.Status = status
-		if _, err := r.Client.GatingV1alpha1().Gates(ns).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
-			return controller.Result{}, fmt.Errorf("update status of gate %s: %w", key, err)
-		}
+		return result, nil
+	}
+	l.Next.Status = status
+	_, wrote, err := gateStatus.Write(ctx, r.Client.GatingV1alpha1().Gates(g.Namespace), g, l.Next)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if wrote {
 		r.lastWrite.Store(key, now)
 		r.report(g, status, out, now)
 	}
 	return result, nil
+}
+
+func (r *Reconciler) get(ns, name string) (*gatingv1alpha1.Gate, error) {
+	return r.Gates.Gates(ns).Get(name)
 }
 
 // ReferenceHandler enqueues every gate that references gates when any gate's own references
@@ -115,33 +118,29 @@ func ReferenceHandler(gates gatinglisters.GateLister, q handler.Enqueuer) cache.
 		}
 		for _, g := range all {
 			if _, refs := g.Annotations[gate.GatesAnnotation]; refs {
-				q.Enqueue(g.Namespace + "/" + g.Name)
+				q.Enqueue(handler.Key(g))
 			}
 		}
 	}
-	refs := func(obj any) (string, bool) {
-		m, ok := handler.Object(obj)
-		if !ok {
-			return "", false
-		}
-		v, ok := m.GetAnnotations()[gate.GatesAnnotation]
+	refs := func(g *gatingv1alpha1.Gate) (string, bool) {
+		v, ok := g.Annotations[gate.GatesAnnotation]
 		return v, ok
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if _, ok := refs(obj); ok {
+	return handler.Funcs[*gatingv1alpha1.Gate]{
+		Add: func(g *gatingv1alpha1.Gate) {
+			if _, ok := refs(g); ok {
 				enqueueAll()
 			}
 		},
-		UpdateFunc: func(oldObj, newObj any) {
-			before, hadRefs := refs(oldObj)
-			after, hasRefs := refs(newObj)
+		Update: func(oldG, newG *gatingv1alpha1.Gate) {
+			before, hadRefs := refs(oldG)
+			after, hasRefs := refs(newG)
 			if before != after || hadRefs != hasRefs {
 				enqueueAll()
 			}
 		},
-		DeleteFunc: func(obj any) {
-			if _, ok := refs(obj); ok {
+		Delete: func(g *gatingv1alpha1.Gate) {
+			if _, ok := refs(g); ok {
 				enqueueAll()
 			}
 		},
@@ -150,7 +149,7 @@ func ReferenceHandler(gates gatinglisters.GateLister, q handler.Enqueuer) cache.
 
 // refsOf reads the gates a gate references from the cache.
 func (r *Reconciler) refsOf(ref gate.Ref) []gate.Ref {
-	return gate.RefsFrom(func(ns, name string) (*gatingv1alpha1.Gate, error) { return r.Gates.Gates(ns).Get(name) })(ref)
+	return gate.RefsFrom(r.get)(ref)
 }
 
 func (r *Reconciler) report(before *gatingv1alpha1.Gate, after gatingv1alpha1.GateStatus, out Outcome, now time.Time) {
@@ -182,8 +181,11 @@ func (r *Reconciler) report(before *gatingv1alpha1.Gate, after gatingv1alpha1.Ga
 }
 
 // heldListWait is how long to wait before writing a status that differs from the current one
-// only in its held objects.
+// only in its held objects; zero when it differs in more, or not at all.
 func (r *Reconciler) heldListWait(key string, current, next gatingv1alpha1.GateStatus, now time.Time) time.Duration {
+	if equality.Semantic.DeepEqual(current, next) {
+		return 0
+	}
 	next.Held, next.Holding = current.Held, current.Holding
 	if !equality.Semantic.DeepEqual(current, next) {
 		return 0

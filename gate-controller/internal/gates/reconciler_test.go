@@ -41,7 +41,7 @@ func newHarness(t *testing.T, g *gatingv1alpha1.Gate) *harness {
 		Gates: lister.Lister(), Client: h.client, Recorder: h.events, Metrics: h.metrics,
 		Held:         func(gate.Ref, int) ([]gatingv1alpha1.HeldObject, int) { return nil, 0 },
 		Transitioned: func(_ gate.Ref, at time.Time) { h.told = append(h.told, at) },
-		Now:          func() time.Time { return h.now },
+		Clock:        clockFunc(func() time.Time { return h.now }),
 	}
 	return h
 }
@@ -148,3 +148,9 @@ func TestReconcileSpacesOutHeldListWrites(t *testing.T) {
 	assert.True(t, g.Status.Open)
 	assert.Zero(t, g.Status.Holding)
 }
+
+// clockFunc is a clock.PassiveClock that reads the test's time.
+type clockFunc func() time.Time
+
+func (c clockFunc) Now() time.Time                  { return c() }
+func (c clockFunc) Since(t time.Time) time.Duration { return c().Sub(t) }

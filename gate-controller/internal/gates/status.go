@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // Outcome is what a new status means, for Events, metrics and the requeue.
@@ -74,7 +75,7 @@ func suspended(st *gatingv1alpha1.GateStatus, gen int64, s suspend.State, evalua
 	if !evaluated {
 		kept = "was suspended before its first evaluation, so it is"
 	}
-	message := fmt.Sprintf("suspended (%s): %s, %s, until it is resumed", gate.Truncate(s.Message, gate.MaxGateMessage), kept, stateOf(open))
+	message := fmt.Sprintf("suspended (%s): %s, %s, until it is resumed", text.TruncateBytes(s.Message, gate.MaxGateMessage), kept, stateOf(open))
 	transitioned := setState(st, open, gatingv1alpha1.ReasonSuspended, message, evaluated, now)
 	st.NextTransitionTime = nil
 	// A suspended gate keeps reporting the readiness it last reached.
@@ -121,7 +122,7 @@ func withState(open bool, message string) string {
 // setState sets the state and its Open condition, and adds a history entry when the state changes.
 func setState(st *gatingv1alpha1.GateStatus, open bool, reason, message string, evaluated bool, now time.Time) bool {
 	transitioned := !evaluated || st.Open != open
-	message = gate.Truncate(message, MaxMessage)
+	message = text.TruncateBytes(message, MaxMessage)
 	st.Open, st.Reason, st.Message = open, reason, message
 	status := metav1.ConditionFalse
 	if open {

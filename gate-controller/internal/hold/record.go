@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sluicehq/sluice/pkg/gate"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // RecordAnnotation carries the Record of a held target.
@@ -23,7 +24,7 @@ const (
 
 // newRecord is the record of a hold by gates for reason, within the bounds.
 func newRecord(gates []string, reason string) Record {
-	r := Record{Gates: sortedCopy(gates), Reason: gate.Truncate(reason, MaxReason)}
+	r := Record{Gates: sortedCopy(gates), Reason: text.TruncateBytes(reason, MaxReason)}
 	if len(r.Gates) > MaxGates {
 		r.MoreGates = len(r.Gates) - MaxGates
 		r.Gates = r.Gates[:MaxGates]

@@ -66,6 +66,7 @@ func Setup(m *manager.Manager, cfg Config) error {
 		Metrics:      gateMetrics,
 		Held:         registry.Held,
 		Transitioned: latency.Transitioned,
+		Clock:        m.Clock,
 	})
 	targetController := m.NewController("gate-targets", &targets.Reconciler{
 		Registry: registry,
@@ -75,6 +76,7 @@ func Setup(m *manager.Manager, cfg Config) error {
 		Metrics:  gateMetrics,
 		Latency:  latency,
 		Log:      m.Log,
+		Clock:    m.Clock,
 	})
 	if _, err := gateInformer.Informer().AddEventHandler(handler.EnqueueObject(gateController)); err != nil {
 		return err

@@ -78,25 +78,9 @@ func GateHandler(registry *Registry, targets handler.Enqueuer, latency *Latency)
 			targets.Enqueue(key)
 		}
 	}
-	asGate := func(obj any) (*gatingv1alpha1.Gate, bool) {
-		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tombstone.Obj
-		}
-		g, ok := obj.(*gatingv1alpha1.Gate)
-		return g, ok
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if g, ok := asGate(obj); ok {
-				enqueue(g, false)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			oldG, okOld := asGate(oldObj)
-			newG, okNew := asGate(newObj)
-			if !okOld || !okNew {
-				return
-			}
+	return handler.Funcs[*gatingv1alpha1.Gate]{
+		Add: func(g *gatingv1alpha1.Gate) { enqueue(g, false) },
+		Update: func(oldG, newG *gatingv1alpha1.Gate) {
 			before, after := verdictView(oldG), verdictView(newG)
 			if before != after {
 				enqueue(newG, before.evaluated && after.evaluated && before.open != after.open)
@@ -109,11 +93,9 @@ func GateHandler(registry *Registry, targets handler.Enqueuer, latency *Latency)
 				}
 			}
 		},
-		DeleteFunc: func(obj any) {
-			if g, ok := asGate(obj); ok {
-				latency.Forget(gate.Ref{Namespace: g.Namespace, Name: g.Name})
-				enqueue(g, false)
-			}
+		Delete: func(g *gatingv1alpha1.Gate) {
+			latency.Forget(gate.Ref{Namespace: g.Namespace, Name: g.Name})
+			enqueue(g, false)
 		},
 	}
 }

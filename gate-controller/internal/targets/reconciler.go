@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	gatinglisters "github.com/sluicehq/sluice/api/generated/listers/gating/v1alpha1"
@@ -21,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // Event reasons on targets.
@@ -50,8 +52,8 @@ type Reconciler struct {
 	Metrics  *metrics.Gates
 	Latency  *Latency
 	Log      *slog.Logger
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the time; the manager's in a process, a fake one in tests.
+	Clock clock.PassiveClock
 
 	staleSince sync.Map // gate ref -> staleness
 }
@@ -100,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		// Changed or deleted since the cache saw it: decide again on the newer version.
 		return controller.Result{}, fmt.Errorf("%s changed while being held or released, retrying: %w", key, err)
 	case err != nil:
-		r.event(w, m, corev1.EventTypeWarning, ReasonHoldFailed, "cannot hold or release: %s", gate.Truncate(err.Error(), maxEventError))
+		r.event(w, m, corev1.EventTypeWarning, ReasonHoldFailed, "cannot hold or release: %s", text.TruncateBytes(err.Error(), maxEventError))
 		return controller.Result{}, fmt.Errorf("apply hold on %s: %w", key, err)
 	}
 	r.report(key, w, m, plan, v)
@@ -125,7 +127,7 @@ func (r *Reconciler) apply(ctx context.Context, w *Watched, m *metav1.PartialObj
 	}
 	r.event(w, m, corev1.EventTypeWarning, ReasonHoldReduced,
 		"held by spec.suspend alone: the API server refused the hold's annotations (%s); make room in the object's annotations to see the reason on it",
-		gate.Truncate(err.Error(), maxEventError))
+		text.TruncateBytes(err.Error(), maxEventError))
 	return nil
 }
 
@@ -237,7 +239,7 @@ func (r *Reconciler) report(key string, w *Watched, m metav1.Object, plan hold.P
 		for i, ref := range v.missing {
 			names[i] = ref.String()
 		}
-		r.event(w, m, corev1.EventTypeWarning, ReasonGateMissing, "held until these gates exist: %s", gate.Truncate(strings.Join(names, ", "), gate.MaxReason))
+		r.event(w, m, corev1.EventTypeWarning, ReasonGateMissing, "held until these gates exist: %s", text.TruncateBytes(strings.Join(names, ", "), gate.MaxReason))
 	}
 }
 
@@ -274,9 +276,4 @@ func (r *Reconciler) event(w *Watched, m metav1.Object, eventType, reason, forma
 	r.Recorder.Eventf(ref, eventType, reason, format, args...)
 }
 
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
+func (r *Reconciler) now() time.Time { return r.Clock.Now() }

@@ -75,7 +75,7 @@ func newFixtureOf(t *testing.T, kind kinds.Kind) *fixture {
 	f.metrics = metrics.New(prometheus.NewRegistry())
 	f.r = &Reconciler{
 		Registry: registry, Gates: gatinglisters.NewGateLister(f.gates), Dynamic: client, Recorder: f.events,
-		Metrics: f.metrics, Latency: NewLatency(), Now: func() time.Time { return f.now },
+		Metrics: f.metrics, Latency: NewLatency(), Clock: clockFunc(func() time.Time { return f.now }),
 	}
 	return f
 }
@@ -341,3 +341,9 @@ func TestReconcileHoldsBySpecAloneWhenTheAnnotationsDoNotFit(t *testing.T) {
 	assert.Contains(t, err.Error(), "spec.suspend alone failed too")
 	assert.NotContains(t, f.drain(), "Normal Held")
 }
+
+// clockFunc is a clock.PassiveClock that reads the test's time.
+type clockFunc func() time.Time
+
+func (c clockFunc) Now() time.Time                  { return c() }
+func (c clockFunc) Since(t time.Time) time.Duration { return c().Sub(t) }

@@ -14,9 +14,10 @@ import (
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 	"github.com/sluicehq/sluice/health-controller/internal/verdict"
 	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
-// maxDescription is the CommitStatus limit on spec.description.
+// maxDescription is the CommitStatus limit on spec.description, in characters.
 const maxDescription = 1024
 
 // publish keeps one CommitStatus per HealthCheck, named after it, up to date with the verdict for
@@ -139,7 +140,7 @@ func desiredCommitStatus(hc *healthv1alpha1.HealthCheck, v verdict.Verdict, comm
 			RepositoryRef: commitstatusv1alpha1.RepositoryReference{Name: cs.RepositoryRef.Name},
 			SHA:           commit,
 			Name:          name,
-			Description:   verdict.Truncate(lead+": "+v.Description, maxDescription),
+			Description:   text.Truncate(lead+": "+v.Description, maxDescription),
 			Phase:         commitstatusv1alpha1.CommitStatusPhase(v.Phase),
 			URL:           cs.URL,
 		},

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	healthlisters "github.com/sluicehq/sluice/api/generated/listers/health/v1alpha1"
@@ -31,7 +31,9 @@ import (
 	"github.com/sluicehq/sluice/pkg/health/cel"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/dynamicwatch"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // FieldManager writes HealthCheck status and CommitStatus objects.
@@ -55,6 +57,9 @@ type Watches interface {
 	Stats() []dynamicwatch.ScopeStats
 }
 
+// maxEventMessage bounds the message of an Event.
+const maxEventMessage = 1024
+
 // DefaultTimeout is how long targets may stay unhealthy when spec.timeout is not set; the CRD
 // defaults the field to the same value.
 const DefaultTimeout = 5 * time.Minute
@@ -74,8 +79,8 @@ type Reconciler struct {
 	// AllowCrossNamespaceRefs lets targets and sources live in other namespaces than the
 	// HealthCheck.
 	AllowCrossNamespaceRefs bool
-	// Now defaults to time.Now.
-	Now func() time.Time
+	// Clock is the time; the manager's in a process, a fake one in tests.
+	Clock clock.PassiveClock
 
 	index        *index
 	undiscovered sync.Map // keys of HealthChecks that name a kind the server does not serve
@@ -83,38 +88,31 @@ type Reconciler struct {
 
 // Reconcile computes and records the health of the HealthCheck named by key.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return controller.Result{}, controller.Permanent(err)
-	}
-	cached, err := r.Lister.HealthChecks(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		r.forget(key, ns, name)
-		return controller.Result{}, nil
-	}
+	l, found, err := reconcile.Load(key, r.get, func(hc *healthv1alpha1.HealthCheck) bool { return hc.Spec.Suspend })
 	if err != nil {
 		return controller.Result{}, err
 	}
-	hc := cached.DeepCopy()
-	before := cached.Status.DeepCopy()
-
-	s := suspend.Get(hc, hc.Spec.Suspend)
-	suspend.Report(&hc.Status.Conditions, hc.Generation, s)
-	if s.Suspended {
-		r.suspended(key, hc, s)
-		return controller.Result{}, r.writeStatus(ctx, hc, before)
+	if !found {
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		r.forget(key, ns, name)
+		return controller.Result{}, nil
+	}
+	cached, hc := l.Cached, l.Next
+	if l.ReportSuspend(&hc.Status.Conditions) {
+		r.suspended(key, hc, l.Suspend)
+		return controller.Result{}, r.writeStatus(ctx, cached, hc)
 	}
 
 	resolver, reason, err := r.resolver(hc)
 	if err != nil {
-		return controller.Result{}, r.stall(ctx, hc, before, reason, err)
+		return controller.Result{}, r.stall(ctx, cached, hc, reason, err)
 	}
 	p := newPlan(hc, r.Mapper, r.AllowCrossNamespaceRefs)
 	if err := p.addTargets(); err != nil {
 		return controller.Result{}, err
 	}
 	if len(p.invalid) > 0 {
-		return controller.Result{}, r.stall(ctx, hc, before, healthv1alpha1.ReasonInvalidTarget, errors.New(strings.Join(p.invalid, "; ")))
+		return controller.Result{}, r.stall(ctx, cached, hc, healthv1alpha1.ReasonInvalidTarget, errors.New(strings.Join(p.invalid, "; ")))
 	}
 	complete, err := r.watch(key, p)
 	if err != nil {
@@ -122,9 +120,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	if waiting := r.unsynced(p); !complete || len(waiting) > 0 {
 		r.waitForWatches(hc, waiting)
-		return controller.Result{}, r.writeStatus(ctx, hc, before)
+		return controller.Result{}, r.writeStatus(ctx, cached, hc)
 	}
-	return r.decide(ctx, hc, before, p, resolver)
+	return r.decide(ctx, cached, hc, p, resolver)
 }
 
 // suspended reports a suspended HealthCheck. Its health is not evaluated, so it is not called
@@ -138,7 +136,7 @@ func (r *Reconciler) suspended(key string, hc *healthv1alpha1.HealthCheck, s sus
 	st.Summary = healthv1alpha1.SummarySuspended
 	// The soak and timeout clocks start over once it is resumed: nothing was observed meanwhile.
 	st.HealthySince, st.UnhealthySince = nil, nil
-	msg := "suspended (" + verdict.Truncate(s.Message, 512) + "): health is not evaluated until it is resumed"
+	msg := "suspended (" + text.TruncateBytes(s.Message, 512) + "): health is not evaluated until it is resumed"
 	if st.LastHealthyTime != nil {
 		msg += "; last healthy at " + st.LastHealthyTime.UTC().Format(time.RFC3339)
 		if st.LastHealthyRevision != "" {
@@ -170,25 +168,25 @@ func (r *Reconciler) waitForWatches(hc *healthv1alpha1.HealthCheck, waiting []st
 }
 
 // decide evaluates the targets, writes the verdict, and publishes it.
-func (r *Reconciler) decide(ctx context.Context, hc *healthv1alpha1.HealthCheck, before *healthv1alpha1.HealthCheckStatus, p *plan, resolver *health.Resolver) (controller.Result, error) {
+func (r *Reconciler) decide(ctx context.Context, cached, hc *healthv1alpha1.HealthCheck, p *plan, resolver *health.Resolver) (controller.Result, error) {
 	start := time.Now()
 	resources := r.evaluate(p, resolver)
 	r.Metrics.Duration.Observe(time.Since(start).Seconds())
 
 	revision, commit, revErr := r.revision(hc, p)
 	v := verdict.Decide(verdict.Input{
-		Now: r.now(), Generation: hc.Generation, Revision: revision, Previous: *before, Resources: resources,
+		Now: r.Clock.Now(), Generation: hc.Generation, Revision: revision, Previous: cached.Status, Resources: resources,
 		Timeout: duration(hc.Spec.Timeout, DefaultTimeout), SoakTime: duration(hc.Spec.SoakTime, 0),
 	})
 	r.apply(hc, v, revision)
 
 	pubErr := r.publish(ctx, hc, p, v, commit, revErr)
-	r.events(hc, before, v)
 	r.Metrics.setState(hc, string(v.State))
 	r.Metrics.setCounts(hc, v.Counts)
-	if err := r.writeStatus(ctx, hc, before); err != nil {
+	if err := r.writeStatus(ctx, cached, hc); err != nil {
 		return controller.Result{}, err
 	}
+	r.events(hc, &cached.Status, v)
 	if pubErr != nil {
 		return controller.Result{}, pubErr
 	}
@@ -227,12 +225,13 @@ func celReason(err error, otherwise string) string {
 
 // stall reports input a person must fix. Retrying cannot help; a change to the HealthCheck or to
 // the user library enqueues it again.
-func (r *Reconciler) stall(ctx context.Context, hc *healthv1alpha1.HealthCheck, before *healthv1alpha1.HealthCheckStatus, reason string, cause error) error {
+func (r *Reconciler) stall(ctx context.Context, cached, hc *healthv1alpha1.HealthCheck, reason string, cause error) error {
+	before := &cached.Status
 	if reason == healthv1alpha1.ReasonInvalidCELExpression {
 		r.Metrics.CELErrors.WithLabelValues("compile").Inc()
 	}
 	if c := conditions.Get(before.Conditions, conditions.Stalled); c == nil || c.Reason != reason || c.Message != cause.Error() {
-		r.Recorder.Event(hc, corev1.EventTypeWarning, reason, verdict.Truncate(cause.Error(), 1024))
+		r.Recorder.Event(hc, corev1.EventTypeWarning, reason, text.TruncateBytes(cause.Error(), maxEventMessage))
 	}
 	r.release(hc.Namespace + "/" + hc.Name)
 	conditions.MarkStalled(&hc.Status.Conditions, hc.Generation, reason, cause.Error())
@@ -241,7 +240,7 @@ func (r *Reconciler) stall(ctx context.Context, hc *healthv1alpha1.HealthCheck, 
 	}
 	hc.Status.ObservedGeneration = hc.Generation
 	r.Metrics.setState(hc, stateStalled)
-	if err := r.writeStatus(ctx, hc, before); err != nil {
+	if err := r.writeStatus(ctx, cached, hc); err != nil {
 		return err
 	}
 	return controller.Permanent(cause)
@@ -432,21 +431,30 @@ func (r *Reconciler) events(hc *healthv1alpha1.HealthCheck, before *healthv1alph
 		"revision", hc.Status.ObservedRevision, "summary", v.Description)
 	switch v.State {
 	case verdict.Healthy:
-		r.Recorder.Event(hc, corev1.EventTypeNormal, string(v.State), verdict.Truncate(v.Message, 1024))
+		r.Recorder.Event(hc, corev1.EventTypeNormal, string(v.State), text.TruncateBytes(v.Message, maxEventMessage))
 	case verdict.Failed, verdict.TimedOut:
-		r.Recorder.Event(hc, corev1.EventTypeWarning, string(v.State), verdict.Truncate(v.Message, 1024))
+		r.Recorder.Event(hc, corev1.EventTypeWarning, string(v.State), text.TruncateBytes(v.Message, maxEventMessage))
 	}
 }
 
-func (r *Reconciler) writeStatus(ctx context.Context, hc *healthv1alpha1.HealthCheck, before *healthv1alpha1.HealthCheckStatus) error {
-	if equality.Semantic.DeepEqual(before, &hc.Status) {
-		return nil
-	}
-	_, err := r.Client.HealthV1alpha1().HealthChecks(hc.Namespace).UpdateStatus(ctx, hc, metav1.UpdateOptions{FieldManager: FieldManager})
+// healthCheckStatus writes HealthCheck status as the controller.
+var healthCheckStatus = reconcile.StatusWriter[*healthv1alpha1.HealthCheck, healthv1alpha1.HealthCheckStatus]{
+	Kind: "HealthCheck", FieldManager: FieldManager,
+	Status: func(hc *healthv1alpha1.HealthCheck) *healthv1alpha1.HealthCheckStatus { return &hc.Status },
+}
+
+// writeStatus stores hc's status unless it equals cached's. A HealthCheck deleted meanwhile has
+// nothing left to write.
+func (r *Reconciler) writeStatus(ctx context.Context, cached, hc *healthv1alpha1.HealthCheck) error {
+	_, _, err := healthCheckStatus.Write(ctx, r.Client.HealthV1alpha1().HealthChecks(hc.Namespace), cached, hc)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err
+}
+
+func (r *Reconciler) get(ns, name string) (*healthv1alpha1.HealthCheck, error) {
+	return r.Lister.HealthChecks(ns).Get(name)
 }
 
 func (r *Reconciler) release(key string) {
@@ -468,13 +476,6 @@ func (r *Reconciler) Undiscovered() []string {
 		return true
 	})
 	return keys
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 func duration(d *metav1.Duration, otherwise time.Duration) time.Duration {

@@ -107,7 +107,7 @@ func newUnit(t *testing.T, hcYAML string, objects ...string) *unit {
 		Lister: healthlisters.NewHealthCheckLister(u.hcs), Client: u.client, Watcher: u.watches, Mapper: mapper,
 		Compiler: compiler, Builtin: builtin, Library: userlib.New(compiler, "sluice-system", ""),
 		Recorder: u.events, Metrics: metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		AllowCrossNamespaceRefs: true, Now: func() time.Time { return u.now }, index: newIndex(),
+		AllowCrossNamespaceRefs: true, Clock: clockFunc(func() time.Time { return u.now }), index: newIndex(),
 	}
 	return u
 }
@@ -230,3 +230,9 @@ spec:
 	}
 	assert.Len(t, updates, 1)
 }
+
+// clockFunc is a clock.PassiveClock that reads the test's time.
+type clockFunc func() time.Time
+
+func (c clockFunc) Now() time.Time                  { return c() }
+func (c clockFunc) Since(t time.Time) time.Duration { return c().Sub(t) }

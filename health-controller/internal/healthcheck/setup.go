@@ -50,6 +50,7 @@ func Add(m *manager.Manager, d Deps) (*Reconciler, error) {
 		Recorder:                m.Recorder,
 		Log:                     m.Log,
 		AllowCrossNamespaceRefs: d.AllowCrossNamespaceRefs,
+		Clock:                   m.Clock,
 		index:                   newIndex(),
 	}
 	c := m.NewController("healthcheck", r)
@@ -67,7 +68,8 @@ func Add(m *manager.Manager, d Deps) (*Reconciler, error) {
 	if r.Metrics, err = NewMetrics(m.Metrics.Registry, watcher); err != nil {
 		return nil, err
 	}
-	if _, err := hcInformer.Informer().AddEventHandler(specChanges(c)); err != nil {
+	// The controller's own status writes must not wake it again.
+	if _, err := hcInformer.Informer().AddEventHandler(handler.OnSpecOrMetadataChange(handler.EnqueueObject(c))); err != nil {
 		return nil, err
 	}
 	if d.WatchLibrary {
@@ -96,37 +98,6 @@ func (r *Reconciler) enqueueEvery(q handler.Enqueuer) {
 	for _, hc := range hcs {
 		q.Enqueue(handler.Key(hc))
 	}
-}
-
-// specChanges enqueues a HealthCheck when it appears, goes, or changes anything but its status:
-// the controller's own status writes must not wake it again.
-func specChanges(q handler.Enqueuer) cache.ResourceEventHandler {
-	enqueue := handler.EnqueueObject(q)
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { enqueue.OnAdd(obj, false) },
-		DeleteFunc: enqueue.OnDelete,
-		UpdateFunc: func(oldObj, newObj any) {
-			o, okOld := handler.Object(oldObj)
-			n, okNew := handler.Object(newObj)
-			if okOld && okNew && o.GetGeneration() == n.GetGeneration() &&
-				equalMaps(o.GetAnnotations(), n.GetAnnotations()) && equalMaps(o.GetLabels(), n.GetLabels()) {
-				return
-			}
-			enqueue.OnUpdate(oldObj, newObj)
-		},
-	}
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
 }
 
 // watchLibrary keeps the user library in step with its ConfigMap, watching that one object only.

@@ -9,11 +9,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // State is the health of the set.
@@ -207,7 +207,7 @@ func bounded(rs []healthv1alpha1.ResourceHealth) []healthv1alpha1.ResourceHealth
 	}
 	out := make([]healthv1alpha1.ResourceHealth, len(rs))
 	for i, r := range rs {
-		r.Message = Truncate(r.Message, healthv1alpha1.MaxResourceMessage)
+		r.Message = text.TruncateBytes(r.Message, healthv1alpha1.MaxResourceMessage)
 		out[i] = r
 	}
 	return out
@@ -262,17 +262,4 @@ func Name(r healthv1alpha1.ResourceHealth) string {
 		return r.Name
 	}
 	return r.Namespace + "/" + r.Name
-}
-
-// Truncate cuts s to at most n bytes without splitting a character.
-// TODO(shape): use the shared truncate in pkg once it lands on main.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
 }
