@@ -177,3 +177,27 @@ func TestRevertedDrySHAIsHeldAndAFixForwardPromotes(t *testing.T) {
 	})
 	require.NoError(t, err)
 }
+
+// A revert waiting for a person is dropped when a fix forward lands first: merging it then would
+// undo the fix.
+func TestAWaitingRevertIsDroppedWhenAFixForwardLands(t *testing.T) {
+	f := newFixture(t)
+	healthyThenBad(f)
+	startRollback(t, env.Config, f.ns, time.Second)
+	no := false
+	f.revert("too-late", "prod", func(s *rollbackv1alpha1.RevertCommitSpec) { s.AutoMerge = &no })
+	rc := f.waitRevert("too-late", "waiting for a person", inPhase(rollbackv1alpha1.RevertOpen))
+
+	d3 := f.dryCommit("web 3, the fix")
+	fixed := f.promote("prod", d3, "web:3", success)
+	rc = f.waitRevert("too-late", "failed", inPhase(rollbackv1alpha1.RevertFailed))
+	assert.Contains(t, stalledMessage(rc), "prod moved on to dry "+d3[:7])
+	pr, err := env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Get(f.ctx, rc.Status.PullRequest.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, promoterv1alpha1.PullRequestClosed, pr.Spec.State, "the revert's pull request is closed")
+	require.NoError(t, testenv.Wait(f.ctx, 30*time.Second, func(context.Context) (bool, error) {
+		pr, err := env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Get(f.ctx, rc.Status.PullRequest.Name, metav1.GetOptions{})
+		return err == nil && pr.Status.State == promoterv1alpha1.PullRequestClosed, nil
+	}))
+	assert.Equal(t, fixed.Active.HydratedSHA, f.repo.Branch(t, "prod"), "the fix stays")
+}
