@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/pkg/text"
-
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
