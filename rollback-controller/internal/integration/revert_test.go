@@ -151,7 +151,6 @@ func TestRevertWaitsForAPersonAndSeesAMergeOutsideSluice(t *testing.T) {
 // hydrated anew; a newer dry commit (a fix forward) promotes, and lifting the hold lets the bad
 // one through again.
 func TestRevertedDrySHAIsHeldAndAFixForwardPromotes(t *testing.T) {
-	t.Skip("needs the promoter-controller's hold on reverted dry SHAs (issue 11 item 4, the promoter helper's part), not on main yet")
 	f := newFixture(t)
 	h := healthyThenBad(f)
 	startRollback(t, env.Config, f.ns, time.Second)
@@ -171,11 +170,13 @@ func TestRevertedDrySHAIsHeldAndAFixForwardPromotes(t *testing.T) {
 	d3 := f.dryCommit("web 3")
 	f.promote("prod", d3, "web:3", success)
 
-	// Lifting the hold on a merged revert lets an older dry SHA through again.
+	// Lifting the hold lets the reverted dry SHA through again.
 	_, err := testenv.Update(f.ctx, env.Sluice.RollbackV1alpha1().RevertCommits(f.ns), "bad-web-2", func(rc *rollbackv1alpha1.RevertCommit) {
 		metav1.SetMetaDataAnnotation(&rc.ObjectMeta, rollbackv1alpha1.LiftHoldAnnotation, "web 2 was fine; the alert was wrong")
 	})
 	require.NoError(t, err)
+	f.hydrate(h.d2, "web:2", "prod")
+	f.waitEnv("prod", "d2 promoted once the hold is lifted", promotedTo(h.d2))
 }
 
 // A revert waiting for a person is dropped when a fix forward lands first: merging it then would
