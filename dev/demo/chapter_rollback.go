@@ -205,7 +205,8 @@ func showRollback(ctx context.Context, s *Story, host *gitHost, rc *rollbackv1al
 	}
 	s.Say("prod is back on the last healthy dry SHA %s: revert commit %s on %s, its tree the healthy commit's, merged as %s",
 		healthy[:7], rc.Status.RevertSHA[:7], rc.Status.RevertBranch, shortOf(prod.Active.HydratedSHA))
-	s.Say("dry %s is held from prod: the promoter reads the RevertCommit's status (lift it by deleting the RevertCommit)", bad[:7])
+	s.Say("dry %s is held from prod: the promoter-controller reads the RevertCommit's status and promotes nothing that old there again", bad[:7])
+	s.Say("(lift the hold by deleting the RevertCommit, or annotating it %s)", rollbackv1alpha1.LiftHoldAnnotation)
 	_, err = s.Kubectl(ctx, "get", "events", "--field-selector", "involvedObject.kind=RevertCommit", "-o", "custom-columns=REASON:.reason,MESSAGE:.message")
 	return err
 }

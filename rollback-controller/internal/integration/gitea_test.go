@@ -222,16 +222,21 @@ func TestRollbackOnGitea(t *testing.T) {
 
 	require.NotNil(t, rc.Status.PullRequest)
 	assert.Contains(t, rc.Status.PullRequest.URL, g.srv.URL+"/"+g.srv.AdminUser+"/app/pulls/")
-	var pulls []giteaPull
-	require.NoError(t, g.srv.API(g.ctx, "GET", "/repos/"+g.srv.AdminUser+"/app/pulls?state=all", nil, &pulls))
-	var reverts []giteaPull
-	for _, p := range pulls {
-		if p.Head.Ref == rc.Status.RevertBranch {
-			reverts = append(reverts, p)
+	// The branch moves before Gitea's merge call returns and the pull request says merged: the
+	// controller sees the merge in git first.
+	var pulls, reverts []giteaPull
+	require.NoError(t, testenv.Wait(g.ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		pulls, reverts = nil, nil
+		if err := g.srv.API(ctx, "GET", "/repos/"+g.srv.AdminUser+"/app/pulls?state=all", nil, &pulls); err != nil {
+			return false, err
 		}
-	}
-	require.Len(t, reverts, 1, "one revert pull request on Gitea: %+v", pulls)
-	assert.True(t, reverts[0].Merged)
+		for _, p := range pulls {
+			if p.Head.Ref == rc.Status.RevertBranch {
+				reverts = append(reverts, p)
+			}
+		}
+		return len(reverts) == 1 && reverts[0].Merged, nil
+	}), "one revert pull request on Gitea, merged: %+v", pulls)
 	assert.Equal(t, "prod", reverts[0].Base.Ref)
 	assert.Equal(t, reverts[0].URL, rc.Status.PullRequest.URL)
 

@@ -5,6 +5,7 @@ package integration
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -126,7 +127,12 @@ func startRollback(t testing.TB, cfg *rest.Config, ns string, pollInterval time.
 	panics := newPanicCounter()
 	m, err := manager.New("rollback-controller", opts, cfg, slog.New(panics))
 	require.NoError(t, err)
-	rcfg := setup.Config{Rollback: setup.RollbackConfig{GitCacheDir: t.TempDir(), PollInterval: pollInterval, StalledRecheck: time.Second}}
+	// The flags' defaults, as the binary starts from; then this test's own.
+	var rcfg setup.Config
+	fs := flag.NewFlagSet("rollback-controller", flag.ContinueOnError)
+	rcfg.AddFlags(fs)
+	require.NoError(t, fs.Parse([]string{"--git-cache-dir", t.TempDir(), "--manifest-git-cache-dir", t.TempDir()}))
+	rcfg.Rollback.PollInterval, rcfg.Rollback.StalledRecheck = pollInterval, time.Second
 	require.NoError(t, rcfg.Validate())
 	require.NoError(t, setup.Setup(m, rcfg))
 	ctx, cancel := context.WithCancel(context.Background())

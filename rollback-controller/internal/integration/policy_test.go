@@ -38,6 +38,12 @@ func (f *fixture) policy(threshold, window, cooldown time.Duration) {
 // waitPolicy waits until prod's entry in the policy's status says what.
 func (f *fixture) waitPolicy(what string) rollbackv1alpha1.PolicyEnvironmentStatus {
 	f.t.Helper()
+	return f.waitPolicyThat(what, func(e rollbackv1alpha1.PolicyEnvironmentStatus) bool { return strings.Contains(e.Message, what) })
+}
+
+// waitPolicyThat waits until prod's entry in the policy's status satisfies cond.
+func (f *fixture) waitPolicyThat(what string, cond func(rollbackv1alpha1.PolicyEnvironmentStatus) bool) rollbackv1alpha1.PolicyEnvironmentStatus {
+	f.t.Helper()
 	var last rollbackv1alpha1.PolicyEnvironmentStatus
 	err := testenv.Wait(f.ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		p, err := env.Sluice.RollbackV1alpha1().RollbackPolicies(f.ns).Get(ctx, "prod", metav1.GetOptions{})
@@ -45,10 +51,17 @@ func (f *fixture) waitPolicy(what string) rollbackv1alpha1.PolicyEnvironmentStat
 			return false, err
 		}
 		last = p.Status.Environments[0]
-		return strings.Contains(last.Message, what), nil
+		return cond(last), nil
 	})
-	require.NoError(f.t, err, "policy: %q; last %+v", what, last)
+	require.NoError(f.t, err, "policy: %s; last %+v", what, last)
 	return last
+}
+
+// recordsRollback is a policy status that recorded the rollback of bad by RevertCommit name.
+func recordsRollback(name, bad string) func(rollbackv1alpha1.PolicyEnvironmentStatus) bool {
+	return func(e rollbackv1alpha1.PolicyEnvironmentStatus) bool {
+		return e.LastRollback != nil && e.LastRollback.RevertCommit == name && len(e.RevertedDrySHAs) > 0 && e.RevertedDrySHAs[0] == bad
+	}
 }
 
 func (f *fixture) revertCommits() []rollbackv1alpha1.RevertCommit {
@@ -87,7 +100,7 @@ func TestAutomaticRollbackAfterAFailingHealthCheck(t *testing.T) {
 	assert.Equal(t, healthyTree, f.treeOf("prod"))
 	t.Logf("time to restore, failing status written to revert merged, on plain git: %s", restored.Round(time.Millisecond))
 
-	st := f.waitPolicy("already reverted by RevertCommit " + name)
+	st := f.waitPolicyThat("records the rollback", recordsRollback(name, d2))
 	assert.Equal(t, []string{d2}, st.RevertedDrySHAs)
 	require.NotNil(t, st.LastRollback)
 	assert.Equal(t, name, st.LastRollback.RevertCommit)

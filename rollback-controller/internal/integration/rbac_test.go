@@ -78,7 +78,7 @@ func TestRollbackUnderTheChartsServiceAccount(t *testing.T) {
 	name := rollbackpolicy.RevertCommitName("prod", "prod", d2)
 	rc := f.waitRevert(name, "merged under the chart's RBAC", inPhase(rollbackv1alpha1.RevertMerged))
 	assert.Equal(t, d1, rc.Status.TargetDrySHA)
-	f.waitPolicy("already reverted")
+	f.waitPolicyThat("records the rollback", recordsRollback(name, d2))
 	require.NoError(t, testenv.Wait(ctx, 20*time.Second, func(context.Context) (bool, error) {
 		return len(f.events(revertcommit.EventRollbackMerged)) == 1 && len(f.events(rollbackpolicy.EventRevertCommitCreated)) == 1, nil
 	}), "events recorded under the chart's RBAC")

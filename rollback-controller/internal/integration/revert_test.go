@@ -151,7 +151,6 @@ func TestRevertWaitsForAPersonAndSeesAMergeOutsideSluice(t *testing.T) {
 // hydrated anew; a newer dry commit (a fix forward) promotes, and lifting the hold lets the bad
 // one through again.
 func TestRevertedDrySHAIsHeldAndAFixForwardPromotes(t *testing.T) {
-	t.Skip("needs the promoter-controller's hold on reverted dry SHAs (issue 11 item 4, the promoter helper's part), not on main yet")
 	f := newFixture(t)
 	h := healthyThenBad(f)
 	startRollback(t, env.Config, f.ns, time.Second)
@@ -171,9 +170,35 @@ func TestRevertedDrySHAIsHeldAndAFixForwardPromotes(t *testing.T) {
 	d3 := f.dryCommit("web 3")
 	f.promote("prod", d3, "web:3", success)
 
-	// Lifting the hold on a merged revert lets an older dry SHA through again.
+	// Lifting the hold lets the reverted dry SHA through again.
 	_, err := testenv.Update(f.ctx, env.Sluice.RollbackV1alpha1().RevertCommits(f.ns), "bad-web-2", func(rc *rollbackv1alpha1.RevertCommit) {
 		metav1.SetMetaDataAnnotation(&rc.ObjectMeta, rollbackv1alpha1.LiftHoldAnnotation, "web 2 was fine; the alert was wrong")
 	})
 	require.NoError(t, err)
+	f.hydrate(h.d2, "web:2", "prod")
+	f.waitEnv("prod", "d2 promoted once the hold is lifted", promotedTo(h.d2))
+}
+
+// A revert waiting for a person is dropped when a fix forward lands first: merging it then would
+// undo the fix.
+func TestAWaitingRevertIsDroppedWhenAFixForwardLands(t *testing.T) {
+	f := newFixture(t)
+	healthyThenBad(f)
+	startRollback(t, env.Config, f.ns, time.Second)
+	no := false
+	f.revert("too-late", "prod", func(s *rollbackv1alpha1.RevertCommitSpec) { s.AutoMerge = &no })
+	rc := f.waitRevert("too-late", "waiting for a person", inPhase(rollbackv1alpha1.RevertOpen))
+
+	d3 := f.dryCommit("web 3, the fix")
+	fixed := f.promote("prod", d3, "web:3", success)
+	rc = f.waitRevert("too-late", "failed", inPhase(rollbackv1alpha1.RevertFailed))
+	assert.Contains(t, stalledMessage(rc), "prod moved on to dry "+d3[:7])
+	pr, err := env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Get(f.ctx, rc.Status.PullRequest.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, promoterv1alpha1.PullRequestClosed, pr.Spec.State, "the revert's pull request is closed")
+	require.NoError(t, testenv.Wait(f.ctx, 30*time.Second, func(context.Context) (bool, error) {
+		pr, err := env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Get(f.ctx, rc.Status.PullRequest.Name, metav1.GetOptions{})
+		return err == nil && pr.Status.State == promoterv1alpha1.PullRequestClosed, nil
+	}))
+	assert.Equal(t, fixed.Active.HydratedSHA, f.repo.Branch(t, "prod"), "the fix stays")
 }

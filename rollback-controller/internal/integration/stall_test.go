@@ -72,6 +72,7 @@ func TestMissingPromoterCRDsAreReportedThenPickedUp(t *testing.T) {
 	crds := filepath.Join(root, "api", "crds")
 	own, err := testenv.Start(testenv.Options{WithoutSluiceCRDs: true, CRDPaths: []string{
 		filepath.Join(crds, "rollback.sluice.dev_revertcommits.yaml"), filepath.Join(crds, "rollback.sluice.dev_rollbackpolicies.yaml"),
+		filepath.Join(crds, "rollback.sluice.dev_manifestreleases.yaml"),
 	}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = own.Stop() })
