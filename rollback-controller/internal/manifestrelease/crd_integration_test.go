@@ -151,7 +151,7 @@ func TestUpgradeNeverDropsAStoredVersion(t *testing.T) {
 	v3["crd.yaml"] = crd(f.group(), "Widget", "v1", "v2")
 	f.configMap("src", v3)
 	f.patchVersion("web", "v3")
-	f.waitRelease("web", "v3 deployed", deployed(2))
+	f.waitRelease("web", "v3 deployed (as snapshot 2: the refused v2 made none)", deployed(2))
 	assert.True(t, f.customExists("Widget", "v2", "w1"), "no object is lost")
 }
 
@@ -203,7 +203,7 @@ func TestManualRollbackToN(t *testing.T) {
 	f.waitRelease("web", "v2 deployed", deployed(2))
 	f.configMap("src", app("nginx:3.0", "extra"))
 	f.patchVersion("web", "v3")
-	f.waitRelease("web", "v3 deployed", deployed(2))
+	f.waitRelease("web", "v3 deployed", deployed(3))
 
 	f.annotate("web", rollbackv1.RollbackToAnnotation, "1")
 	mr := f.waitRelease("web", "rolled back to 1", func(m *rollbackv1.ManifestRelease) bool {
