@@ -85,9 +85,18 @@ func (f *fixture) start(mutate func(*manifestrelease.Config)) {
 
 func startController(t testing.TB, cfg *rest.Config, ns string, mutate func(*manifestrelease.Config)) *manager.Manager {
 	t.Helper()
+	return startControllerWith(t, cfg, ns, nil, mutate)
+}
+
+// startControllerWith is startController with the shared flags changed by mutateOpts.
+func startControllerWith(t testing.TB, cfg *rest.Config, ns string, mutateOpts func(*options.Options), mutate func(*manifestrelease.Config)) *manager.Manager {
+	t.Helper()
 	opts := options.Defaults("rollback-controller")
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress, opts.LeaderElect = "0", "0", false
 	opts.Namespace = ns
+	if mutateOpts != nil {
+		mutateOpts(&opts)
+	}
 	logs := &logBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
