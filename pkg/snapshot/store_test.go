@@ -155,4 +155,3 @@ func TestStoreDeleteLeavesForeignSecretsAlone(t *testing.T) {
 	_, err = client.CoreV1().Secrets("platform").Get(ctx, "flux.1", metav1.GetOptions{})
 	require.NoError(t, err)
 }
-

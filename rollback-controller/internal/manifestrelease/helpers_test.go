@@ -32,7 +32,9 @@ func job(conditions ...map[string]any) *unstructured.Unstructured {
 
 func TestJudgeTestDecidesJobsByTheirConditionsAndOthersByHealth(t *testing.T) {
 	jobRef := manifest.Ref{Group: "batch", Version: "v1", Kind: "Job", Name: "smoke"}
-	judge := judgeTest(func(*unstructured.Unstructured) health.Result { return health.Result{Status: health.Failed, Message: "health says no"} })
+	judge := judgeTest(func(*unstructured.Unstructured) health.Result {
+		return health.Result{Status: health.Failed, Message: "health says no"}
+	})
 	assert.Equal(t, health.InProgress, judge(jobRef, nil).Status)
 	assert.Equal(t, health.InProgress, judge(jobRef, job()).Status)
 	assert.Equal(t, health.Current, judge(jobRef, job(map[string]any{"type": "Complete", "status": "True"})).Status)
