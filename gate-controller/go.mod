@@ -51,7 +51,7 @@ require (
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/sluicehq/sluice/api v0.0.0
 	github.com/sluicehq/sluice/testenv v0.0.0
-	github.com/spf13/pflag v1.0.9 // indirect
+	github.com/spf13/pflag v1.0.9
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect

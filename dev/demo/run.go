@@ -35,6 +35,7 @@ var chapters = []struct {
 	{"Health: a rollout turns healthy, then fails, as commit statuses", chapterHealth},
 	{"Promotion: dev -> staging -> prod through branches, held by a Gate", chapterPromotion},
 	{"Commit statuses: in the cluster with plain git, on the SCM with Gitea", chapterCommitStatuses},
+	{"Rollback: prod's health fails, the revert is merged in git, a fix forward promotes", chapterRollback},
 	{"Manifest release: v1, a failed test rolled back, v3", chapterRelease},
 }
 

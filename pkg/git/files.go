@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/sluicehq/sluice/pkg/text"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -87,7 +89,7 @@ func (r *Repository) ReadFiles(sha, dir string, keep func(name string) bool, lim
 	}
 	if dir != "" {
 		if tree, err = tree.Tree(dir); err != nil {
-			return nil, fmt.Errorf("%w: %s has no folder %q", ErrPathNotFound, shortSHA(sha), dir)
+			return nil, fmt.Errorf("%w: %s has no folder %q", ErrPathNotFound, text.ShortSHA(sha), dir)
 		}
 	}
 	files := map[string][]byte{}
@@ -107,10 +109,10 @@ func (r *Repository) ReadFiles(sha, dir string, keep func(name string) bool, lim
 		}
 		data, err := readBlob(r, entry.Hash)
 		if err != nil {
-			return nil, fmt.Errorf("read %s at %s: %w", name, shortSHA(sha), err)
+			return nil, fmt.Errorf("read %s at %s: %w", name, text.ShortSHA(sha), err)
 		}
 		if total += int64(len(data)); total > limit {
-			return nil, fmt.Errorf("the files under %q at %s are over %d bytes", dir, shortSHA(sha), limit)
+			return nil, fmt.Errorf("the files under %q at %s are over %d bytes", dir, text.ShortSHA(sha), limit)
 		}
 		files[name] = data
 	}

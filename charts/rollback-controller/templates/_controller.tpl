@@ -1,13 +1,19 @@
 {{/* What the rollback-controller adds to the shared Deployment (see sluice.controller in
-_sluice.tpl): a writable emptyDir for the git repositories ManifestRelease sources are read from,
-as the root filesystem is read-only. */}}
+_sluice.tpl): writable emptyDirs for the git cache of RevertCommits and for the git repositories
+ManifestRelease sources are read from, as the root filesystem is read-only. */}}
 {{- define "sluice.controller" -}}
 args:
+  - --git-cache-dir=/var/cache/sluice-git
   - --manifest-git-cache-dir=/var/cache/sluice-manifests-git
 volumeMounts:
+  - name: git-cache
+    mountPath: /var/cache/sluice-git
   - name: manifests-git-cache
     mountPath: /var/cache/sluice-manifests-git
 volumes:
+  - name: git-cache
+    emptyDir:
+      sizeLimit: {{ .Values.gitCache.sizeLimit | quote }}
   - name: manifests-git-cache
     emptyDir:
       sizeLimit: {{ .Values.manifestReleases.gitCacheSizeLimit | quote }}
