@@ -223,7 +223,10 @@ func TestManualRollbackToN(t *testing.T) {
 
 	f.annotate("web", rollbackv1.RollbackToAnnotation, "7")
 	f.waitRelease("web", "the request for 7 handled", func(m *rollbackv1.ManifestRelease) bool { return m.Status.LastHandledRollback == "7" })
-	assert.Contains(t, strings.Join(f.events("web"), "\n"), "RollbackRefused: cannot roll back to snapshot 7")
+	// Events are recorded asynchronously, after the status write.
+	f.waitFor("the RollbackRefused Event", func() bool {
+		return strings.Contains(strings.Join(f.events("web"), "\n"), "RollbackRefused: cannot roll back to snapshot 7")
+	})
 
 	f.configMap("src", app("nginx:4.0"))
 	f.patchVersion("web", "v4")
