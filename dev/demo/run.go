@@ -36,6 +36,7 @@ var chapters = []struct {
 	{"Promotion: dev -> staging -> prod through branches, held by a Gate", chapterPromotion},
 	{"Commit statuses: in the cluster with plain git, on the SCM with Gitea", chapterCommitStatuses},
 	{"Rollback: prod's health fails, the revert is merged in git, a fix forward promotes", chapterRollback},
+	{"Manifest release: v1, a failed test rolled back, v3", chapterRelease},
 }
 
 // Run tells the whole story and stops every process it started, also when ctx is cancelled.

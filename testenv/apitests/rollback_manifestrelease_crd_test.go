@@ -82,3 +82,21 @@ func TestManifestReleaseValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestManifestReleaseTargetNamespaceIsImmutable(t *testing.T) {
+	ctx := context.Background()
+	releases := client.RollbackV1alpha1().ManifestReleases("default")
+	mr, err := releases.Create(ctx, manifestRelease("immutable-ns", func(s *rollbackv1.ManifestReleaseSpec) { s.TargetNamespace = "apps" }), metav1.CreateOptions{})
+	require.NoError(t, err)
+	for name, target := range map[string]string{"changed": "other", "removed": ""} {
+		next := mr.DeepCopy()
+		next.Spec.TargetNamespace = target
+		_, err := releases.Update(ctx, next, metav1.UpdateOptions{})
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "targetNamespace is immutable", name)
+	}
+	next := mr.DeepCopy()
+	next.Spec.Version = "v2"
+	_, err = releases.Update(ctx, next, metav1.UpdateOptions{})
+	require.NoError(t, err, "the rest of the spec may change")
+}

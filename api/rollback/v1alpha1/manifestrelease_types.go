@@ -45,6 +45,8 @@ const (
 // Deviations from RFC-0002, which extends the Flux Operator's FluxInstance: this is a kind of its
 // own for any manifests; filters also match test object names and take globs; a release can be
 // rolled back by hand to any kept snapshot.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.targetNamespace) == has(oldSelf.targetNamespace) && (!has(self.targetNamespace) || self.targetNamespace == oldSelf.targetNamespace)",message="targetNamespace is immutable: it places every object of every snapshot; create another ManifestRelease"
 type ManifestReleaseSpec struct {
 	// Source gives the manifests of the desired version.
 	Source ManifestSource `json:"source"`
@@ -56,7 +58,7 @@ type ManifestReleaseSpec struct {
 	Version string `json:"version,omitempty"`
 
 	// TargetNamespace is the namespace of namespaced objects that name none. Empty means the
-	// release's namespace.
+	// release's namespace. It cannot change.
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	TargetNamespace string `json:"targetNamespace,omitempty"`

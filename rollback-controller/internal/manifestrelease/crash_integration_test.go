@@ -79,13 +79,15 @@ func TestKill9MidUpgradeFinishesOrRollsBack(t *testing.T) {
 	}
 	assert.Equal(t, 1, entries, "one history entry for the failed attempt")
 	assert.Equal(t, []int64{1, 2}, f.snapshotNumbers("web"))
-	resumed := 0
-	for _, e := range f.events("web") {
-		if strings.HasPrefix(e, "OperationResumed:") {
-			resumed++
+	f.waitFor("an OperationResumed Event from each restart", func() bool {
+		resumed := 0
+		for _, e := range f.events("web") {
+			if strings.HasPrefix(e, "OperationResumed:") {
+				resumed++
+			}
 		}
-	}
-	assert.GreaterOrEqual(t, resumed, 3, "each restart resumed the recorded operation")
+		return resumed >= 3
+	})
 }
 
 func (f *fixture) waitJob(name string) {

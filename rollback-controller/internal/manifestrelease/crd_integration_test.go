@@ -151,7 +151,7 @@ func TestUpgradeNeverDropsAStoredVersion(t *testing.T) {
 	v3["crd.yaml"] = crd(f.group(), "Widget", "v1", "v2")
 	f.configMap("src", v3)
 	f.patchVersion("web", "v3")
-	f.waitRelease("web", "v3 deployed", deployed(2))
+	f.waitRelease("web", "v3 deployed (as snapshot 2: the refused v2 made none)", deployed(2))
 	assert.True(t, f.customExists("Widget", "v2", "w1"), "no object is lost")
 }
 
@@ -203,7 +203,7 @@ func TestManualRollbackToN(t *testing.T) {
 	f.waitRelease("web", "v2 deployed", deployed(2))
 	f.configMap("src", app("nginx:3.0", "extra"))
 	f.patchVersion("web", "v3")
-	f.waitRelease("web", "v3 deployed", deployed(2))
+	f.waitRelease("web", "v3 deployed", deployed(3))
 
 	f.annotate("web", rollbackv1.RollbackToAnnotation, "1")
 	mr := f.waitRelease("web", "rolled back to 1", func(m *rollbackv1.ManifestRelease) bool {
@@ -223,7 +223,10 @@ func TestManualRollbackToN(t *testing.T) {
 
 	f.annotate("web", rollbackv1.RollbackToAnnotation, "7")
 	f.waitRelease("web", "the request for 7 handled", func(m *rollbackv1.ManifestRelease) bool { return m.Status.LastHandledRollback == "7" })
-	assert.Contains(t, strings.Join(f.events("web"), "\n"), "RollbackRefused: cannot roll back to snapshot 7")
+	// Events are recorded asynchronously, after the status write.
+	f.waitFor("the RollbackRefused Event", func() bool {
+		return strings.Contains(strings.Join(f.events("web"), "\n"), "RollbackRefused: cannot roll back to snapshot 7")
+	})
 
 	f.configMap("src", app("nginx:4.0"))
 	f.patchVersion("web", "v4")

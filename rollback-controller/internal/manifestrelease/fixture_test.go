@@ -19,8 +19,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
@@ -50,9 +53,20 @@ type fixture struct {
 	manager  *manager.Manager
 }
 
+// fastClients replaces the control plane's admin clients (client-go's 5 requests/s) with ones
+// that let the test's controller stand-ins and its waits run side by side unthrottled.
+var fastClients sync.Once
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	testenv.SkipIfShort(t)
+	fastClients.Do(func() {
+		cfg := rest.CopyConfig(env.Config)
+		cfg.QPS, cfg.Burst = 200, 400
+		env.Kube = kubernetes.NewForConfigOrDie(cfg)
+		env.Sluice = sluice.NewForConfigOrDie(cfg)
+		env.Dynamic = dynamic.NewForConfigOrDie(cfg)
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	f := &fixture{t: t, ctx: ctx, ns: fmt.Sprintf("mr-%d", time.Now().UnixNano()%1_000_000_000), notReady: map[string]bool{}}
@@ -71,9 +85,18 @@ func (f *fixture) start(mutate func(*manifestrelease.Config)) {
 
 func startController(t testing.TB, cfg *rest.Config, ns string, mutate func(*manifestrelease.Config)) *manager.Manager {
 	t.Helper()
+	return startControllerWith(t, cfg, ns, nil, mutate)
+}
+
+// startControllerWith is startController with the shared flags changed by mutateOpts.
+func startControllerWith(t testing.TB, cfg *rest.Config, ns string, mutateOpts func(*options.Options), mutate func(*manifestrelease.Config)) *manager.Manager {
+	t.Helper()
 	opts := options.Defaults("rollback-controller")
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress, opts.LeaderElect = "0", "0", false
 	opts.Namespace = ns
+	if mutateOpts != nil {
+		mutateOpts(&opts)
+	}
 	logs := &logBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -124,7 +147,7 @@ func (b *logBuffer) tail(n int) string {
 // playControllers stands in for the Deployment and Job controllers, which the local control
 // plane does not run: it reports Deployments rolled out and decides test Jobs, as they appear.
 func (f *fixture) playControllers() {
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
@@ -294,7 +317,7 @@ func describeStatus(mr *rollbackv1.ManifestRelease) string {
 	if o := mr.Status.Operation; o != nil {
 		op = fmt.Sprintf("%s to %d", o.Action, o.Number)
 	}
-	return fmt.Sprintf("number %d, deployed %q, operation %s, conditions %s", mr.Status.UpgradeNumber, mr.Status.DeployedVersion, op, strings.Join(parts, "; "))
+	return fmt.Sprintf("generation %d observed %d, number %d, deployed %q, operation %s, conditions %s", mr.Generation, mr.Status.ObservedGeneration, mr.Status.UpgradeNumber, mr.Status.DeployedVersion, op, strings.Join(parts, "; "))
 }
 
 // deployed is true once number is the deployed snapshot and nothing is under way.

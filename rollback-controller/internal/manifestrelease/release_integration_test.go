@@ -66,9 +66,8 @@ func TestUpgradeTestFailureRollsBackAndPrunesWhatTheNewVersionAdded(t *testing.T
 	assert.True(t, conditions.IsTrue(mr.Status.Conditions, conditions.Ready))
 	assert.Equal(t, []string{"ConfigMap/extra", "ConfigMap/web-config", "Deployment/web"}, f.liveObjects("web"))
 	assert.Equal(t, []int64{3, 2, 1}, historyNumbers(mr))
-	reasons := strings.Join(f.events("web"), "\n")
 	for _, reason := range []string{"UpgradeStarted", "UpgradeSucceeded", "UpgradeFailed", "RolledBack"} {
-		assert.Contains(t, reasons, reason+":")
+		f.waitFor("a "+reason+" Event", func() bool { return strings.Contains(strings.Join(f.events("web"), "\n"), reason+":") })
 	}
 }
 

@@ -38,7 +38,7 @@ type ManifestReleaseSpecApplyConfiguration struct {
 	// branch@sha, the OCI tag or digest, or the ConfigMaps' resource versions.
 	Version *string `json:"version,omitempty"`
 	// TargetNamespace is the namespace of namespaced objects that name none. Empty means the
-	// release's namespace.
+	// release's namespace. It cannot change.
 	TargetNamespace *string `json:"targetNamespace,omitempty"`
 	// Test runs test objects after each upgrade, as RFC-0002's spec.test.
 	Test *ReleaseTestApplyConfiguration `json:"test,omitempty"`
