@@ -1,4 +1,4 @@
 {{/* The rollback-controller adds nothing to the shared Deployment: its flags go in extraArgs
-(see sluice.controller in _sluice.tpl). */}}
-{{- define "sluice.controller" -}}
+(see sluice.controllerParts in _sluice.tpl). */}}
+{{- define "rollback-controller.controller" -}}
 {{- end -}}
