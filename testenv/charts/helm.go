@@ -14,6 +14,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/sluicehq/sluice/testenv"
 )
@@ -23,9 +24,11 @@ type Helm struct {
 	bin        string
 	kubeconfig string
 	home       string
+	proxy      *versionProxy
 }
 
-// NewHelm returns a Helm for env. Call Close to remove its home folder.
+// NewHelm returns a Helm for env, or for rendering and linting only when env has no control
+// plane. Call Close to stop its proxy and remove its home folder.
 func NewHelm(env *testenv.Env) (*Helm, error) {
 	bin, err := testenv.Tool("helm")
 	if err != nil {
@@ -35,11 +38,29 @@ func NewHelm(env *testenv.Env) (*Helm, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Helm{bin: bin, kubeconfig: env.Kubeconfig, home: home}, nil
+	h := &Helm{bin: bin, home: home}
+	if env.Config == nil {
+		return h, nil
+	}
+	if h.proxy, err = startVersionProxy(env.Config); err != nil {
+		_ = os.RemoveAll(home)
+		return nil, err
+	}
+	h.kubeconfig = filepath.Join(home, "kubeconfig")
+	if err := testenv.WriteKubeconfig(&rest.Config{Host: h.proxy.URL}, h.kubeconfig); err != nil {
+		_ = h.Close()
+		return nil, err
+	}
+	return h, nil
 }
 
-// Close removes helm's home folder.
-func (h *Helm) Close() error { return os.RemoveAll(h.home) }
+// Close stops the proxy and removes helm's home folder.
+func (h *Helm) Close() error {
+	if h.proxy != nil {
+		_ = h.proxy.Close()
+	}
+	return os.RemoveAll(h.home)
+}
 
 // Run runs helm with args and returns its combined output.
 func (h *Helm) Run(ctx context.Context, args ...string) (string, error) {
