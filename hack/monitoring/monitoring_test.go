@@ -53,7 +53,7 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 	require.NoError(t, err)
 	bin, err := demo.BinDirFromRepo()
 	require.NoError(t, err)
-	for _, c := range []string{"gate-controller", "health-controller", "commitstatus-controller", "promoter-controller", "rollback-controller"} {
+	for _, c := range []string{"gate-controller", "health-controller", "commitstatus-controller", "promoter-controller", "rollback-controller", "kubectl-gate"} {
 		if _, err := os.Stat(filepath.Join(bin, c)); err != nil {
 			t.Fatalf("%s is not built: run make build (%v)", c, err)
 		}
@@ -100,13 +100,17 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 	for _, s := range missing(sels, exported) {
 		t.Errorf("%s reads %s%v, which no controller exports with those labels", s.Where, s.Metric, s.Labels)
 	}
-	// client-go's names, as the usual mixins query them, from every controller.
-	for name, families := range perController {
-		assert.Contains(t, labelNames(families["workqueue_depth"]), "controller", "%s: workqueue_depth{name, controller}", name)
-		assert.Contains(t, labelNames(families["workqueue_depth"]), "name", name)
+	// client-go's names, as the usual mixins query them, from every controller that reconciles
+	// (the rollback-controller has no reconciler yet).
+	for _, name := range []string{"gate-controller", "health-controller", "commitstatus-controller", "promoter-controller"} {
+		families := perController[name]
+		require.NotNil(t, families, name)
+		assert.ElementsMatch(t, []string{"name", "controller"}, labelNames(families["workqueue_depth"]), "%s: workqueue_depth{name, controller}", name)
+		assert.Contains(t, families, "workqueue_adds_total", name)
 		assert.Contains(t, families, "rest_client_requests_total", name)
 		assert.Contains(t, families, "rest_client_request_duration_seconds", name)
 		assert.Contains(t, families, "sluice_controller_reconcile_total", name)
+		assert.Contains(t, families, "sluice_object_condition", name)
 	}
 	leader := perController["gate-controller (leader-elected)"]
 	require.Contains(t, leader, "leader_election_master_status")
