@@ -3,11 +3,13 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -o errexit -o nounset -o pipefail -c
 
 MODULES     := api testenv pkg gate-controller health-controller promoter-controller commitstatus-controller rollback-controller dev
+# Tool modules outside go.work that have tests of their own; built and tested with GOWORK=off.
+TOOL_MODULES := hack/tools/images
 CONTROLLERS := gate health promoter commitstatus rollback
 GOTEST_FLAGS ?= -count=1
 LOCK        := .cache/codegen.lock
 
-.PHONY: all generate verify build test unit bench lint charts testbin demo controlplane clean
+.PHONY: all generate verify build images test unit bench lint charts testbin testbin-kube testbin-gitea demo controlplane clean
 
 all: build
 
@@ -28,14 +30,25 @@ build:
 	go build -o bin/ ./gate-controller/cmd/kubectl-gate
 	go build -o bin/ ./dev/cmd/...
 
+## images: OCI images of every controller and pause, linux/amd64 and arm64, into bin/images; no Docker.
+## See docs/release.md for which file docker, ctr, kind and crane take.
+images:
+	cd hack/tools/images && GOWORK=off go run . --out $(CURDIR)/bin/images
+
 ## testbin: build kube-apiserver, etcd, kubectl, helm and gitea from Go modules into the cache (once).
-testbin:
+testbin: testbin-kube testbin-gitea
+
+## testbin-kube: only the control plane, kubectl and helm (all make controlplane needs).
+testbin-kube:
 	bash hack/testbin.sh
+
+testbin-gitea:
 	bash hack/tools/gitea/build.sh
 
 ## test: unit and integration tests of every module, on the real local control plane.
 test: testbin build
 	@for m in $(MODULES); do echo "==> go test $$m"; (cd $$m && go test $(GOTEST_FLAGS) -timeout 30m ./...) || exit 1; done
+	@for m in $(TOOL_MODULES); do echo "==> go test $$m"; (cd $$m && GOWORK=off go test $(GOTEST_FLAGS) -timeout 30m ./...) || exit 1; done
 
 ## bench: benchmarks, each beside its baseline from the same run.
 bench: testbin
@@ -45,6 +58,7 @@ bench: testbin
 lint:
 	@bad=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done
+	@for m in $(TOOL_MODULES); do (cd $$m && GOWORK=off go vet ./...) || exit 1; done
 	@# Each controller also builds alone, through its replace of ../pkg.
 	@for c in $(CONTROLLERS); do (cd $$c-controller && GOWORK=off go build ./...) || exit 1; done
 
@@ -57,7 +71,7 @@ demo: testbin build
 	bin/sluice-demo
 
 ## controlplane: run the local control plane in the foreground and write a kubeconfig for kubectl.
-controlplane: testbin
+controlplane: testbin-kube
 	go run ./dev/cmd/sluice-controlplane
 
 clean:

@@ -10,7 +10,8 @@ import (
 )
 
 // WriteKubeconfig writes cfg as a kubeconfig file with one context named "sluice", readable only
-// by its owner because it holds admin credentials.
+// by its owner because it holds admin credentials. An impersonating cfg (Env.Impersonate) gives a
+// kubeconfig that acts as that ServiceAccount, for a controller process run under a chart's RBAC.
 func WriteKubeconfig(cfg *rest.Config, path string) error {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["sluice"] = &clientcmdapi.Cluster{
@@ -21,6 +22,10 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 		ClientCertificateData: cfg.CertData,
 		ClientKeyData:         cfg.KeyData,
 		Token:                 cfg.BearerToken,
+		// A config from Env.Impersonate keeps acting as its ServiceAccount in a process.
+		Impersonate:       cfg.Impersonate.UserName,
+		ImpersonateUID:    cfg.Impersonate.UID,
+		ImpersonateGroups: cfg.Impersonate.Groups,
 	}
 	kc.Contexts["sluice"] = &clientcmdapi.Context{Cluster: "sluice", AuthInfo: "sluice", Namespace: "default"}
 	kc.CurrentContext = "sluice"

@@ -26,8 +26,11 @@ type Options struct {
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// CRDPaths are extra files or folders of CRD YAML to install.
 	CRDPaths []string
-	// WithoutSluiceCRDs skips pkg/crds, to test a controller whose peer CRDs are missing.
+	// WithoutSluiceCRDs skips api/crds, to test a controller whose peer CRDs are missing.
 	WithoutSluiceCRDs bool
+	// SluiceCRDs installs only these files of api/crds (e.g. "gating.sluice.dev_gates.yaml")
+	// instead of all of them, so a test does not depend on other groups being valid.
+	SluiceCRDs []string
 }
 
 // Env is a running control plane with admin clients.
@@ -56,8 +59,14 @@ func Start(opts Options) (*Env, error) {
 		return nil, err
 	}
 	paths := append([]string(nil), opts.CRDPaths...)
-	if !opts.WithoutSluiceCRDs {
-		paths = append(paths, filepath.Join(root, "api", "crds"))
+	crds := filepath.Join(root, "api", "crds")
+	switch {
+	case len(opts.SluiceCRDs) > 0:
+		for _, name := range opts.SluiceCRDs {
+			paths = append(paths, filepath.Join(crds, name))
+		}
+	case !opts.WithoutSluiceCRDs:
+		paths = append(paths, crds)
 	}
 	te := &envtest.Environment{
 		BinaryAssetsDirectory:    bin,

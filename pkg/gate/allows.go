@@ -2,7 +2,6 @@ package gate
 
 import (
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,21 +39,30 @@ func Allows(refs []Ref, require Require, lookup func(namespace, name string) (*g
 	var v Verdict
 	var open []Ref
 	var problems []string
+	// Only the first problems are described: with thousands of gates on one target the message
+	// would otherwise grow without bound.
+	describe := func(format string, args ...any) {
+		if len(problems) < maxListed {
+			problems = append(problems, truncate(fmt.Sprintf(format, args...), MaxGateMessage))
+		} else {
+			problems = append(problems, "")
+		}
+	}
 	for _, ref := range refs {
 		g, err := lookup(ref.Namespace, ref.Name)
 		switch {
 		case apierrors.IsNotFound(err) || (err == nil && g == nil):
 			v.Missing = append(v.Missing, ref)
-			problems = append(problems, fmt.Sprintf("gate %s does not exist", ref))
+			describe("gate %s does not exist", ref)
 		case err != nil:
 			v.Denying = append(v.Denying, ref)
-			problems = append(problems, fmt.Sprintf("gate %s could not be read: %v", ref, err))
+			describe("gate %s could not be read: %v", ref, err)
 		default:
 			if ok, why := isOpen(g); ok {
 				open = append(open, ref)
 			} else {
 				v.Denying = append(v.Denying, ref)
-				problems = append(problems, fmt.Sprintf("gate %s %s", ref, why))
+				describe("gate %s %s", ref, why)
 			}
 		}
 	}
@@ -63,15 +71,25 @@ func Allows(refs []Ref, require Require, lookup func(namespace, name string) (*g
 		v.Allowed = true
 		v.Message = "open: " + joinRefs(open)
 	case require == RequireAll:
-		v.Message = "held by " + strings.Join(problems, "; ")
+		v.Message = "held: " + listSome(problems, maxListed)
 	case len(open) > 0:
 		v.Allowed = true
 		v.Message = "open (oneOf): " + joinRefs(open)
 	default:
-		v.Message = "held: no gate is open (oneOf): " + strings.Join(problems, "; ")
+		v.Message = "held: no gate is open (oneOf): " + listSome(problems, maxListed)
 	}
+	v.Message = truncate(v.Message, MaxReason)
 	return v
 }
+
+// Bounds of the words copied from one object into another, so a long suspend reason or message
+// never makes a status or a target's annotations too large to write.
+const (
+	// MaxGateMessage bounds what a verdict says about one gate.
+	MaxGateMessage = 512
+	// MaxReason bounds a verdict's message, which becomes a held target's suspend reason.
+	MaxReason = 1024
+)
 
 func isOpen(g *gatingv1alpha1.Gate) (bool, string) {
 	st := g.Status
@@ -102,5 +120,5 @@ func joinRefs(refs []Ref) string {
 	for i, r := range refs {
 		names[i] = r.String()
 	}
-	return strings.Join(names, ", ")
+	return listSome(names, maxListed)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
@@ -27,19 +28,20 @@ type Decision struct {
 }
 
 // Evaluate computes the effective state of a gate at now, by the first rule that applies:
-//  1. spec.closed: closed (Manual). A manual close is the emergency brake; nothing opens it.
+//  1. spec.closed: closed (Manual). A manual close is the emergency brake: no override opens it,
+//     except one set as a bypass of it (override.replaces.closed), and only until it expires.
 //  2. an unexpired spec.override: its state (Override). It beats every window.
-//  3. an active closed window: closed (Window).
-//  4. open windows exist: open only while one is active (Window).
-//  5. otherwise open (Default).
+//  3. an expired spec.override: the first override it replaced that has not expired (Override).
+//  4. an active closed window: closed (Window).
+//  5. open windows exist: open only while one is active (Window).
+//  6. otherwise open (Default).
 //
-// A spec that ValidateSpec rejects fails closed with reason Invalid. Evaluate ignores suspension:
-// a suspended gate keeps the state in its status.
+// So an override's expiry restores what it replaced. A spec that ValidateSpec rejects fails
+// closed with reason Invalid. Evaluate ignores suspension: a suspended gate keeps the state in
+// its status.
 func Evaluate(spec gatingv1alpha1.GateSpec, now time.Time) Decision {
 	var d Decision
-	override := spec.Override
-	overrideOn := override != nil && now.Before(override.Until.Time)
-	d.OverrideExpired = override != nil && !overrideOn
+	d.OverrideExpired = spec.Override != nil && !now.Before(spec.Override.Until.Time)
 
 	windows, errs := compileSpec(spec)
 	if len(errs) > 0 {
@@ -48,7 +50,8 @@ func Evaluate(spec gatingv1alpha1.GateSpec, now time.Time) Decision {
 		return d
 	}
 
-	s := state{spec: spec, windows: windows, overrideOn: overrideOn, active: make([]bool, len(windows))}
+	s := state{spec: spec, windows: windows, overrides: overrideLayers(spec.Override), active: make([]bool, len(windows))}
+	s.override = s.overrideAt(now)
 	for i, w := range windows {
 		s.active[i] = w.activeAt(now)
 	}
@@ -56,15 +59,30 @@ func Evaluate(spec gatingv1alpha1.GateSpec, now time.Time) Decision {
 	cause := s.cause()
 	var flipper *window
 	switch {
-	case !spec.Closed:
+	case !s.manual():
+		inForce := s.override
 		d.NextEvaluation, d.NextTransition, flipper = s.walk(now, d.Open)
-	case overrideOn:
+		s.override = inForce
+	case s.override == 0:
 		// Closed by hand for good, but the override expiring is still news for status.
-		until := override.Until.UTC()
+		until := spec.Override.Until.UTC()
 		d.NextEvaluation = &until
 	}
 	d.Message = s.message(d, cause, flipper)
 	return d
+}
+
+// overrideLayers lists spec.override and the overrides it replaced, in the order they apply:
+// at any instant the first one that has not expired is in force.
+func overrideLayers(o *gatingv1alpha1.GateOverride) []gatingv1alpha1.GateOverrideState {
+	if o == nil {
+		return nil
+	}
+	layers := []gatingv1alpha1.GateOverrideState{{State: o.State, Until: o.Until, Message: o.Message}}
+	if o.Replaces != nil {
+		layers = append(layers, o.Replaces.Overrides...)
+	}
+	return layers
 }
 
 func compileSpec(spec gatingv1alpha1.GateSpec) ([]*window, field.ErrorList) {
@@ -80,35 +98,69 @@ func compileSpec(spec gatingv1alpha1.GateSpec) ([]*window, field.ErrorList) {
 	}
 	if o := spec.Override; o != nil {
 		opath := field.NewPath("spec", "override")
-		if o.State != gatingv1alpha1.StateOpen && o.State != gatingv1alpha1.StateClosed {
-			errs = append(errs, field.NotSupported(opath.Child("state"), o.State,
-				[]gatingv1alpha1.GateState{gatingv1alpha1.StateOpen, gatingv1alpha1.StateClosed}))
-		}
-		if o.Until.IsZero() {
-			errs = append(errs, field.Required(opath.Child("until"),
-				"an override needs an expiry, e.g. \"2025-03-10T09:00:00Z\"; to change the state for good, set spec.closed"))
+		errs = append(errs, validateOverride(opath, o.State, o.Until)...)
+		if o.Replaces != nil {
+			rpath := opath.Child("replaces", "overrides")
+			for i, r := range o.Replaces.Overrides {
+				errs = append(errs, validateOverride(rpath.Index(i), r.State, r.Until)...)
+			}
 		}
 	}
 	return windows, errs
 }
 
+func validateOverride(path *field.Path, state gatingv1alpha1.GateState, until metav1.Time) field.ErrorList {
+	var errs field.ErrorList
+	if state != gatingv1alpha1.StateOpen && state != gatingv1alpha1.StateClosed {
+		errs = append(errs, field.NotSupported(path.Child("state"), state,
+			[]gatingv1alpha1.GateState{gatingv1alpha1.StateOpen, gatingv1alpha1.StateClosed}))
+	}
+	if until.IsZero() {
+		errs = append(errs, field.Required(path.Child("until"),
+			"an override needs an expiry, e.g. \"2025-03-10T09:00:00Z\"; to change the state for good, set spec.closed"))
+	}
+	return errs
+}
+
 // state holds the inputs of the rules at one instant.
 type state struct {
-	spec       gatingv1alpha1.GateSpec
-	windows    []*window
-	overrideOn bool
-	active     []bool
+	spec      gatingv1alpha1.GateSpec
+	windows   []*window
+	overrides []gatingv1alpha1.GateOverrideState
+	// override is the index in overrides of the override in force, -1 for none.
+	override int
+	active   []bool
 	// Used by walk: when each window next changes, if it does within the horizon.
 	next    []time.Time
 	pending []bool
 }
 
+// overrideAt is the index of the override in force at t, -1 for none.
+func (s *state) overrideAt(t time.Time) int {
+	for i, o := range s.overrides {
+		if t.Before(o.Until.Time) {
+			return i
+		}
+	}
+	return -1
+}
+
+// manual reports whether the manual close decides: spec.closed, unless spec.override is a bypass
+// of it that has not expired.
+func (s *state) manual() bool {
+	if !s.spec.Closed {
+		return false
+	}
+	bypass := s.spec.Override != nil && s.spec.Override.Replaces != nil && s.spec.Override.Replaces.Closed
+	return !bypass || s.override != 0
+}
+
 func (s *state) decide() (open bool, reason string) {
 	switch {
-	case s.spec.Closed:
+	case s.manual():
 		return false, gatingv1alpha1.ReasonManual
-	case s.overrideOn:
-		return s.spec.Override.State == gatingv1alpha1.StateOpen, gatingv1alpha1.ReasonOverride
+	case s.override >= 0:
+		return s.overrides[s.override].State == gatingv1alpha1.StateOpen, gatingv1alpha1.ReasonOverride
 	}
 	hasOpenWindows, inOpenWindow := false, false
 	for i, w := range s.windows {
@@ -130,7 +182,7 @@ func (s *state) decide() (open bool, reason string) {
 // cause is the window that decides, when one does: the first active closed window, else the
 // first active open window.
 func (s *state) cause() *window {
-	if s.spec.Closed || s.overrideOn {
+	if s.manual() || s.override >= 0 {
 		return nil
 	}
 	var opening *window
@@ -166,8 +218,8 @@ func (s *state) walk(now time.Time, open bool) (first, flip *time.Time, by *wind
 			earliest(s.next[i])
 		}
 	}
-	if s.overrideOn {
-		earliest(s.spec.Override.Until.UTC())
+	if s.override >= 0 {
+		earliest(s.overrides[s.override].Until.UTC())
 	}
 
 	end := now.Add(horizon)
@@ -176,9 +228,7 @@ func (s *state) walk(now time.Time, open bool) (first, flip *time.Time, by *wind
 		if !ok || at.After(end) {
 			return first, nil, nil
 		}
-		if s.overrideOn && !at.Before(s.spec.Override.Until.Time) {
-			s.overrideOn = false
-		}
+		s.override = s.overrideAt(at)
 		for i, w := range s.windows {
 			if s.pending[i] && !s.next[i].After(at) {
 				s.active[i] = w.activeAt(at)
@@ -199,8 +249,12 @@ const maxJumps = 1024
 // windows' next changes: before it the rule that decides now keeps deciding the same way.
 // It reports false when nothing pending can flip the state.
 func (s *state) earliestFlip(open bool) (time.Time, *window, bool) {
-	if s.overrideOn {
-		return s.spec.Override.Until.UTC(), nil, true
+	if s.manual() {
+		// Closed by hand for good: nothing in time opens it.
+		return time.Time{}, nil, false
+	}
+	if s.override >= 0 {
+		return s.overrides[s.override].Until.UTC(), nil, true
 	}
 	var at time.Time
 	var cause *window
@@ -261,7 +315,7 @@ func (s *state) message(d Decision, cause, flipper *window) string {
 	case gatingv1alpha1.ReasonManual:
 		b.WriteString(orDefault(s.spec.Message, "closed by hand (spec.closed is true)"))
 	case gatingv1alpha1.ReasonOverride:
-		o := s.spec.Override
+		o := s.overrides[s.override]
 		fmt.Fprintf(&b, "%s by override until %s", o.State, formatTime(o.Until.Time, nil))
 		if o.Message != "" {
 			fmt.Fprintf(&b, ": %s", o.Message)
@@ -276,9 +330,9 @@ func (s *state) message(d Decision, cause, flipper *window) string {
 			fmt.Fprintf(&b, "open during %s", cause.name())
 		}
 	default:
-		b.WriteString(orDefault(s.spec.Message, "open: not closed by hand, and no override or closed window applies"))
+		b.WriteString(orDefault(s.spec.Message, "not closed by hand, and no override or closed window applies"))
 	}
-	overrideEnds := d.Reason == gatingv1alpha1.ReasonOverride && d.NextTransition != nil && d.NextTransition.Equal(s.spec.Override.Until.Time)
+	overrideEnds := d.Reason == gatingv1alpha1.ReasonOverride && d.NextTransition != nil && d.NextTransition.Equal(s.overrides[s.override].Until.Time)
 	if d.NextTransition != nil && !overrideEnds {
 		verb := "opens"
 		if d.Open {
@@ -291,7 +345,7 @@ func (s *state) message(d Decision, cause, flipper *window) string {
 		fmt.Fprintf(&b, "; %s at %s", verb, formatTime(*d.NextTransition, loc))
 	}
 	if d.OverrideExpired {
-		fmt.Fprintf(&b, "; the override until %s has expired", formatTime(s.spec.Override.Until.Time, nil))
+		fmt.Fprintf(&b, "; the override until %s has expired and the gate is back to what it replaced", formatTime(s.spec.Override.Until.Time, nil))
 	}
 	return b.String()
 }

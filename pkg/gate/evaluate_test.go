@@ -267,3 +267,106 @@ func TestEvaluateReportsOverrideExpiryUnderAManualClose(t *testing.T) {
 	assert.False(t, d.OverrideExpired)
 	assert.True(t, Evaluate(spec, until).OverrideExpired)
 }
+
+// The on-call's bypass: open for an hour a gate closed by hand, then it is closed by hand again.
+func TestEvaluateBypassOfAManualCloseEndsClosedByHand(t *testing.T) {
+	now := at(t, "2025-06-14T12:00:00+01:00")
+	until := now.Add(time.Hour)
+	spec := gatingv1alpha1.GateSpec{Closed: true, Message: "release 1.4 sign-off pending"}
+	spec.Override = NewOverride(spec, gatingv1alpha1.StateOpen, until, "hotfix for INC-123", now)
+	require.NotNil(t, spec.Override.Replaces)
+	assert.True(t, spec.Override.Replaces.Closed)
+
+	d := Evaluate(spec, now)
+	assert.True(t, d.Open, d.Message)
+	assert.Equal(t, gatingv1alpha1.ReasonOverride, d.Reason)
+	assert.Contains(t, d.Message, "hotfix for INC-123")
+	require.NotNil(t, d.NextTransition)
+	assert.True(t, until.Equal(*d.NextTransition))
+
+	d = Evaluate(spec, until)
+	assert.False(t, d.Open, d.Message)
+	assert.Equal(t, gatingv1alpha1.ReasonManual, d.Reason)
+	assert.Contains(t, d.Message, "release 1.4 sign-off pending")
+	assert.Contains(t, d.Message, "back to what it replaced")
+	assert.Nil(t, d.NextTransition)
+	assert.True(t, d.OverrideExpired)
+}
+
+// A manual close made after an override was set is the emergency brake: it beats the override.
+func TestEvaluateManualCloseAfterAnOverrideBeatsIt(t *testing.T) {
+	now := at(t, "2025-06-14T12:00:00+01:00")
+	spec := gatingv1alpha1.GateSpec{}
+	spec.Override = NewOverride(spec, gatingv1alpha1.StateOpen, now.Add(time.Hour), "hotfix", now)
+	assert.Nil(t, spec.Override.Replaces, "nothing to restore on a gate open by default")
+	spec.Closed = true
+	d := Evaluate(spec, now.Add(time.Minute))
+	assert.False(t, d.Open)
+	assert.Equal(t, gatingv1alpha1.ReasonManual, d.Reason)
+}
+
+// close --for 100h, then open --for 1m: once the minute ends the gate is closed again until the
+// first override's own expiry, and then it follows its spec.
+func TestEvaluateOverrideExpiryRestoresTheOverrideItReplaced(t *testing.T) {
+	now := at(t, "2025-06-14T12:00:00+01:00")
+	long := now.Add(100 * time.Hour)
+	spec := gatingv1alpha1.GateSpec{}
+	spec.Override = NewOverride(spec, gatingv1alpha1.StateClosed, long, "migration", now)
+	spec.Override = NewOverride(spec, gatingv1alpha1.StateOpen, now.Add(time.Minute), "one deploy", now)
+	require.NotNil(t, spec.Override.Replaces)
+	assert.False(t, spec.Override.Replaces.Closed)
+	require.Len(t, spec.Override.Replaces.Overrides, 1)
+
+	d := Evaluate(spec, now)
+	assert.True(t, d.Open, d.Message)
+	require.NotNil(t, d.NextTransition)
+	assert.True(t, now.Add(time.Minute).Equal(*d.NextTransition))
+
+	d = Evaluate(spec, now.Add(time.Minute))
+	assert.False(t, d.Open, d.Message)
+	assert.Equal(t, gatingv1alpha1.ReasonOverride, d.Reason)
+	assert.Contains(t, d.Message, "migration")
+	assert.True(t, d.OverrideExpired)
+	require.NotNil(t, d.NextTransition, "the restored override ends on its own")
+	assert.True(t, long.Equal(*d.NextTransition))
+
+	d = Evaluate(spec, long)
+	assert.True(t, d.Open, d.Message)
+	assert.Equal(t, gatingv1alpha1.ReasonDefault, d.Reason)
+}
+
+// Overrides stack: extending a bypass keeps what the first one replaced, expired ones drop out,
+// and the list stays bounded.
+func TestNewOverrideStacksWhatItReplaces(t *testing.T) {
+	now := at(t, "2025-06-14T12:00:00+01:00")
+	spec := gatingv1alpha1.GateSpec{Closed: true}
+	spec.Override = NewOverride(spec, gatingv1alpha1.StateOpen, now.Add(time.Hour), "first", now)
+	spec.Override = NewOverride(spec, gatingv1alpha1.StateOpen, now.Add(2*time.Hour), "longer", now.Add(30*time.Minute))
+	require.NotNil(t, spec.Override.Replaces)
+	assert.True(t, spec.Override.Replaces.Closed)
+	assert.Equal(t, "first", spec.Override.Replaces.Overrides[0].Message)
+	d := Evaluate(spec, now.Add(90*time.Minute))
+	assert.True(t, d.Open, "the extension is still in force after the first one's end")
+	assert.Equal(t, gatingv1alpha1.ReasonManual, Evaluate(spec, now.Add(2*time.Hour)).Reason)
+
+	later := NewOverride(spec, gatingv1alpha1.StateClosed, now.Add(3*time.Hour), "", now.Add(61*time.Minute))
+	require.Len(t, later.Replaces.Overrides, 1, "the expired first override is dropped")
+	assert.Equal(t, "longer", later.Replaces.Overrides[0].Message)
+
+	for i := range 2 * MaxReplacedOverrides {
+		spec.Override = NewOverride(spec, gatingv1alpha1.StateOpen, now.Add(time.Duration(100+i)*time.Hour), "", now)
+	}
+	assert.Len(t, spec.Override.Replaces.Overrides, MaxReplacedOverrides)
+	assert.NoError(t, ValidateSpec(spec))
+}
+
+func TestValidateSpecChecksReplacedOverrides(t *testing.T) {
+	spec := gatingv1alpha1.GateSpec{Override: &gatingv1alpha1.GateOverride{
+		State: gatingv1alpha1.StateOpen, Until: metav1.Now(),
+		Replaces: &gatingv1alpha1.GateReplaced{Overrides: []gatingv1alpha1.GateOverrideState{{State: "ajar"}}},
+	}}
+	err := ValidateSpec(spec)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.override.replaces.overrides[0].state")
+	assert.Contains(t, err.Error(), "spec.override.replaces.overrides[0].until")
+}

@@ -44,17 +44,34 @@ func ParseRefs(value, defaultNamespace string) ([]Ref, error) {
 	entries := strings.Split(value, ",")
 	refs := make([]Ref, 0, len(entries))
 	seen := make(map[Ref]bool, len(entries))
+	var problems []string
 	for i, entry := range entries {
 		ref, err := parseRef(strings.TrimSpace(entry), defaultNamespace)
 		if err != nil {
-			return nil, fmt.Errorf("%s entry %d %q: %w", GatesAnnotation, i+1, strings.TrimSpace(entry), err)
+			problems = append(problems, fmt.Sprintf("entry %d %q %v", i+1, truncate(strings.TrimSpace(entry), 64), err))
+			continue
 		}
 		if !seen[ref] {
 			seen[ref] = true
 			refs = append(refs, ref)
 		}
 	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("%s: %s", GatesAnnotation, listSome(problems, maxListed))
+	}
 	return refs, nil
+}
+
+// maxListed bounds the problems a message lists; the rest are counted.
+const maxListed = 10
+
+// listSome joins at most n items and counts the others, so one bad annotation with thousands of
+// entries cannot make a message of unbounded size.
+func listSome(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:n], "; "), len(items)-n)
 }
 
 func parseRef(entry, defaultNamespace string) (Ref, error) {

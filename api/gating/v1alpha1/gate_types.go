@@ -32,6 +32,11 @@ const (
 	ReasonInvalid = "Invalid"
 )
 
+// ReasonGateCycle is the Stalled reason of a gate that is part of a cycle of gates naming each
+// other in gating.sluice.dev/gates: a gate is never held by itself, so the references that close
+// the cycle are ignored until one of them is removed.
+const ReasonGateCycle = "GateCycle"
+
 // ConditionOpen is True while the gate is open, so `kubectl wait --for=condition=Open gate/NAME` works.
 const ConditionOpen = "Open"
 
@@ -44,16 +49,21 @@ const (
 // GateSpec is the desired state of a Gate.
 //
 // The effective state is decided by the first rule that applies:
-//  1. spec.closed is true: closed (reason Manual). A manual close always closes; not even an override opens it.
+//  1. spec.closed is true: closed (reason Manual). A manual close beats every override, except one
+//     set on the gate while it was closed by hand (override.replaces.closed: true), which is a
+//     bypass: it applies until it expires, and then the gate is closed by hand again.
 //  2. spec.override is set and not expired: the override's state (reason Override).
-//  3. a closed window is active: closed (reason Window). Closing beats opening.
-//  4. there are open windows: open only while one of them is active (reason Window).
-//  5. otherwise: open (reason Default).
+//  3. spec.override has expired: the first override it replaced that has not expired yet (reason Override).
+//  4. a closed window is active: closed (reason Window). Closing beats opening.
+//  5. there are open windows: open only while one of them is active (reason Window).
+//  6. otherwise: open (reason Default).
 //
+// So when an override expires the gate returns to what the override replaced.
 // A spec that cannot be evaluated closes the gate (reason Invalid) and the gate reports Stalled.
 type GateSpec struct {
 	// Closed closes the gate by hand. A closed gate holds every object that references it,
-	// whatever the windows and the override say. Opening or closing is a plain spec update.
+	// whatever the windows say, and whatever an override says unless that override was set as a
+	// bypass of this manual close (override.replaces.closed). Opening or closing is a plain spec update.
 	// +optional
 	Closed bool `json:"closed,omitempty"`
 
@@ -78,9 +88,12 @@ type GateSpec struct {
 	Windows []GateWindow `json:"windows,omitempty"`
 
 	// Override sets the state until a time, e.g. open for two hours during a freeze for a hotfix,
-	// or closed until Monday. It beats the windows but never a manual close (spec.closed: true).
-	// When it expires the gate returns to what spec.closed and the windows say, and status.expiredOverride reports it
-	// until the override is removed or replaced.
+	// or closed until Monday. It beats the windows. It beats a manual close (spec.closed: true)
+	// only when it was set on the gate while closed by hand (replaces.closed: true).
+	// When it expires the gate returns to what it replaced: an earlier override that has not
+	// expired, a manual close, or else spec.closed and the windows; status.expiredOverride reports
+	// it until the override is removed or replaced. `kubectl gate open|close NAME --for D` fills
+	// replaces from the gate as it was.
 	// +optional
 	Override *GateOverride `json:"override,omitempty"`
 }
@@ -136,6 +149,42 @@ type GateOverride struct {
 	Until metav1.Time `json:"until"`
 
 	// Message says why, e.g. "hotfix for INC-123".
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Replaces is what the override replaced when it was set, restored when it expires.
+	// +optional
+	Replaces *GateReplaced `json:"replaces,omitempty"`
+}
+
+// GateReplaced is the state an override replaced, to which the gate returns when it expires.
+type GateReplaced struct {
+	// Closed is true when the override was set on a gate closed by hand (spec.closed: true): the
+	// override is a bypass of the manual close, so it beats spec.closed until it expires, and then
+	// the gate is closed by hand again. To end a bypass early, remove the override
+	// (`kubectl gate close NAME` does).
+	// +optional
+	Closed bool `json:"closed,omitempty"`
+
+	// Overrides are the overrides that were in force when this one was set, newest first. When
+	// this override expires, the first of them that has not expired applies again until its own
+	// expiry, so `close --for 8000h` and then `open --for 1m` is closed again after the minute.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	Overrides []GateOverrideState `json:"overrides,omitempty"`
+}
+
+// GateOverrideState is an override that another override replaced.
+type GateOverrideState struct {
+	// State is the state the override sets.
+	State GateState `json:"state"`
+
+	// Until is when the override expires.
+	Until metav1.Time `json:"until"`
+
+	// Message says why.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Message string `json:"message,omitempty"`
@@ -207,9 +256,10 @@ type GateStatus struct {
 	// +optional
 	History []GateTransition `json:"history,omitempty"`
 
-	// Holding is how many objects the gate currently holds.
+	// Holding is how many objects the gate currently holds. It is always written, so the
+	// HOLDING column reads 0 rather than blank.
 	// +optional
-	Holding int32 `json:"holding,omitempty"`
+	Holding int32 `json:"holding"`
 
 	// Held lists objects the gate currently holds, at most 50 of them; holding has the full count.
 	// +kubebuilder:validation:MaxItems=50

@@ -26,9 +26,11 @@ import (
 	applyconfigurationhealthv1alpha1 "github.com/sluicehq/sluice/api/generated/applyconfiguration/health/v1alpha1"
 	internal "github.com/sluicehq/sluice/api/generated/applyconfiguration/internal"
 	applyconfigurationpromoterv1alpha1 "github.com/sluicehq/sluice/api/generated/applyconfiguration/promoter/v1alpha1"
+	applyconfigurationrollbackv1alpha1 "github.com/sluicehq/sluice/api/generated/applyconfiguration/rollback/v1alpha1"
 	applyconfigurationscmv1alpha1 "github.com/sluicehq/sluice/api/generated/applyconfiguration/scm/v1alpha1"
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,6 +56,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationgatingv1alpha1.GateApplyConfiguration{}
 	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateOverride"):
 		return &applyconfigurationgatingv1alpha1.GateOverrideApplyConfiguration{}
+	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateOverrideState"):
+		return &applyconfigurationgatingv1alpha1.GateOverrideStateApplyConfiguration{}
+	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateReplaced"):
+		return &applyconfigurationgatingv1alpha1.GateReplacedApplyConfiguration{}
 	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateSpec"):
 		return &applyconfigurationgatingv1alpha1.GateSpecApplyConfiguration{}
 	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateStatus"):
@@ -114,6 +120,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationpromoterv1alpha1.HealthyDrySHAApplyConfiguration{}
 	case promoterv1alpha1.SchemeGroupVersion.WithKind("LocalReference"):
 		return &applyconfigurationpromoterv1alpha1.LocalReferenceApplyConfiguration{}
+	case promoterv1alpha1.SchemeGroupVersion.WithKind("PromotionBlock"):
+		return &applyconfigurationpromoterv1alpha1.PromotionBlockApplyConfiguration{}
 	case promoterv1alpha1.SchemeGroupVersion.WithKind("PromotionRecord"):
 		return &applyconfigurationpromoterv1alpha1.PromotionRecordApplyConfiguration{}
 	case promoterv1alpha1.SchemeGroupVersion.WithKind("PromotionStrategy"):
@@ -136,6 +144,64 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationpromoterv1alpha1.PullRequestSpecApplyConfiguration{}
 	case promoterv1alpha1.SchemeGroupVersion.WithKind("PullRequestStatus"):
 		return &applyconfigurationpromoterv1alpha1.PullRequestStatusApplyConfiguration{}
+
+		// Group=rollback.sluice.dev, Version=v1alpha1
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("CommitStatusKey"):
+		return &applyconfigurationrollbackv1alpha1.CommitStatusKeyApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("ConfigMapReference"):
+		return &applyconfigurationrollbackv1alpha1.ConfigMapReferenceApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("GitManifestSource"):
+		return &applyconfigurationrollbackv1alpha1.GitManifestSourceApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("InventoryEntry"):
+		return &applyconfigurationrollbackv1alpha1.InventoryEntryApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("LocalReference"):
+		return &applyconfigurationrollbackv1alpha1.LocalReferenceApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("ManifestRelease"):
+		return &applyconfigurationrollbackv1alpha1.ManifestReleaseApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("ManifestReleaseSpec"):
+		return &applyconfigurationrollbackv1alpha1.ManifestReleaseSpecApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("ManifestReleaseStatus"):
+		return &applyconfigurationrollbackv1alpha1.ManifestReleaseStatusApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("ManifestSource"):
+		return &applyconfigurationrollbackv1alpha1.ManifestSourceApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("ObservedFailure"):
+		return &applyconfigurationrollbackv1alpha1.ObservedFailureApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("OCIManifestSource"):
+		return &applyconfigurationrollbackv1alpha1.OCIManifestSourceApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("PolicyEnvironmentStatus"):
+		return &applyconfigurationrollbackv1alpha1.PolicyEnvironmentStatusApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("PolicyRollback"):
+		return &applyconfigurationrollbackv1alpha1.PolicyRollbackApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("PromotionStrategyReference"):
+		return &applyconfigurationrollbackv1alpha1.PromotionStrategyReferenceApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("ReleaseHistoryEntry"):
+		return &applyconfigurationrollbackv1alpha1.ReleaseHistoryEntryApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("ReleaseOperation"):
+		return &applyconfigurationrollbackv1alpha1.ReleaseOperationApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("ReleaseTest"):
+		return &applyconfigurationrollbackv1alpha1.ReleaseTestApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RevertCommit"):
+		return &applyconfigurationrollbackv1alpha1.RevertCommitApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RevertCommitSpec"):
+		return &applyconfigurationrollbackv1alpha1.RevertCommitSpecApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RevertCommitStatus"):
+		return &applyconfigurationrollbackv1alpha1.RevertCommitStatusApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RevertPullRequest"):
+		return &applyconfigurationrollbackv1alpha1.RevertPullRequestApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RollbackPolicy"):
+		return &applyconfigurationrollbackv1alpha1.RollbackPolicyApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RollbackPolicySpec"):
+		return &applyconfigurationrollbackv1alpha1.RollbackPolicySpecApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RollbackPolicyStatus"):
+		return &applyconfigurationrollbackv1alpha1.RollbackPolicyStatusApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RollbackTrigger"):
+		return &applyconfigurationrollbackv1alpha1.RollbackTriggerApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RollbackTriggerSpec"):
+		return &applyconfigurationrollbackv1alpha1.RollbackTriggerSpecApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("TestDefinitionReference"):
+		return &applyconfigurationrollbackv1alpha1.TestDefinitionReferenceApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("TestFilter"):
+		return &applyconfigurationrollbackv1alpha1.TestFilterApplyConfiguration{}
 
 		// Group=scm.sluice.dev, Version=v1alpha1
 	case scmv1alpha1.SchemeGroupVersion.WithKind("CABundleReference"):

@@ -157,8 +157,12 @@ type PromotionStrategyStatus struct {
 	// +optional
 	LastFetchTime *metav1.Time `json:"lastFetchTime,omitempty"`
 
-	// Conditions follow kstatus: Ready when every environment is promoted as far as it may go,
-	// Reconciling while a promotion is under way, Stalled when the spec or repository cannot work.
+	// Conditions follow kstatus. Ready is True only when no environment has a change left to
+	// promote (reason Promoted), so `kubectl wait --for=condition=Ready` waits for "promoted".
+	// It is False with reason Promoting (and Reconciling=True) while a merge is under way,
+	// Blocked while a rule, check, gate or rollback holds a change (see
+	// status.environments[].blocks), and WaitingForMerge while an eligible change waits for a
+	// person (autoMerge false). Stalled=True when the spec or repository cannot work.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -181,10 +185,18 @@ type EnvironmentStatus struct {
 	// Eligible is true when the proposed change may be merged now.
 	// +optional
 	Eligible bool `json:"eligible,omitempty"`
-	// Blocked says which rule, check or gate holds the proposed change, when one does.
+	// Blocked says which rule, check or gate holds the proposed change, when one does, in one
+	// line; Blocks says the same one rule at a time.
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Blocked string `json:"blocked,omitempty"`
+	// Blocks lists what holds the proposed change, one entry per rule and environment, for
+	// scripts: for example
+	// kubectl get ps app -o jsonpath='{.status.environments[?(@.branch=="prod")].blocks[*].rule}'.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	Blocks []PromotionBlock `json:"blocks,omitempty"`
 	// LastHealthyDrySHAs are the latest dry SHAs whose active commit statuses all passed in this
 	// environment, newest first, at most 10. A rollback picks its target here.
 	// +kubebuilder:validation:MaxItems=10
@@ -196,6 +208,46 @@ type EnvironmentStatus struct {
 	// +listType=atomic
 	// +optional
 	History []PromotionRecord `json:"history,omitempty"`
+}
+
+// BlockRule names what holds a proposed change.
+//
+// +kubebuilder:validation:Enum=NoMovingBackwards;EarlierEnvironmentActive;EarlierEnvironmentChecks;ProposedChecks;Gates;UnknownDrySHA;HeldAfterRollback;PullRequestClosed
+type BlockRule string
+
+// The rules that can hold a proposed change.
+const (
+	// BlockNoMovingBackwards is rule 1: the proposed dry SHA is older than what a later environment runs.
+	BlockNoMovingBackwards BlockRule = "NoMovingBackwards"
+	// BlockEarlierEnvironmentActive is rule 2: an earlier environment does not run the proposed dry SHA yet.
+	BlockEarlierEnvironmentActive BlockRule = "EarlierEnvironmentActive"
+	// BlockEarlierEnvironmentChecks is rule 3: an active commit status of an earlier environment does not pass.
+	BlockEarlierEnvironmentChecks BlockRule = "EarlierEnvironmentChecks"
+	// BlockProposedChecks is rule 4: a proposed commit status of the proposed commit does not pass.
+	BlockProposedChecks BlockRule = "ProposedChecks"
+	// BlockGates: a gate of the environment holds.
+	BlockGates BlockRule = "Gates"
+	// BlockUnknownDrySHA: the proposed commit does not say which dry commit it was rendered from.
+	BlockUnknownDrySHA BlockRule = "UnknownDrySHA"
+	// BlockHeldAfterRollback: a RevertCommit (rollback.sluice.dev) reverted this dry SHA, or a
+	// newer one, in the environment.
+	BlockHeldAfterRollback BlockRule = "HeldAfterRollback"
+	// BlockPullRequestClosed: the pull request was closed without merging.
+	BlockPullRequestClosed BlockRule = "PullRequestClosed"
+)
+
+// PromotionBlock is one rule that holds a proposed change.
+type PromotionBlock struct {
+	// Rule is what holds the change.
+	Rule BlockRule `json:"rule"`
+	// Environment is the environment the rule looks at: a later one for NoMovingBackwards, an
+	// earlier one for EarlierEnvironmentActive and EarlierEnvironmentChecks, else this one.
+	// +kubebuilder:validation:MaxLength=200
+	Environment string `json:"environment"`
+	// Message says it for people, with what would release the change.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // HealthyDrySHA is a dry SHA seen healthy in an environment.
@@ -221,9 +273,16 @@ type PromotionRecord struct {
 	MergeSHA string `json:"mergeSHA,omitempty"`
 	// Time is when the merge was observed.
 	Time metav1.Time `json:"time"`
-	// PullRequest is the name of the PullRequest object.
+	// PullRequest is the name of the PullRequest object. A later promotion reuses the name, so
+	// PullRequestNumber and PullRequestURL say which pull request this was.
 	// +optional
 	PullRequest string `json:"pullRequest,omitempty"`
+	// PullRequestNumber is the pull request's number on the SCM; 0 on plain git.
+	// +optional
+	PullRequestNumber int64 `json:"pullRequestNumber,omitempty"`
+	// PullRequestURL is the pull request on the SCM; empty on plain git.
+	// +optional
+	PullRequestURL string `json:"pullRequestURL,omitempty"`
 	// External is true when someone merged it outside Sluice.
 	// +optional
 	External bool `json:"external,omitempty"`
@@ -252,6 +311,7 @@ type PullRequestReference struct {
 // +kubebuilder:resource:shortName=ps,categories=sluice
 // +kubebuilder:printcolumn:name="Dry Branch",type=string,JSONPath=`.spec.dryBranch`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PromotionStrategy struct {

@@ -20,8 +20,6 @@ const (
 
 // PullRequestSpec is the desired state of a pull request.
 //
-// +kubebuilder:validation:XValidation:rule="self.sourceBranch == oldSelf.sourceBranch",message="sourceBranch is immutable; create another PullRequest"
-// +kubebuilder:validation:XValidation:rule="self.targetBranch == oldSelf.targetBranch",message="targetBranch is immutable; create another PullRequest"
 // +kubebuilder:validation:XValidation:rule="self.state != 'merged' || (has(self.expectedHeadSHA) && size(self.expectedHeadSHA) > 0)",message="expectedHeadSHA is required to merge: the merge happens only if the source branch is still at that commit"
 type PullRequestSpec struct {
 	// RepositoryRef names the ScmRepository.
@@ -35,10 +33,12 @@ type PullRequestSpec struct {
 	// +optional
 	Description string `json:"description,omitempty"`
 	// SourceBranch is the branch with the change (the head), e.g. dev-next. Immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="sourceBranch is immutable; create another PullRequest"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=250
 	SourceBranch string `json:"sourceBranch"`
 	// TargetBranch is the branch to merge into (the base), e.g. dev. Immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="targetBranch is immutable; create another PullRequest"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=250
 	TargetBranch string `json:"targetBranch"`
@@ -48,6 +48,8 @@ type PullRequestSpec struct {
 	// +optional
 	ExpectedHeadSHA string `json:"expectedHeadSHA,omitempty"`
 	// State is what should happen: open (keep it open), merged (merge it), closed (close it).
+	// Once the pull request is merged or closed outside Sluice, the controller sets it to what
+	// happened, so spec and status agree.
 	// +kubebuilder:default=open
 	// +optional
 	State PullRequestState `json:"state,omitempty"`

@@ -9,6 +9,10 @@ import (
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
+
+	// CA roots inside the binary: the images hold nothing but it, so no /etc/ssl. Used only
+	// when the system has no roots of its own.
+	_ "golang.org/x/crypto/x509roots/fallback"
 )
 
 func main() {

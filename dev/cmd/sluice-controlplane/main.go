@@ -46,9 +46,9 @@ func run(kubeconfig string) error {
 	if err := testenv.WriteKubeconfig(env.Config, kubeconfig); err != nil {
 		return err
 	}
-	kubectl, _ := testenv.Tool("kubectl")
 	fmt.Printf("Local control plane running at %s with the Sluice CRDs.\n\n", env.Config.Host)
-	fmt.Printf("  export KUBECONFIG=%s\n  %s get crds\n\nCtrl-C stops it.\n", kubeconfig, kubectl)
+	// The same folder holds kubectl and helm, built by make testbin.
+	fmt.Printf("  export KUBECONFIG=%s\n  export PATH=\"%s:$PATH\"\n  kubectl get crds\n\nCtrl-C stops it.\n", kubeconfig, env.BinDir)
 	<-ctx.Done()
 	fmt.Println("\nstopping the control plane")
 	return nil

@@ -10,15 +10,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/gate"
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	gatinglisters "github.com/sluicehq/sluice/api/generated/listers/gating/v1alpha1"
+	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/runtime/handler"
 )
 
 // FieldManager writes Gate status.
@@ -75,7 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	ref := gate.Ref{Namespace: ns, Name: name}
 	held, holding := r.Held(ref, gatingv1alpha1.MaxHeld)
-	status, out := NextStatus(g, now, held, holding)
+	status, out := NextStatus(g, now, Observed{Held: held, Holding: holding, Cycle: gate.Cycle(ref, r.refsOf)})
 	result := controller.Result{RequeueAfter: out.Requeue}
 	r.Metrics.Held.WithLabelValues(ns, name).Set(float64(holding))
 	open := 0.0
@@ -102,6 +105,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	return result, nil
 }
 
+// ReferenceHandler enqueues every gate that references gates when any gate's own references
+// change, so that each gate of a cycle that forms or breaks reports it.
+func ReferenceHandler(gates gatinglisters.GateLister, q handler.Enqueuer) cache.ResourceEventHandler {
+	enqueueAll := func() {
+		all, err := gates.List(labels.Everything())
+		if err != nil {
+			return
+		}
+		for _, g := range all {
+			if _, refs := g.Annotations[gate.GatesAnnotation]; refs {
+				q.Enqueue(g.Namespace + "/" + g.Name)
+			}
+		}
+	}
+	refs := func(obj any) (string, bool) {
+		m, ok := handler.Object(obj)
+		if !ok {
+			return "", false
+		}
+		v, ok := m.GetAnnotations()[gate.GatesAnnotation]
+		return v, ok
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if _, ok := refs(obj); ok {
+				enqueueAll()
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			before, hadRefs := refs(oldObj)
+			after, hasRefs := refs(newObj)
+			if before != after || hadRefs != hasRefs {
+				enqueueAll()
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if _, ok := refs(obj); ok {
+				enqueueAll()
+			}
+		},
+	}
+}
+
+// refsOf reads the gates a gate references from the cache.
+func (r *Reconciler) refsOf(ref gate.Ref) []gate.Ref {
+	return gate.RefsFrom(func(ns, name string) (*gatingv1alpha1.Gate, error) { return r.Gates.Gates(ns).Get(name) })(ref)
+}
+
 func (r *Reconciler) report(before *gatingv1alpha1.Gate, after gatingv1alpha1.GateStatus, out Outcome, now time.Time) {
 	if out.Transitioned {
 		reason, state := ReasonClosed, gatingv1alpha1.StateClosed
@@ -117,11 +168,16 @@ func (r *Reconciler) report(before *gatingv1alpha1.Gate, after gatingv1alpha1.Ga
 	if out.OverrideExpired {
 		o := after.ExpiredOverride
 		r.Recorder.Eventf(before, corev1.EventTypeNormal, ReasonOverrideExpired,
-			"the override to %s until %s has expired; the gate follows spec.closed and its windows again (remove spec.override to clear this)",
-			o.State, o.Until.UTC().Format(time.RFC3339))
+			"the override to %s until %s has expired; the gate is back to what it replaced: %s (remove spec.override to clear this)",
+			o.State, o.Until.UTC().Format(time.RFC3339), after.Message)
 	}
 	if after.Reason == gatingv1alpha1.ReasonInvalid && before.Status.Reason != gatingv1alpha1.ReasonInvalid {
 		r.Recorder.Eventf(before, corev1.EventTypeWarning, ReasonInvalidSpec, "%s", after.Message)
+	}
+	if c := conditions.Get(after.Conditions, conditions.Stalled); c != nil && c.Reason == gatingv1alpha1.ReasonGateCycle {
+		if was := conditions.Get(before.Status.Conditions, conditions.Stalled); was == nil || was.Message != c.Message {
+			r.Recorder.Eventf(before, corev1.EventTypeWarning, gatingv1alpha1.ReasonGateCycle, "%s", c.Message)
+		}
 	}
 }
 

@@ -12,11 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
 	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
+	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
+	"github.com/sluicehq/sluice/pkg/gate"
 )
 
 type harness struct {
@@ -75,7 +75,7 @@ func TestReconcileWakesAtTheWindowEdgeAndReportsTheTransition(t *testing.T) {
 	assert.Equal(t, time.Hour, res.RequeueAfter)
 	g := h.sync(t)
 	assert.True(t, g.Status.Open)
-	assert.Equal(t, []string{"Normal Opened open (Default): open: not closed by hand, and no override or closed window applies; closes at 2025-06-13T18:00:00+01:00"}, h.drain())
+	assert.Equal(t, []string{"Normal Opened open (Default): not closed by hand, and no override or closed window applies; closes at 2025-06-13T18:00:00+01:00"}, h.drain())
 	assert.Equal(t, 1.0, testutil.ToFloat64(h.metrics.Open.WithLabelValues("apps", "prod")))
 
 	// Reconciling again at the same instant writes nothing and says nothing.

@@ -5,6 +5,7 @@ package gates
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,10 +27,23 @@ type Outcome struct {
 	Requeue time.Duration
 }
 
-// NextStatus computes the status of g at now. held lists at most MaxHeld of the objects the gate
-// holds; holding is their full count. It never fails: a spec that cannot be evaluated closes the
-// gate and reports Stalled.
-func NextStatus(g *gatingv1alpha1.Gate, now time.Time, held []gatingv1alpha1.HeldObject, holding int) (gatingv1alpha1.GateStatus, Outcome) {
+// Observed is what a gate's status depends on besides its spec and the time.
+type Observed struct {
+	// Held lists at most MaxHeld of the objects the gate holds; Holding is their full count.
+	Held    []gatingv1alpha1.HeldObject
+	Holding int
+	// Cycle is the shortest cycle of gates, through this one, that name each other in
+	// gating.sluice.dev/gates; nil when there is none.
+	Cycle []gate.Ref
+}
+
+// MaxMessage bounds status.message and the messages in history: a suspend reason copied into a
+// message must not make the status too large to write, nor grow it each time it is copied.
+const MaxMessage = 2048
+
+// NextStatus computes the status of g at now. It never fails: a spec that cannot be evaluated
+// closes the gate and reports Stalled, and so does a cycle of gates, whose references are ignored.
+func NextStatus(g *gatingv1alpha1.Gate, now time.Time, obs Observed) (gatingv1alpha1.GateStatus, Outcome) {
 	st := *g.Status.DeepCopy()
 	var out Outcome
 	gen := g.Generation
@@ -39,46 +53,75 @@ func NextStatus(g *gatingv1alpha1.Gate, now time.Time, held []gatingv1alpha1.Hel
 	s := suspend.Get(g, g.Spec.Suspend)
 	suspend.Report(&st.Conditions, gen, s)
 	if s.Suspended {
-		open := evaluated && st.Open
-		kept := "keeps the state it had"
-		if !evaluated {
-			kept = "was suspended before its first evaluation, so it is closed"
-		}
-		message := fmt.Sprintf("suspended (%s): %s, %s, until it is resumed", s.Message, kept, stateOf(open))
-		out.Transitioned = setState(&st, open, gatingv1alpha1.ReasonSuspended, message, evaluated, now)
-		st.NextTransitionTime = nil
-		// A suspended gate keeps reporting the readiness it last reached.
-		if conditions.Get(st.Conditions, conditions.Ready) == nil {
-			conditions.MarkReady(&st.Conditions, gen, gatingv1alpha1.ReasonSuspended, message)
-		}
+		out.Transitioned = suspended(&st, gen, s, evaluated, now)
 	} else {
-		d := gate.Evaluate(g.Spec, now)
-		out.Transitioned = setState(&st, d.Open, d.Reason, d.Message, evaluated, now)
-		st.NextTransitionTime = timePtr(d.NextTransition)
-		if d.NextEvaluation != nil {
-			out.Requeue = max(d.NextEvaluation.Sub(now), time.Millisecond)
-		}
-		if d.OverrideExpired {
-			out.OverrideExpired = st.ExpiredOverride == nil || !st.ExpiredOverride.Until.Equal(&g.Spec.Override.Until)
-			st.ExpiredOverride = g.Spec.Override.DeepCopy()
-		} else {
-			st.ExpiredOverride = nil
-		}
-		if err := gate.ValidateSpec(g.Spec); err != nil {
-			conditions.MarkStalled(&st.Conditions, gen, conditions.ReasonInvalidSpec,
-				"the spec cannot be evaluated, so the gate stays closed until it is fixed: "+err.Error())
-		} else {
-			conditions.MarkReady(&st.Conditions, gen, conditions.ReasonSucceeded, stateOf(d.Open)+": "+d.Message)
-		}
+		out = evaluate(&st, g, evaluated, now)
 	}
-	st.Held = held
-	st.Holding = int32(holding)
+	if obs.Cycle != nil {
+		conditions.MarkStalled(&st.Conditions, gen, gatingv1alpha1.ReasonGateCycle, fmt.Sprintf(
+			"%s in %s; a gate is never held by itself, so the gate-controller ignores these references: remove one of them",
+			gate.FormatCycle(obs.Cycle), gate.GatesAnnotation))
+	}
+	st.Held = obs.Held
+	st.Holding = int32(obs.Holding)
 	return st, out
+}
+
+// suspended keeps the state the gate had, and says why.
+func suspended(st *gatingv1alpha1.GateStatus, gen int64, s suspend.State, evaluated bool, now time.Time) bool {
+	open := evaluated && st.Open
+	kept := "keeps the state it had"
+	if !evaluated {
+		kept = "was suspended before its first evaluation, so it is"
+	}
+	message := fmt.Sprintf("suspended (%s): %s, %s, until it is resumed", gate.Truncate(s.Message, gate.MaxGateMessage), kept, stateOf(open))
+	transitioned := setState(st, open, gatingv1alpha1.ReasonSuspended, message, evaluated, now)
+	st.NextTransitionTime = nil
+	// A suspended gate keeps reporting the readiness it last reached.
+	if conditions.Get(st.Conditions, conditions.Ready) == nil {
+		conditions.MarkReady(&st.Conditions, gen, gatingv1alpha1.ReasonSuspended, message)
+	}
+	return transitioned
+}
+
+// evaluate sets the state the spec gives at now.
+func evaluate(st *gatingv1alpha1.GateStatus, g *gatingv1alpha1.Gate, evaluated bool, now time.Time) Outcome {
+	var out Outcome
+	gen := g.Generation
+	d := gate.Evaluate(g.Spec, now)
+	out.Transitioned = setState(st, d.Open, d.Reason, d.Message, evaluated, now)
+	st.NextTransitionTime = timePtr(d.NextTransition)
+	if d.NextEvaluation != nil {
+		out.Requeue = max(d.NextEvaluation.Sub(now), time.Millisecond)
+	}
+	if d.OverrideExpired {
+		out.OverrideExpired = st.ExpiredOverride == nil || !st.ExpiredOverride.Until.Equal(&g.Spec.Override.Until)
+		st.ExpiredOverride = g.Spec.Override.DeepCopy()
+	} else {
+		st.ExpiredOverride = nil
+	}
+	if err := gate.ValidateSpec(g.Spec); err != nil {
+		conditions.MarkStalled(&st.Conditions, gen, conditions.ReasonInvalidSpec,
+			"the spec cannot be evaluated, so the gate stays closed until it is fixed: "+err.Error())
+	} else {
+		conditions.MarkReady(&st.Conditions, gen, conditions.ReasonSucceeded, withState(d.Open, st.Message))
+	}
+	return out
+}
+
+// withState leads a message with the state, unless it already does.
+func withState(open bool, message string) string {
+	state := stateOf(open)
+	if strings.HasPrefix(message, state) {
+		return message
+	}
+	return state + ": " + message
 }
 
 // setState sets the state and its Open condition, and adds a history entry when the state changes.
 func setState(st *gatingv1alpha1.GateStatus, open bool, reason, message string, evaluated bool, now time.Time) bool {
 	transitioned := !evaluated || st.Open != open
+	message = gate.Truncate(message, MaxMessage)
 	st.Open, st.Reason, st.Message = open, reason, message
 	status := metav1.ConditionFalse
 	if open {

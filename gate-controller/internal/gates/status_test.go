@@ -2,8 +2,10 @@ package gates
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,6 +13,7 @@ import (
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
@@ -30,7 +33,7 @@ func newGate(spec gatingv1alpha1.GateSpec) *gatingv1alpha1.Gate {
 
 // evolve applies NextStatus as the controller would, returning the gate with its new status.
 func evolve(g *gatingv1alpha1.Gate, now time.Time) (*gatingv1alpha1.Gate, Outcome) {
-	st, out := NextStatus(g, now, nil, 0)
+	st, out := NextStatus(g, now, Observed{})
 	next := g.DeepCopy()
 	next.Status = st
 	return next, out
@@ -162,7 +165,55 @@ func TestNextStatusReportsHeldObjects(t *testing.T) {
 	for i := range held {
 		held[i] = gatingv1alpha1.HeldObject{APIVersion: "kustomize.toolkit.fluxcd.io/v1", Kind: "Kustomization", Namespace: "apps", Name: fmt.Sprintf("k%03d", i)}
 	}
-	st, _ := NextStatus(newGate(gatingv1alpha1.GateSpec{Closed: true}), friday, held, 1000)
+	st, _ := NextStatus(newGate(gatingv1alpha1.GateSpec{Closed: true}), friday, Observed{Held: held, Holding: 1000})
 	assert.Equal(t, int32(1000), st.Holding)
 	assert.Equal(t, held, st.Held)
+}
+
+func TestNextStatusStallsOnACycleOfGates(t *testing.T) {
+	g := newGate(gatingv1alpha1.GateSpec{})
+	self := gate.Ref{Namespace: "apps", Name: "prod"}
+	st, _ := NextStatus(g, friday, Observed{Cycle: []gate.Ref{self, {Namespace: "apps", Name: "staging"}, self}})
+	stalled := conditions.Get(st.Conditions, conditions.Stalled)
+	require.NotNil(t, stalled)
+	assert.Equal(t, gatingv1alpha1.ReasonGateCycle, stalled.Reason)
+	assert.Contains(t, stalled.Message, "gates apps/prod -> apps/staging -> apps/prod")
+	assert.Contains(t, stalled.Message, "remove one of them")
+	assert.True(t, st.Open, "the gate itself is still evaluated: only its references are ignored")
+	assert.False(t, conditions.IsTrue(st.Conditions, conditions.Ready))
+
+	st, _ = NextStatus(g, friday, Observed{Cycle: []gate.Ref{self, self}})
+	assert.Contains(t, conditions.Get(st.Conditions, conditions.Stalled).Message, "gate apps/prod names itself")
+
+	g.Status = st
+	st, _ = NextStatus(g, friday, Observed{})
+	assert.Nil(t, conditions.Get(st.Conditions, conditions.Stalled), "once the cycle is broken the gate is Ready again")
+	assert.True(t, conditions.IsTrue(st.Conditions, conditions.Ready))
+}
+
+// A 200 KB suspend reason is not copied whole, and a message quoting a suspended gate's message
+// quoting another does not grow each time it is copied.
+func TestNextStatusBoundsSuspendReasons(t *testing.T) {
+	g := newGate(gatingv1alpha1.GateSpec{Closed: true})
+	g, _ = evolve(g, friday)
+	g.Annotations = map[string]string{suspend.Annotation: strings.Repeat("é", 100_000)}
+	g, _ = evolve(g, friday.Add(time.Minute))
+	assert.Equal(t, gatingv1alpha1.ReasonSuspended, g.Status.Reason)
+	assert.LessOrEqual(t, len(g.Status.Message), MaxMessage)
+	assert.True(t, utf8.ValidString(g.Status.Message))
+	for _, h := range g.Status.History {
+		assert.LessOrEqual(t, len(h.Message), MaxMessage)
+	}
+	for range 5 {
+		g.Annotations[suspend.Annotation] = "held: gate apps/prod is closed (Suspended: " + g.Status.Message + ")"
+		g, _ = evolve(g, friday.Add(2*time.Minute))
+		assert.LessOrEqual(t, len(g.Status.Message), MaxMessage)
+	}
+}
+
+func TestNextStatusReadyMessageNamesTheStateOnce(t *testing.T) {
+	g, _ := evolve(newGate(gatingv1alpha1.GateSpec{}), friday)
+	assert.Equal(t, "open: not closed by hand, and no override or closed window applies", conditions.Get(g.Status.Conditions, conditions.Ready).Message)
+	g, _ = evolve(newGate(gatingv1alpha1.GateSpec{Windows: []gatingv1alpha1.GateWindow{noDeployFriday()}}), friday.Add(2*time.Hour))
+	assert.True(t, strings.HasPrefix(conditions.Get(g.Status.Conditions, conditions.Ready).Message, "closed by window"))
 }

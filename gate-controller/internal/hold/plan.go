@@ -111,7 +111,7 @@ func Decide(t Target, mode Mode, v Verdict) Plan {
 	}
 
 	_, suspended := t.Annotations[suspend.Annotation]
-	next := Record{Gates: sortedCopy(v.Gates), Reason: v.Reason}
+	next := newRecord(v.Gates, v.Reason)
 	switch {
 	case prev == nil:
 		if (mode.annotation() && !suspended) || t.Owned.Annotation {
@@ -187,6 +187,16 @@ type Ref struct {
 	APIVersion, Kind, Namespace, Name string
 	UID                               types.UID
 	ResourceVersion                   string
+}
+
+// SpecOnlyApplyObject is the configuration that holds the target by spec.suspend alone, with no
+// annotation: the last resort when the target's annotations leave no room for the hold's. The
+// next reconcile finds no record and plans the full hold again, so this is kept only while the
+// full hold does not fit; releasing needs no record, as the controller owns spec.suspend.
+func SpecOnlyApplyObject(ref Ref) *unstructured.Unstructured {
+	u := Desired{}.ApplyObject(ref)
+	u.Object["spec"] = map[string]any{"suspend": true}
+	return u
 }
 
 // ApplyObject is the configuration to apply, with force, under FieldManager.

@@ -1,7 +1,10 @@
 package hold
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -189,4 +192,41 @@ func TestParseMode(t *testing.T) {
 	}
 	_, err := ParseMode("Both")
 	assert.ErrorContains(t, err, "annotation, spec or both")
+}
+
+// A hold by thousands of gates, or for a 200 KB reason, still fits on the target: the record and
+// the annotation are bounded.
+func TestDecideBoundsTheHold(t *testing.T) {
+	gates := make([]string, 20_000)
+	for i := range gates {
+		gates[i] = fmt.Sprintf("apps/gate-%05d", i)
+	}
+	v := Verdict{Hold: true, Reason: strings.Repeat("ü", 100_000), Gates: gates}
+	p := Decide(Target{}, ModeBoth, v)
+	require.True(t, p.Apply)
+	rec := p.Desired.Record
+	assert.Len(t, rec.Gates, MaxGates)
+	assert.Equal(t, 20_000-MaxGates, rec.MoreGates)
+	assert.LessOrEqual(t, len(rec.Reason), MaxReason)
+	assert.True(t, utf8.ValidString(rec.Reason))
+	u := p.Desired.ApplyObject(Ref{APIVersion: "v1", Kind: "ConfigMap", Name: "x"})
+	size := 0
+	for k, v := range u.GetAnnotations() {
+		size += len(k) + len(v)
+	}
+	assert.Less(t, size, 16*1024, "the hold's own annotations stay small beside the target's")
+
+	// The same verdict again changes nothing.
+	target := Target{
+		Annotations: annotated(RecordAnnotation, rec.String(), suspend.Annotation, rec.Reason),
+		Owned:       Owned{Record: true, Annotation: true, Spec: true},
+	}
+	assert.False(t, Decide(target, ModeBoth, v).Apply)
+}
+
+func TestSpecOnlyApplyObjectHoldsBySpecAlone(t *testing.T) {
+	u := SpecOnlyApplyObject(Ref{APIVersion: "kustomize.toolkit.fluxcd.io/v1", Kind: "Kustomization", Namespace: "apps", Name: "web", UID: "u1"})
+	assert.Empty(t, u.GetAnnotations())
+	assert.Equal(t, map[string]any{"suspend": true}, u.Object["spec"])
+	assert.Equal(t, "u1", string(u.GetUID()))
 }

@@ -4,10 +4,32 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/sluicehq/sluice/pkg/gate"
 )
 
 // RecordAnnotation carries the Record of a held target.
 const RecordAnnotation = "gating.sluice.dev/hold"
+
+// Bounds of a record, so that the record and the suspend annotation always fit beside a target's
+// own annotations: the API server refuses an object whose annotations exceed 256 KiB, and a hold
+// that cannot be written must never leave the target running.
+const (
+	// MaxReason bounds the reason, which is written twice: in the record and the annotation.
+	MaxReason = gate.MaxReason
+	// MaxGates bounds the gates a record names; a gate past it does not list the target as held.
+	MaxGates = 64
+)
+
+// newRecord is the record of a hold by gates for reason, within the bounds.
+func newRecord(gates []string, reason string) Record {
+	r := Record{Gates: sortedCopy(gates), Reason: gate.Truncate(reason, MaxReason)}
+	if len(r.Gates) > MaxGates {
+		r.MoreGates = len(r.Gates) - MaxGates
+		r.Gates = r.Gates[:MaxGates]
+	}
+	return r
+}
 
 // Change is a field the controller sets to hold a target.
 type Change string
@@ -21,8 +43,10 @@ const (
 
 // Record is what the controller remembers on a held target.
 type Record struct {
-	// Gates are the gates that hold the target ("namespace/name"), sorted.
+	// Gates are the gates that hold the target ("namespace/name"), sorted, at most MaxGates.
 	Gates []string `json:"gates,omitempty"`
+	// MoreGates counts the gates that hold the target beyond Gates.
+	MoreGates int `json:"moreGates,omitempty"`
 	// Reason says which gates hold the target and why, also when someone else's suspend
 	// annotation is on the target instead of the controller's.
 	Reason string `json:"reason"`
@@ -55,5 +79,5 @@ func (r Record) String() string {
 }
 
 func (r Record) equal(o Record) bool {
-	return slices.Equal(r.Gates, o.Gates) && r.Reason == o.Reason && slices.Equal(r.Set, o.Set) && r.Yielded == o.Yielded
+	return slices.Equal(r.Gates, o.Gates) && r.MoreGates == o.MoreGates && r.Reason == o.Reason && slices.Equal(r.Set, o.Set) && r.Yielded == o.Yielded
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	"github.com/sluicehq/sluice/pkg/version"
 )
 
 // FieldManager names the plugin's changes in managedFields.
@@ -54,6 +55,8 @@ annotation; the gate-controller suspends them and resumes them when the gate ope
   kubectl gate resume kustomization/apps`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version: the release workflow stamps pkg/version as it does for the controllers.
+		Version: version.Get().String(),
 	}
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)

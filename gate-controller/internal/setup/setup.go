@@ -65,6 +65,9 @@ func Setup(m *manager.Manager, cfg Config) error {
 	if _, err := gateInformer.Informer().AddEventHandler(handler.EnqueueObject(gateController)); err != nil {
 		return err
 	}
+	if _, err := gateInformer.Informer().AddEventHandler(gates.ReferenceHandler(gateInformer.Lister(), gateController)); err != nil {
+		return err
+	}
 	if _, err := gateInformer.Informer().AddEventHandler(targets.GateHandler(registry, targetController, latency)); err != nil {
 		return err
 	}

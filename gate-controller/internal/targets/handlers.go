@@ -7,8 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 )
@@ -100,6 +100,13 @@ func GateHandler(registry *Registry, targets handler.Enqueuer, latency *Latency)
 			before, after := verdictView(oldG), verdictView(newG)
 			if before != after {
 				enqueue(newG, before.evaluated && after.evaluated && before.open != after.open)
+			}
+			if oldG.Annotations[gate.GatesAnnotation] != newG.Annotations[gate.GatesAnnotation] {
+				// A gate's own references changed: a cycle of gates may have formed or broken
+				// anywhere along them, so every gate that references gates decides again.
+				for _, key := range registry.GatesReferencingGates() {
+					targets.Enqueue(key)
+				}
 			}
 		},
 		DeleteFunc: func(obj any) {

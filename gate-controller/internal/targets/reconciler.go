@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,11 +15,11 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	gatinglisters "github.com/sluicehq/sluice/api/generated/listers/gating/v1alpha1"
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
-	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/gate"
-	gatinglisters "github.com/sluicehq/sluice/api/generated/listers/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 )
 
@@ -30,6 +31,7 @@ const (
 	ReasonGateMissing    = "GateMissing"
 	ReasonInvalidGates   = "InvalidGates"
 	ReasonHoldFailed     = "HoldFailed"
+	ReasonHoldReduced    = "HoldReduced"
 )
 
 // StaleGrace is how long a target waits for a referenced gate whose current spec has not been
@@ -79,7 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, nil
 	}
 
-	v, wait := r.verdict(m)
+	v, wait := r.verdict(w, m)
 	if wait > 0 {
 		return controller.Result{RequeueAfter: wait}, nil
 	}
@@ -92,18 +94,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		APIVersion: w.APIVersion(), Kind: w.Kind.Kind, Namespace: m.Namespace, Name: m.Name,
 		UID: m.UID, ResourceVersion: m.ResourceVersion,
 	}
-	target := r.Dynamic.Resource(w.GVR).Namespace(m.Namespace)
-	_, err = target.Apply(ctx, m.Name, plan.Desired.ApplyObject(ref), metav1.ApplyOptions{FieldManager: hold.FieldManager, Force: true})
+	err = r.apply(ctx, w, m, ref, plan)
 	switch {
 	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 		// Changed or deleted since the cache saw it: decide again on the newer version.
 		return controller.Result{}, fmt.Errorf("%s changed while being held or released, retrying: %w", key, err)
 	case err != nil:
-		r.event(w, m, corev1.EventTypeWarning, ReasonHoldFailed, "cannot hold or release: %v", err)
+		r.event(w, m, corev1.EventTypeWarning, ReasonHoldFailed, "cannot hold or release: %s", gate.Truncate(err.Error(), maxEventError))
 		return controller.Result{}, fmt.Errorf("apply hold on %s: %w", key, err)
 	}
 	r.report(key, w, m, plan, v)
 	return controller.Result{}, nil
+}
+
+// maxEventError bounds an API error quoted in an Event.
+const maxEventError = 1024
+
+// apply writes the plan. A hold whose annotations the API server refuses (the target's own
+// annotations leave no room) falls back to spec.suspend alone: a hold never fails open.
+func (r *Reconciler) apply(ctx context.Context, w *Watched, m *metav1.PartialObjectMetadata, ref hold.Ref, plan hold.Plan) error {
+	target := r.Dynamic.Resource(w.GVR).Namespace(m.Namespace)
+	opts := metav1.ApplyOptions{FieldManager: hold.FieldManager, Force: true}
+	_, err := target.Apply(ctx, m.Name, plan.Desired.ApplyObject(ref), opts)
+	rec := plan.Desired.Record
+	if err == nil || rec == nil || rec.Yielded || len(rec.Set) == 0 || !(apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err)) {
+		return err
+	}
+	if _, fallbackErr := target.Apply(ctx, m.Name, hold.SpecOnlyApplyObject(ref), opts); fallbackErr != nil {
+		return fmt.Errorf("%w; holding by spec.suspend alone failed too: %v", err, fallbackErr)
+	}
+	r.event(w, m, corev1.EventTypeWarning, ReasonHoldReduced,
+		"held by spec.suspend alone: the API server refused the hold's annotations (%s); make room in the object's annotations to see the reason on it",
+		gate.Truncate(err.Error(), maxEventError))
+	return nil
 }
 
 type verdict struct {
@@ -114,32 +137,52 @@ type verdict struct {
 
 // verdict reads the target's gates. It asks the caller to wait while a referenced gate's current
 // spec has not been evaluated yet.
-func (r *Reconciler) verdict(m metav1.Object) (verdict, time.Duration) {
+func (r *Reconciler) verdict(w *Watched, m metav1.Object) (verdict, time.Duration) {
 	annotations := m.GetAnnotations()
 	value, targeted := annotations[gate.GatesAnnotation]
 	if !targeted {
 		return verdict{}, 0
 	}
-	refs, err := gate.ParseRefs(value, m.GetNamespace())
-	if err == nil {
-		var require gate.Require
-		require, err = gate.ParseRequire(annotations[gate.RequireAnnotation])
-		if err == nil {
-			if wait := r.waitForStaleGates(refs); wait > 0 {
-				return verdict{}, wait
+	refs, refsErr := gate.ParseRefs(value, m.GetNamespace())
+	require, requireErr := gate.ParseRequire(annotations[gate.RequireAnnotation])
+	if refsErr != nil || requireErr != nil {
+		// Fail closed: a target whose gates cannot be read waits until someone fixes every problem.
+		var problems []string
+		for _, err := range []error{refsErr, requireErr} {
+			if err != nil {
+				problems = append(problems, err.Error())
 			}
-			a := gate.Allows(refs, require, func(ns, name string) (*gatingv1alpha1.Gate, error) {
-				return r.Gates.Gates(ns).Get(name)
-			})
-			var denying []string
-			for _, ref := range append(slices.Clone(a.Missing), a.Denying...) {
-				denying = append(denying, ref.String())
-			}
-			return verdict{Verdict: hold.Verdict{Hold: !a.Allowed, Reason: a.Message, Gates: denying}, missing: a.Missing}, 0
+		}
+		return verdict{Verdict: hold.Verdict{Hold: true, Reason: "held: " + strings.Join(problems, "; ")}, invalid: true}, 0
+	}
+	if isGate(w) {
+		// A gate is never held by itself: the references that lead back to it are ignored, and
+		// the gate reports the cycle in its status.
+		refs, _ = gate.Acyclic(gate.Ref{Namespace: m.GetNamespace(), Name: m.GetName()}, refs, r.refsOf)
+		if len(refs) == 0 {
+			return verdict{}, 0
 		}
 	}
-	// Fail closed: a target whose gates cannot be read waits until someone fixes the annotation.
-	return verdict{Verdict: hold.Verdict{Hold: true, Reason: "held: " + err.Error()}, invalid: true}, 0
+	if wait := r.waitForStaleGates(refs); wait > 0 {
+		return verdict{}, wait
+	}
+	a := gate.Allows(refs, require, r.lookup)
+	var denying []string
+	for _, ref := range append(slices.Clone(a.Missing), a.Denying...) {
+		denying = append(denying, ref.String())
+	}
+	return verdict{Verdict: hold.Verdict{Hold: !a.Allowed, Reason: a.Message, Gates: denying}, missing: a.Missing}, 0
+}
+
+func (r *Reconciler) lookup(ns, name string) (*gatingv1alpha1.Gate, error) {
+	return r.Gates.Gates(ns).Get(name)
+}
+
+func (r *Reconciler) refsOf(ref gate.Ref) []gate.Ref { return gate.RefsFrom(r.lookup)(ref) }
+
+// isGate reports whether w is the Gate kind, which can reference gates too.
+func isGate(w *Watched) bool {
+	return w.GVR.Group == gatingv1alpha1.SchemeGroupVersion.Group && w.Kind.Kind == "Gate"
 }
 
 func (r *Reconciler) waitForStaleGates(refs []gate.Ref) time.Duration {
@@ -184,7 +227,7 @@ func (r *Reconciler) report(key string, w *Watched, m metav1.Object, plan hold.P
 	} else {
 		r.Latency.Done(key, r.now())
 	}
-	newReason := plan.Previous == nil || plan.Previous.Reason != v.Reason
+	newReason := plan.Previous == nil || plan.Desired.Record == nil || plan.Previous.Reason != plan.Desired.Record.Reason
 	switch {
 	case !newReason || plan.Desired.Record == nil:
 	case v.invalid:
@@ -194,7 +237,7 @@ func (r *Reconciler) report(key string, w *Watched, m metav1.Object, plan hold.P
 		for i, ref := range v.missing {
 			names[i] = ref.String()
 		}
-		r.event(w, m, corev1.EventTypeWarning, ReasonGateMissing, "held until these gates exist: %v", names)
+		r.event(w, m, corev1.EventTypeWarning, ReasonGateMissing, "held until these gates exist: %s", gate.Truncate(strings.Join(names, ", "), gate.MaxReason))
 	}
 }
 

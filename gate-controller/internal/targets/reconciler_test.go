@@ -16,17 +16,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	gatinglisters "github.com/sluicehq/sluice/api/generated/listers/gating/v1alpha1"
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
-	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/gate"
-	gatinglisters "github.com/sluicehq/sluice/api/generated/listers/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
@@ -41,25 +42,34 @@ type fixture struct {
 	gates   cache.Indexer
 	applied []*unstructured.Unstructured
 	fail    error
-	events  *record.FakeRecorder
-	metrics *metrics.Gates
-	now     time.Time
+	// failures, when set, fail the applies in turn; nil entries succeed.
+	failures []error
+	events   *record.FakeRecorder
+	metrics  *metrics.Gates
+	now      time.Time
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureOf(t, kustomizations) }
+
+func newFixtureOf(t *testing.T, kind kinds.Kind) *fixture {
 	f := &fixture{events: record.NewFakeRecorder(20), now: time.Date(2025, 6, 13, 17, 0, 0, 0, time.UTC)}
 	informer := cache.NewSharedIndexInformer(&cache.ListWatch{}, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{gatesIndex: indexByGate})
-	f.watched = &Watched{Kind: kustomizations, Informer: informer}
+	f.watched = &Watched{Kind: kind, Informer: informer}
 	registry := NewRegistry()
 	require.True(t, registry.Add(f.watched))
 	f.gates = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
-	client.PrependReactor("patch", "kustomizations", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	client.PrependReactor("patch", kind.GVR.Resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
 		p := a.(clienttesting.PatchAction)
 		require.Equal(t, types.ApplyPatchType, p.GetPatchType())
 		u := &unstructured.Unstructured{}
 		require.NoError(t, json.Unmarshal(p.GetPatch(), &u.Object))
 		f.applied = append(f.applied, u)
+		if len(f.failures) > 0 {
+			err := f.failures[0]
+			f.failures = f.failures[1:]
+			return true, u, err
+		}
 		return true, u, f.fail
 	})
 	f.metrics = metrics.New(prometheus.NewRegistry())
@@ -121,7 +131,7 @@ func TestReconcileHoldsATargetOfAClosedGate(t *testing.T) {
 	assert.Equal(t, "41", u.GetResourceVersion())
 	assert.Equal(t, "Kustomization", u.GetKind())
 	reason := u.GetAnnotations()[suspend.Annotation]
-	assert.Equal(t, "held by gate apps/prod is closed (Manual: release sign-off)", reason)
+	assert.Equal(t, "held: gate apps/prod is closed (Manual: release sign-off)", reason)
 	assert.Equal(t, map[string]any{"suspend": true}, u.Object["spec"])
 	assert.Equal(t, []string{"Normal Held " + reason}, f.drain())
 	assert.Equal(t, uint64(1), histogramCount(t, f.metrics.EnforcementLatency), "the transition-to-hold latency is observed once")
@@ -176,7 +186,7 @@ func TestReconcileHoldsForAMissingGateAndSaysWhich(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"apps/gone"}, rec.Gates, "only the gate that denies holds it")
 	events := f.drain()
-	assert.Contains(t, events, "Warning GateMissing held until these gates exist: [apps/gone]")
+	assert.Contains(t, events, "Warning GateMissing held until these gates exist: apps/gone")
 }
 
 func TestReconcileRetriesWhenTheTargetChangedUnderIt(t *testing.T) {
@@ -232,4 +242,102 @@ func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
 	var m dto.Metric
 	require.NoError(t, h.Write(&m))
 	return m.GetHistogram().GetSampleCount()
+}
+
+var gateKind = kinds.Kind{
+	GVR:  schema.GroupVersionResource{Group: "gating.sluice.dev", Version: "v1alpha1", Resource: "gates"},
+	Kind: "Gate", Namespaced: true, Mode: hold.ModeAnnotation,
+}
+
+// gateTarget adds a closed gate that references refs, both as a gate and as a target.
+func (f *fixture) gateTarget(t *testing.T, name, refs string) string {
+	f.gate(t, name, false, 1, 1)
+	obj, _, err := f.gates.GetByKey("apps/" + name)
+	require.NoError(t, err)
+	g := obj.(*gatingv1alpha1.Gate)
+	g.Annotations = map[string]string{gate.GatesAnnotation: refs}
+	require.NoError(t, f.gates.Update(g))
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, UID: "uid-" + types.UID(name), Annotations: g.Annotations}}
+	require.NoError(t, f.watched.Informer.GetIndexer().Add(m))
+	return Key(f.watched.GroupResource(), m)
+}
+
+// A kustomize commonAnnotation lands gating.sluice.dev/gates: selfie on the Gate selfie itself.
+func TestReconcileNeverHoldsAGateByItself(t *testing.T) {
+	f := newFixtureOf(t, gateKind)
+	key := f.gateTarget(t, "selfie", "selfie")
+	_, err := f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err)
+	assert.Empty(t, f.applied, "a gate naming itself is not held")
+}
+
+func TestReconcileIgnoresTheReferencesThatCloseACycleOfGates(t *testing.T) {
+	f := newFixtureOf(t, gateKind)
+	a := f.gateTarget(t, "a", "b,freeze")
+	b := f.gateTarget(t, "b", "a")
+	f.gate(t, "freeze", false, 1, 1)
+
+	_, err := f.r.Reconcile(context.Background(), b)
+	require.NoError(t, err)
+	assert.Empty(t, f.applied, "b is held only by a, which leads back to b")
+
+	_, err = f.r.Reconcile(context.Background(), a)
+	require.NoError(t, err)
+	require.Len(t, f.applied, 1, "a is still held by freeze, which is not in the cycle")
+	rec, err := hold.ParseRecord(f.applied[0].GetAnnotations()[hold.RecordAnnotation])
+	require.NoError(t, err)
+	assert.Equal(t, []string{"apps/freeze"}, rec.Gates)
+	assert.NotContains(t, rec.Reason, "apps/b")
+}
+
+func TestReconcileChainOfGatesStillHolds(t *testing.T) {
+	f := newFixtureOf(t, gateKind)
+	a := f.gateTarget(t, "a", "b")
+	f.gateTarget(t, "b", "c")
+	f.gate(t, "c", false, 1, 1)
+	_, err := f.r.Reconcile(context.Background(), a)
+	require.NoError(t, err)
+	require.Len(t, f.applied, 1, "a -> b -> c is no cycle: a is held by b")
+}
+
+func TestReconcileNamesEveryProblemOfTheGatesAnnotations(t *testing.T) {
+	f := newFixture(t)
+	key := f.target(t, map[string]string{gate.GatesAnnotation: "ok,,Bad,x/y/z", gate.RequireAnnotation: "most"})
+	_, err := f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err)
+	require.Len(t, f.applied, 1, "fails closed")
+	reason := f.applied[0].GetAnnotations()[suspend.Annotation]
+	for _, part := range []string{`entry 2 ""`, `entry 3 "Bad"`, `entry 4 "x/y/z"`, gate.RequireAnnotation + ` is "most"`} {
+		assert.Contains(t, reason, part)
+	}
+	events := f.drain()
+	require.Len(t, events, 2)
+	assert.Equal(t, "Warning InvalidGates "+reason, events[1])
+}
+
+// The target's own annotations leave no room for the hold's: it is held by spec.suspend alone.
+func TestReconcileHoldsBySpecAloneWhenTheAnnotationsDoNotFit(t *testing.T) {
+	f := newFixture(t)
+	f.gate(t, "prod", false, 1, 1)
+	key := f.target(t, map[string]string{gate.GatesAnnotation: "prod"})
+	tooLong := apierrors.NewInvalid(schema.GroupKind{Group: "kustomize.toolkit.fluxcd.io", Kind: "Kustomization"}, "web",
+		field.ErrorList{field.TooLong(field.NewPath("metadata", "annotations"), "", 262144)})
+	f.failures = []error{tooLong, nil}
+	_, err := f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err)
+	require.Len(t, f.applied, 2)
+	assert.Empty(t, f.applied[1].GetAnnotations())
+	assert.Equal(t, map[string]any{"suspend": true}, f.applied[1].Object["spec"])
+	events := f.drain()
+	require.Len(t, events, 2)
+	assert.Contains(t, events[0], "Warning HoldReduced held by spec.suspend alone")
+	assert.Contains(t, events[1], "Normal Held held: gate apps/prod is closed")
+
+	// Refused twice: the error is returned and retried, and nothing claims a hold.
+	f.applied = nil
+	f.failures = []error{tooLong, tooLong}
+	_, err = f.r.Reconcile(context.Background(), key)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "spec.suspend alone failed too")
+	assert.NotContains(t, f.drain(), "Normal Held")
 }

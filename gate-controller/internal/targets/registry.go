@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
-	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/gate"
 )
 
@@ -83,6 +83,25 @@ func (r *Registry) Referencing(ref gate.Ref) []string {
 		for _, o := range objs {
 			if m, ok := o.(metav1.Object); ok {
 				keys = append(keys, Key(w.GroupResource(), m))
+			}
+		}
+	}
+	return keys
+}
+
+// GatesReferencingGates returns the keys of the Gates that are targets themselves: the only
+// objects that can be part of a cycle of gates.
+func (r *Registry) GatesReferencingGates() []string {
+	var keys []string
+	for _, w := range r.All() {
+		if !isGate(w) {
+			continue
+		}
+		for _, o := range w.Informer.GetStore().List() {
+			if m, ok := o.(metav1.Object); ok {
+				if _, refs := m.GetAnnotations()[gate.GatesAnnotation]; refs {
+					keys = append(keys, Key(w.GroupResource(), m))
+				}
 			}
 		}
 	}

@@ -4,8 +4,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/sluicehq/sluice/health-controller/internal/verdict"
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
+	"github.com/sluicehq/sluice/health-controller/internal/verdict"
 	"github.com/sluicehq/sluice/pkg/runtime/dynamicwatch"
 )
 

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/sluicehq/sluice/health-controller/internal/sources"
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
+	"github.com/sluicehq/sluice/health-controller/internal/sources"
 	"github.com/sluicehq/sluice/pkg/runtime/dynamicwatch"
 )
 

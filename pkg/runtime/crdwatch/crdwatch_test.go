@@ -21,7 +21,7 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{WithoutSluiceCRDs: true, CRDPaths: []string{"../../crds/gating.sluice.dev_gates.yaml"}}, &env)
+	testenv.Main(m, testenv.Options{SluiceCRDs: []string{"gating.sluice.dev_gates.yaml"}}, &env)
 }
 
 type recorder struct {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/pkg/runtime/logging"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
+	"github.com/sluicehq/sluice/pkg/version"
 )
 
 // SetupFunc registers a controller's reconcilers on the manager. It may also add flags of its own
@@ -25,10 +28,16 @@ type SetupFunc func(m *Manager) error
 func Main(name string, fs *flag.FlagSet, args []string, setup SetupFunc) int {
 	opts := options.Defaults(name)
 	opts.AddFlags(fs)
+	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	log := logging.New(os.Stderr, opts.LogFormat, opts.Verbosity).With("controller", name)
+	build := version.Get()
+	if *showVersion {
+		fmt.Fprintln(os.Stdout, name, build)
+		return 0
+	}
+	log := processLogger(os.Stderr, name, opts)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -42,13 +51,20 @@ func Main(name string, fs *flag.FlagSet, args []string, setup SetupFunc) int {
 		log.Error("cannot set up reconcilers", "error", err)
 		return 1
 	}
-	log.Info("starting", "namespace", opts.Namespace, "labelSelector", opts.WatchLabelSelector, "leaderElect", opts.LeaderElect)
+	log.Info("starting", "version", build.Version, "revision", build.Revision, "namespace", opts.Namespace, "labelSelector", opts.WatchLabelSelector, "leaderElect", opts.LeaderElect)
 	if err := m.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("stopped with an error", "error", err)
 		return 1
 	}
 	log.Info("stopped cleanly")
 	return 0
+}
+
+// processLogger is the logger of the whole process. It names the process under "process": the key
+// "controller" belongs to pkg/runtime/controller, which adds its queue's name, and a JSON document
+// with a key twice is rejected by Elasticsearch and read differently by other log stores.
+func processLogger(w io.Writer, name string, opts options.Options) *slog.Logger {
+	return logging.New(w, opts.LogFormat, opts.Verbosity).With("process", name)
 }
 
 func loadConfig(kubeconfig string) (*rest.Config, error) {

@@ -113,7 +113,7 @@ func New(name string, opts options.Options, cfg *rest.Config, log *slog.Logger) 
 	m.Scheme = runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(m.Scheme))
 	utilruntime.Must(sluicescheme.AddToScheme(m.Scheme))
-	m.broadcaster = record.NewBroadcaster()
+	m.broadcaster = newEventBroadcaster()
 	m.Recorder = m.broadcaster.NewRecorder(m.Scheme, corev1.EventSource{Component: name})
 
 	m.Probes = probes.New(opts.MetricsBindAddress, opts.HealthProbeBindAddress, m.Metrics, log)

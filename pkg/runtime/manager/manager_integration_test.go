@@ -33,7 +33,7 @@ var env *testenv.Env
 
 // Only the Gate CRD: the runtime is tested on its own, not against every group.
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.Options{WithoutSluiceCRDs: true, CRDPaths: []string{"../../../api/crds/gating.sluice.dev_gates.yaml"}}, &env)
+	testenv.Main(m, testenv.Options{SluiceCRDs: []string{"gating.sluice.dev_gates.yaml"}}, &env)
 }
 
 // gateMarker is a minimal reconciler: it marks Gates Ready, honouring suspend, and records which

@@ -36,9 +36,32 @@ type Options struct {
 	Verbosity int
 }
 
+// Ports are a controller's default metrics and health-probe ports.
+type Ports struct{ Metrics, Probes int }
+
+// DefaultPorts gives each controller its own ports, so all five run side by side on one host (a
+// laptop, the demo) without flags. In a cluster every pod has its own network and the charts set
+// the ports explicitly. A name not listed gets 8080 and 8081.
+var DefaultPorts = map[string]Ports{
+	"gate-controller":         {Metrics: 8080, Probes: 8081},
+	"health-controller":       {Metrics: 8082, Probes: 8083},
+	"promoter-controller":     {Metrics: 8084, Probes: 8085},
+	"commitstatus-controller": {Metrics: 8086, Probes: 8087},
+	"rollback-controller":     {Metrics: 8088, Probes: 8089},
+}
+
+// PortsFor returns the default ports of the controller named name.
+func PortsFor(name string) Ports {
+	if p, ok := DefaultPorts[name]; ok {
+		return p
+	}
+	return Ports{Metrics: 8080, Probes: 8081}
+}
+
 // Defaults for a controller named name. client-go's 5 QPS / 10 burst starves any controller that
 // patches more than a handful of objects, so the defaults are raised tenfold.
 func Defaults(name string) Options {
+	ports := PortsFor(name)
 	return Options{
 		Workers:                 2,
 		KubeAPIQPS:              50,
@@ -48,8 +71,8 @@ func Defaults(name string) Options {
 		LeaseDuration:           15 * time.Second,
 		RenewDeadline:           10 * time.Second,
 		RetryPeriod:             2 * time.Second,
-		MetricsBindAddress:      ":8080",
-		HealthProbeBindAddress:  ":8081",
+		MetricsBindAddress:      fmt.Sprintf(":%d", ports.Metrics),
+		HealthProbeBindAddress:  fmt.Sprintf(":%d", ports.Probes),
 		LogFormat:               "json",
 	}
 }

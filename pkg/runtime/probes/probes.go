@@ -106,6 +106,10 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	close(s.listenReady)
+	// The bound addresses, so a port chosen with :0 can be found, and a person sees where to look.
+	if s.log != nil {
+		s.log.Info("listening", "metrics", listenerAddr(s.metricsLn), "probes", listenerAddr(s.probeLn))
+	}
 
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range servers {
@@ -148,4 +152,12 @@ func (s *Server) serveLivez(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	_, _ = w.Write([]byte("ok"))
+}
+
+// listenerAddr is ln's address, or "off" for a disabled listener.
+func listenerAddr(ln net.Listener) string {
+	if ln == nil {
+		return "off"
+	}
+	return ln.Addr().String()
 }

@@ -8,6 +8,10 @@ import (
 
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/promoter-controller/internal/promoter"
+
+	// CA roots inside the binary: the images hold nothing but it, so no /etc/ssl. Used only
+	// when the system has no roots of its own.
+	_ "golang.org/x/crypto/x509roots/fallback"
 )
 
 func main() {

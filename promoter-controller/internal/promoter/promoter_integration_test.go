@@ -49,6 +49,13 @@ func startPromoterWith(t testing.TB, cfg *rest.Config, pcfg promoter.Config) (p 
 // startPromoterOpts starts a promoter whose shared flags mutate may change.
 func startPromoterOpts(t testing.TB, cfg *rest.Config, pcfg promoter.Config, mutate func(*options.Options)) (p *promoter.Promoter, stop func()) {
 	t.Helper()
+	_, p, stop = startPromoterManager(t, cfg, pcfg, mutate)
+	return p, stop
+}
+
+// startPromoterManager is startPromoterOpts that also returns the manager, for its metrics.
+func startPromoterManager(t testing.TB, cfg *rest.Config, pcfg promoter.Config, mutate func(*options.Options)) (m *manager.Manager, p *promoter.Promoter, stop func()) {
+	t.Helper()
 	opts := options.Defaults("promoter-controller")
 	opts.MetricsBindAddress = "127.0.0.1:0"
 	opts.HealthProbeBindAddress = "127.0.0.1:0"
@@ -58,7 +65,8 @@ func startPromoterOpts(t testing.TB, cfg *rest.Config, pcfg promoter.Config, mut
 	}
 	panics := &panicCounter{Handler: slog.NewTextHandler(io.Discard, nil)}
 	log := slog.New(panics)
-	m, err := manager.New("promoter-controller", opts, cfg, log)
+	var err error
+	m, err = manager.New("promoter-controller", opts, cfg, log)
 	require.NoError(t, err)
 	p, err = promoter.Setup(m, pcfg)
 	require.NoError(t, err)
@@ -81,7 +89,7 @@ func startPromoterOpts(t testing.TB, cfg *rest.Config, pcfg promoter.Config, mut
 		assert.Zero(t, panics.count.Load(), "reconciles panicked")
 	}
 	t.Cleanup(stop)
-	return p, stop
+	return m, p, stop
 }
 
 // fixture is a namespace with a git repository served over HTTP by the test, a ScmRepository and

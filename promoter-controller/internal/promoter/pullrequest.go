@@ -59,8 +59,8 @@ func (r *PullRequestReconciler) Reconcile(ctx context.Context, key string) (cont
 	pr := cur.DeepCopy()
 	repo, err := r.resolver.resolve(ctx, ns, pr.Spec.RepositoryRef.Name)
 	if isConfigError(err) {
-		conditions.MarkStalled(&pr.Status.Conditions, pr.Generation, "InvalidConfiguration", err.Error())
-		conditions.MarkNotReady(&pr.Status.Conditions, pr.Generation, "InvalidConfiguration", err.Error())
+		conditions.MarkStalled(&pr.Status.Conditions, pr.Generation, ReasonInvalidConfiguration, err.Error())
+		pr.Status.ObservedGeneration = pr.Generation
 		return controller.Result{}, r.writeStatus(ctx, cur, pr)
 	}
 	if err != nil {

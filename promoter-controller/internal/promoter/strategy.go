@@ -41,6 +41,9 @@ const (
 	EventPromotionBlocked            = "PromotionBlocked"
 	EventPromotionCompleted          = "PromotionCompleted"
 	EventPullRequestMergedExternally = "PullRequestMergedExternally"
+	// ReasonInvalidConfiguration is the Stalled reason, and the Warning Event, of a spec or a
+	// referenced object a person must fix.
+	ReasonInvalidConfiguration = "InvalidConfiguration"
 )
 
 // reconcileTimeout bounds the git and SCM work of one reconcile.
@@ -91,21 +94,26 @@ func (r *StrategyReconciler) Reconcile(ctx context.Context, key string) (control
 	suspend.Report(&st.Conditions, gen, s)
 	if s.Suspended {
 		st.ObservedGeneration = gen
-		return controller.Result{}, r.writeStatus(ctx, cur, ps)
+		_, err := r.writeStatus(ctx, cur, ps)
+		return controller.Result{}, err
 	}
 	conditions.Remove(&st.Conditions, conditions.Stalled)
 
 	// A stalled remote must not hold a worker forever.
 	opCtx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()
-	res, err := r.promote(opCtx, ps)
+	var later announcements
+	res, err := r.promote(opCtx, ps, &later)
 	if isConfigError(err) {
-		conditions.MarkStalled(&st.Conditions, gen, "InvalidConfiguration", err.Error())
-		conditions.MarkNotReady(&st.Conditions, gen, "InvalidConfiguration", err.Error())
-		conditions.Remove(&st.Conditions, conditions.Reconciling)
+		// MarkStalled sets Ready=False too; nothing after it may remove Stalled.
+		conditions.MarkStalled(&st.Conditions, gen, ReasonInvalidConfiguration, err.Error())
 		st.ObservedGeneration = gen
-		if werr := r.writeStatus(ctx, cur, ps); werr != nil {
+		if _, werr := r.writeStatus(ctx, cur, ps); werr != nil {
 			return controller.Result{}, werr
+		}
+		// Announced once per new problem, and only after the write that reports it succeeded.
+		if was := conditions.Get(cur.Status.Conditions, conditions.Stalled); was == nil || was.Message != conditions.Get(st.Conditions, conditions.Stalled).Message {
+			r.Recorder.Event(ps, corev1.EventTypeWarning, ReasonInvalidConfiguration, err.Error())
 		}
 		// Referenced objects are not all watched (Secrets): look again at the poll interval.
 		return controller.Result{RequeueAfter: interval}, nil
@@ -113,7 +121,7 @@ func (r *StrategyReconciler) Reconcile(ctx context.Context, key string) (control
 	if err != nil {
 		conditions.MarkNotReady(&st.Conditions, gen, "PromotionFailed", err.Error())
 		st.ObservedGeneration = gen
-		if werr := r.writeStatus(ctx, cur, ps); werr != nil {
+		if _, werr := r.writeStatus(ctx, cur, ps); werr != nil {
 			r.Log.Info("cannot write status", "strategy", key, "error", werr)
 		}
 		return controller.Result{}, err
@@ -122,8 +130,14 @@ func (r *StrategyReconciler) Reconcile(ctx context.Context, key string) (control
 	if v, ok := ps.Annotations[promoterv1alpha1.RefreshAnnotation]; ok {
 		st.LastHandledRefresh = v
 	}
-	if err := r.writeStatus(ctx, cur, ps); err != nil {
+	written, err := r.writeStatus(ctx, cur, ps)
+	if err != nil {
 		return controller.Result{}, err
+	}
+	if written {
+		// Only a status write that succeeded holds a new merge or block: one from a stale copy
+		// conflicts, and the reconcile after it finds the record already there.
+		later.run()
 	}
 	if res.RequeueAfter == 0 || res.RequeueAfter > interval {
 		res.RequeueAfter = interval
@@ -131,12 +145,26 @@ func (r *StrategyReconciler) Reconcile(ctx context.Context, key string) (control
 	return res, nil
 }
 
-func (r *StrategyReconciler) writeStatus(ctx context.Context, cur, ps *promoterv1alpha1.PromotionStrategy) error {
+// writeStatus writes ps's status unless it equals cur's, and says whether it wrote. The write
+// carries cur's resourceVersion, so it fails with a conflict when cur was stale.
+func (r *StrategyReconciler) writeStatus(ctx context.Context, cur, ps *promoterv1alpha1.PromotionStrategy) (bool, error) {
 	if equality.Semantic.DeepEqual(cur.Status, ps.Status) {
-		return nil
+		return false, nil
 	}
 	_, err := r.Client.PromoterV1alpha1().PromotionStrategies(ps.Namespace).UpdateStatus(ctx, ps, metav1.UpdateOptions{FieldManager: FieldManager})
-	return err
+	return err == nil, err
+}
+
+// announcements are the Events and metrics of a state change, made once the status write that
+// records the change succeeded.
+type announcements []func()
+
+func (a *announcements) add(f func()) { *a = append(*a, f) }
+
+func (a announcements) run() {
+	for _, f := range a {
+		f()
+	}
 }
 
 // envPlan is one environment as this reconcile sees it.
@@ -148,7 +176,7 @@ type envPlan struct {
 	verdict  promotion.Verdict
 }
 
-func (r *StrategyReconciler) promote(ctx context.Context, ps *promoterv1alpha1.PromotionStrategy) (controller.Result, error) {
+func (r *StrategyReconciler) promote(ctx context.Context, ps *promoterv1alpha1.PromotionStrategy, later *announcements) (controller.Result, error) {
 	spec := ps.Spec
 	gen := ps.Generation
 	branches := make([]string, len(spec.Environments))
@@ -238,13 +266,16 @@ func (r *StrategyReconciler) promote(ctx context.Context, ps *promoterv1alpha1.P
 		// every pass and repeat the Event.
 		if msg != "" && truncate(msg, 1024) != previous[p.spec.Branch].Blocked {
 			rules := p.verdict.Rules()
-			r.Recorder.Eventf(ps, corev1.EventTypeNormal, EventPromotionBlocked, "%s: %s blocked by %s: %s", p.spec.Branch, shortSHA(p.proposed), rules[0], msg)
-			for _, rule := range uniqueRules(rules) {
-				r.Metrics.blocked.WithLabelValues(ps.Namespace, ps.Name, p.spec.Branch, string(rule)).Inc()
-			}
+			branch, proposed := p.spec.Branch, p.proposed
+			later.add(func() {
+				r.Recorder.Eventf(ps, corev1.EventTypeNormal, EventPromotionBlocked, "%s: %s blocked by %s: %s", branch, shortSHA(proposed), rules[0], msg)
+				for _, rule := range uniqueRules(rules) {
+					r.Metrics.blocked.WithLabelValues(ps.Namespace, ps.Name, branch, string(rule)).Inc()
+				}
+			})
 		}
 		p.status.Blocked = truncate(msg, 1024)
-		state, err := r.syncPullRequest(ctx, ps, repo, suffix, p)
+		state, err := r.syncPullRequest(ctx, ps, repo, suffix, p, later)
 		if err != nil {
 			return controller.Result{}, err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -43,7 +44,7 @@ func autoMerge(e promoterv1alpha1.Environment) bool { return e.AutoMerge == nil 
 
 // syncPullRequest makes the environment's PullRequest match the verdict, and reports "merging"
 // while a merge it asked for is under way.
-func (r *StrategyReconciler) syncPullRequest(ctx context.Context, ps *promoterv1alpha1.PromotionStrategy, repo *repository, suffix string, p *envPlan) (string, error) {
+func (r *StrategyReconciler) syncPullRequest(ctx context.Context, ps *promoterv1alpha1.PromotionStrategy, repo *repository, suffix string, p *envPlan, later *announcements) (string, error) {
 	client := r.Client.PromoterV1alpha1().PullRequests(ps.Namespace)
 	name := objectName(ps.Name, p.spec.Branch)
 	// A live read, not the cache: right after a create the cache may not have it yet, and
@@ -56,7 +57,7 @@ func (r *StrategyReconciler) syncPullRequest(ctx context.Context, ps *promoterv1
 		return "", err
 	}
 	if pr != nil && pr.Status.State == promoterv1alpha1.PullRequestMerged {
-		r.recordMerge(ps, repo, p, pr)
+		r.recordMerge(ps, repo, p, pr, later)
 	}
 	done := pr != nil && (pr.Status.State == promoterv1alpha1.PullRequestMerged || pr.Status.State == promoterv1alpha1.PullRequestClosed)
 	if pr != nil && !done && r.PullRequestQueue != nil {
@@ -158,7 +159,7 @@ func (r *StrategyReconciler) started(ps *promoterv1alpha1.PromotionStrategy, p *
 }
 
 // recordMerge adds a merged pull request to history, once, with its Event and metrics.
-func (r *StrategyReconciler) recordMerge(ps *promoterv1alpha1.PromotionStrategy, repo *repository, p *envPlan, pr *promoterv1alpha1.PullRequest) {
+func (r *StrategyReconciler) recordMerge(ps *promoterv1alpha1.PromotionStrategy, repo *repository, p *envPlan, pr *promoterv1alpha1.PullRequest, later *announcements) {
 	rec := promoterv1alpha1.PromotionRecord{
 		HydratedSHA: pr.Status.MergedHeadSHA, MergeSHA: pr.Status.MergeSHA,
 		PullRequest: pr.Name, External: pr.Status.MergedExternally, Time: metav1.NewTime(r.now()),
@@ -177,18 +178,25 @@ func (r *StrategyReconciler) recordMerge(ps *promoterv1alpha1.PromotionStrategy,
 	mergedBy := "sluice"
 	if rec.External {
 		mergedBy = "external"
-		r.Recorder.Eventf(ps, corev1.EventTypeNormal, EventPullRequestMergedExternally, "%s: %s (dry %s) was merged outside Sluice", p.spec.Branch, shortSHA(rec.HydratedSHA), shortSHA(rec.DrySHA))
 	}
-	r.Recorder.Eventf(ps, corev1.EventTypeNormal, EventPromotionCompleted, "%s: promoted dry %s (merge %s)", p.spec.Branch, shortSHA(rec.DrySHA), shortSHA(rec.MergeSHA))
-	r.Metrics.promotions.WithLabelValues(ps.Namespace, ps.Name, p.spec.Branch, mergedBy).Inc()
-	r.Metrics.deployments.WithLabelValues(ps.Namespace, ps.Name, p.spec.Branch).Inc()
+	var lead time.Duration = -1
 	if rec.DrySHA != "" {
 		if c, err := repo.git.Commit(rec.DrySHA); err == nil {
-			if lead := rec.Time.Sub(c.Time); lead >= 0 {
-				r.Metrics.leadTime.WithLabelValues(ps.Namespace, ps.Name, p.spec.Branch).Observe(lead.Seconds())
-			}
+			lead = rec.Time.Sub(c.Time)
 		}
 	}
+	branch := p.spec.Branch
+	later.add(func() {
+		if rec.External {
+			r.Recorder.Eventf(ps, corev1.EventTypeNormal, EventPullRequestMergedExternally, "%s: %s (dry %s) was merged outside Sluice", branch, shortSHA(rec.HydratedSHA), shortSHA(rec.DrySHA))
+		}
+		r.Recorder.Eventf(ps, corev1.EventTypeNormal, EventPromotionCompleted, "%s: promoted dry %s (merge %s)", branch, shortSHA(rec.DrySHA), shortSHA(rec.MergeSHA))
+		r.Metrics.promotions.WithLabelValues(ps.Namespace, ps.Name, branch, mergedBy).Inc()
+		r.Metrics.deployments.WithLabelValues(ps.Namespace, ps.Name, branch).Inc()
+		if lead >= 0 {
+			r.Metrics.leadTime.WithLabelValues(ps.Namespace, ps.Name, branch).Observe(lead.Seconds())
+		}
+	})
 }
 
 func prRef(pr *promoterv1alpha1.PullRequest) *promoterv1alpha1.PullRequestReference {

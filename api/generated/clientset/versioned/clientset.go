@@ -26,6 +26,7 @@ import (
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/gating/v1alpha1"
 	healthv1alpha1 "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/health/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/promoter/v1alpha1"
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/rollback/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/scm/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
@@ -38,6 +39,7 @@ type Interface interface {
 	GatingV1alpha1() gatingv1alpha1.GatingV1alpha1Interface
 	HealthV1alpha1() healthv1alpha1.HealthV1alpha1Interface
 	PromoterV1alpha1() promoterv1alpha1.PromoterV1alpha1Interface
+	RollbackV1alpha1() rollbackv1alpha1.RollbackV1alpha1Interface
 	ScmV1alpha1() scmv1alpha1.ScmV1alpha1Interface
 }
 
@@ -48,6 +50,7 @@ type Clientset struct {
 	gatingV1alpha1       *gatingv1alpha1.GatingV1alpha1Client
 	healthV1alpha1       *healthv1alpha1.HealthV1alpha1Client
 	promoterV1alpha1     *promoterv1alpha1.PromoterV1alpha1Client
+	rollbackV1alpha1     *rollbackv1alpha1.RollbackV1alpha1Client
 	scmV1alpha1          *scmv1alpha1.ScmV1alpha1Client
 }
 
@@ -69,6 +72,11 @@ func (c *Clientset) HealthV1alpha1() healthv1alpha1.HealthV1alpha1Interface {
 // PromoterV1alpha1 retrieves the PromoterV1alpha1Client
 func (c *Clientset) PromoterV1alpha1() promoterv1alpha1.PromoterV1alpha1Interface {
 	return c.promoterV1alpha1
+}
+
+// RollbackV1alpha1 retrieves the RollbackV1alpha1Client
+func (c *Clientset) RollbackV1alpha1() rollbackv1alpha1.RollbackV1alpha1Interface {
+	return c.rollbackV1alpha1
 }
 
 // ScmV1alpha1 retrieves the ScmV1alpha1Client
@@ -136,6 +144,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.rollbackV1alpha1, err = rollbackv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.scmV1alpha1, err = scmv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -165,6 +177,7 @@ func New(c rest.Interface) *Clientset {
 	cs.gatingV1alpha1 = gatingv1alpha1.New(c)
 	cs.healthV1alpha1 = healthv1alpha1.New(c)
 	cs.promoterV1alpha1 = promoterv1alpha1.New(c)
+	cs.rollbackV1alpha1 = rollbackv1alpha1.New(c)
 	cs.scmV1alpha1 = scmv1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)

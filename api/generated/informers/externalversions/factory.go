@@ -30,6 +30,7 @@ import (
 	health "github.com/sluicehq/sluice/api/generated/informers/externalversions/health"
 	internalinterfaces "github.com/sluicehq/sluice/api/generated/informers/externalversions/internalinterfaces"
 	promoter "github.com/sluicehq/sluice/api/generated/informers/externalversions/promoter"
+	rollback "github.com/sluicehq/sluice/api/generated/informers/externalversions/rollback"
 	scm "github.com/sluicehq/sluice/api/generated/informers/externalversions/scm"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -333,6 +334,7 @@ type SharedInformerFactory interface {
 	Gating() gating.Interface
 	Health() health.Interface
 	Promoter() promoter.Interface
+	Rollback() rollback.Interface
 	Scm() scm.Interface
 }
 
@@ -350,6 +352,10 @@ func (f *sharedInformerFactory) Health() health.Interface {
 
 func (f *sharedInformerFactory) Promoter() promoter.Interface {
 	return promoter.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Rollback() rollback.Interface {
+	return rollback.New(f, f.namespace, f.tweakListOptions)
 }
 
 func (f *sharedInformerFactory) Scm() scm.Interface {

@@ -25,6 +25,7 @@ import (
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -75,6 +76,14 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Promoter().V1alpha1().ProposedCommits().Informer()}, nil
 	case promoterv1alpha1.SchemeGroupVersion.WithResource("pullrequests"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Promoter().V1alpha1().PullRequests().Informer()}, nil
+
+		// Group=rollback.sluice.dev, Version=v1alpha1
+	case rollbackv1alpha1.SchemeGroupVersion.WithResource("manifestreleases"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Rollback().V1alpha1().ManifestReleases().Informer()}, nil
+	case rollbackv1alpha1.SchemeGroupVersion.WithResource("revertcommits"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Rollback().V1alpha1().RevertCommits().Informer()}, nil
+	case rollbackv1alpha1.SchemeGroupVersion.WithResource("rollbackpolicies"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Rollback().V1alpha1().RollbackPolicies().Informer()}, nil
 
 		// Group=scm.sluice.dev, Version=v1alpha1
 	case scmv1alpha1.SchemeGroupVersion.WithResource("scmproviders"):

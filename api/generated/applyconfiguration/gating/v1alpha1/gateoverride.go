@@ -34,6 +34,8 @@ type GateOverrideApplyConfiguration struct {
 	Until *v1.Time `json:"until,omitempty"`
 	// Message says why, e.g. "hotfix for INC-123".
 	Message *string `json:"message,omitempty"`
+	// Replaces is what the override replaced when it was set, restored when it expires.
+	Replaces *GateReplacedApplyConfiguration `json:"replaces,omitempty"`
 }
 
 // GateOverrideApplyConfiguration constructs a declarative configuration of the GateOverride type for use with
@@ -63,5 +65,13 @@ func (b *GateOverrideApplyConfiguration) WithUntil(value v1.Time) *GateOverrideA
 // If called multiple times, the Message field is set to the value of the last call.
 func (b *GateOverrideApplyConfiguration) WithMessage(value string) *GateOverrideApplyConfiguration {
 	b.Message = &value
+	return b
+}
+
+// WithReplaces sets the Replaces field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Replaces field is set to the value of the last call.
+func (b *GateOverrideApplyConfiguration) WithReplaces(value *GateReplacedApplyConfiguration) *GateOverrideApplyConfiguration {
+	b.Replaces = value
 	return b
 }

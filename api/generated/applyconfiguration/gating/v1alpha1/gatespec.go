@@ -24,16 +24,21 @@ package v1alpha1
 // GateSpec is the desired state of a Gate.
 //
 // The effective state is decided by the first rule that applies:
-// 1. spec.closed is true: closed (reason Manual). A manual close always closes; not even an override opens it.
+// 1. spec.closed is true: closed (reason Manual). A manual close beats every override, except one
+// set on the gate while it was closed by hand (override.replaces.closed: true), which is a
+// bypass: it applies until it expires, and then the gate is closed by hand again.
 // 2. spec.override is set and not expired: the override's state (reason Override).
-// 3. a closed window is active: closed (reason Window). Closing beats opening.
-// 4. there are open windows: open only while one of them is active (reason Window).
-// 5. otherwise: open (reason Default).
+// 3. spec.override has expired: the first override it replaced that has not expired yet (reason Override).
+// 4. a closed window is active: closed (reason Window). Closing beats opening.
+// 5. there are open windows: open only while one of them is active (reason Window).
+// 6. otherwise: open (reason Default).
 //
+// So when an override expires the gate returns to what the override replaced.
 // A spec that cannot be evaluated closes the gate (reason Invalid) and the gate reports Stalled.
 type GateSpecApplyConfiguration struct {
 	// Closed closes the gate by hand. A closed gate holds every object that references it,
-	// whatever the windows and the override say. Opening or closing is a plain spec update.
+	// whatever the windows say, and whatever an override says unless that override was set as a
+	// bypass of this manual close (override.replaces.closed). Opening or closing is a plain spec update.
 	Closed *bool `json:"closed,omitempty"`
 	// Message is a short human note on why the gate is closed or open, e.g. "release 1.4 sign-off pending".
 	// It is shown in status when spec.closed decides the state (reasons Manual and Default).
@@ -47,9 +52,12 @@ type GateSpecApplyConfiguration struct {
 	// Windows of the same kind that overlap simply merge.
 	Windows []GateWindowApplyConfiguration `json:"windows,omitempty"`
 	// Override sets the state until a time, e.g. open for two hours during a freeze for a hotfix,
-	// or closed until Monday. It beats the windows but never a manual close (spec.closed: true).
-	// When it expires the gate returns to what spec.closed and the windows say, and status.expiredOverride reports it
-	// until the override is removed or replaced.
+	// or closed until Monday. It beats the windows. It beats a manual close (spec.closed: true)
+	// only when it was set on the gate while closed by hand (replaces.closed: true).
+	// When it expires the gate returns to what it replaced: an earlier override that has not
+	// expired, a manual close, or else spec.closed and the windows; status.expiredOverride reports
+	// it until the override is removed or replaced. `kubectl gate open|close NAME --for D` fills
+	// replaces from the gate as it was.
 	Override *GateOverrideApplyConfiguration `json:"override,omitempty"`
 }
 

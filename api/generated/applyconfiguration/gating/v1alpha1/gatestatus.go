@@ -46,7 +46,8 @@ type GateStatusApplyConfiguration struct {
 	NextTransitionTime *metav1.Time `json:"nextTransitionTime,omitempty"`
 	// History holds the latest transitions, newest first.
 	History []GateTransitionApplyConfiguration `json:"history,omitempty"`
-	// Holding is how many objects the gate currently holds.
+	// Holding is how many objects the gate currently holds. It is always written, so the
+	// HOLDING column reads 0 rather than blank.
 	Holding *int32 `json:"holding,omitempty"`
 	// Held lists objects the gate currently holds, at most 50 of them; holding has the full count.
 	Held []HeldObjectApplyConfiguration `json:"held,omitempty"`

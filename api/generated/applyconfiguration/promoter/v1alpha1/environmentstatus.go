@@ -33,8 +33,13 @@ type EnvironmentStatusApplyConfiguration struct {
 	PullRequest *PullRequestReferenceApplyConfiguration `json:"pullRequest,omitempty"`
 	// Eligible is true when the proposed change may be merged now.
 	Eligible *bool `json:"eligible,omitempty"`
-	// Blocked says which rule, check or gate holds the proposed change, when one does.
+	// Blocked says which rule, check or gate holds the proposed change, when one does, in one
+	// line; Blocks says the same one rule at a time.
 	Blocked *string `json:"blocked,omitempty"`
+	// Blocks lists what holds the proposed change, one entry per rule and environment, for
+	// scripts: for example
+	// kubectl get ps app -o jsonpath='{.status.environments[?(@.branch=="prod")].blocks[*].rule}'.
+	Blocks []PromotionBlockApplyConfiguration `json:"blocks,omitempty"`
 	// LastHealthyDrySHAs are the latest dry SHAs whose active commit statuses all passed in this
 	// environment, newest first, at most 10. A rollback picks its target here.
 	LastHealthyDrySHAs []HealthyDrySHAApplyConfiguration `json:"lastHealthyDrySHAs,omitempty"`
@@ -93,6 +98,19 @@ func (b *EnvironmentStatusApplyConfiguration) WithEligible(value bool) *Environm
 // If called multiple times, the Blocked field is set to the value of the last call.
 func (b *EnvironmentStatusApplyConfiguration) WithBlocked(value string) *EnvironmentStatusApplyConfiguration {
 	b.Blocked = &value
+	return b
+}
+
+// WithBlocks adds the given value to the Blocks field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Blocks field.
+func (b *EnvironmentStatusApplyConfiguration) WithBlocks(values ...*PromotionBlockApplyConfiguration) *EnvironmentStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithBlocks")
+		}
+		b.Blocks = append(b.Blocks, *values[i])
+	}
 	return b
 }
 

@@ -35,8 +35,13 @@ type PromotionRecordApplyConfiguration struct {
 	MergeSHA *string `json:"mergeSHA,omitempty"`
 	// Time is when the merge was observed.
 	Time *v1.Time `json:"time,omitempty"`
-	// PullRequest is the name of the PullRequest object.
+	// PullRequest is the name of the PullRequest object. A later promotion reuses the name, so
+	// PullRequestNumber and PullRequestURL say which pull request this was.
 	PullRequest *string `json:"pullRequest,omitempty"`
+	// PullRequestNumber is the pull request's number on the SCM; 0 on plain git.
+	PullRequestNumber *int64 `json:"pullRequestNumber,omitempty"`
+	// PullRequestURL is the pull request on the SCM; empty on plain git.
+	PullRequestURL *string `json:"pullRequestURL,omitempty"`
 	// External is true when someone merged it outside Sluice.
 	External *bool `json:"external,omitempty"`
 }
@@ -84,6 +89,22 @@ func (b *PromotionRecordApplyConfiguration) WithTime(value v1.Time) *PromotionRe
 // If called multiple times, the PullRequest field is set to the value of the last call.
 func (b *PromotionRecordApplyConfiguration) WithPullRequest(value string) *PromotionRecordApplyConfiguration {
 	b.PullRequest = &value
+	return b
+}
+
+// WithPullRequestNumber sets the PullRequestNumber field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PullRequestNumber field is set to the value of the last call.
+func (b *PromotionRecordApplyConfiguration) WithPullRequestNumber(value int64) *PromotionRecordApplyConfiguration {
+	b.PullRequestNumber = &value
+	return b
+}
+
+// WithPullRequestURL sets the PullRequestURL field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PullRequestURL field is set to the value of the last call.
+func (b *PromotionRecordApplyConfiguration) WithPullRequestURL(value string) *PromotionRecordApplyConfiguration {
+	b.PullRequestURL = &value
 	return b
 }
 

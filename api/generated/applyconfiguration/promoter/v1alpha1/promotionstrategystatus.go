@@ -36,8 +36,12 @@ type PromotionStrategyStatusApplyConfiguration struct {
 	LastHandledRefresh *string `json:"lastHandledRefresh,omitempty"`
 	// LastFetchTime is when the repository was last fetched.
 	LastFetchTime *v1.Time `json:"lastFetchTime,omitempty"`
-	// Conditions follow kstatus: Ready when every environment is promoted as far as it may go,
-	// Reconciling while a promotion is under way, Stalled when the spec or repository cannot work.
+	// Conditions follow kstatus. Ready is True only when no environment has a change left to
+	// promote (reason Promoted), so `kubectl wait --for=condition=Ready` waits for "promoted".
+	// It is False with reason Promoting (and Reconciling=True) while a merge is under way,
+	// Blocked while a rule, check, gate or rollback holds a change (see
+	// status.environments[].blocks), and WaitingForMerge while an eligible change waits for a
+	// person (autoMerge false). Stalled=True when the spec or repository cannot work.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
 

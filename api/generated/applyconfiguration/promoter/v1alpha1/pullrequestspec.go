@@ -41,6 +41,8 @@ type PullRequestSpecApplyConfiguration struct {
 	// source branch is still at it, so an unchecked commit is never merged.
 	ExpectedHeadSHA *string `json:"expectedHeadSHA,omitempty"`
 	// State is what should happen: open (keep it open), merged (merge it), closed (close it).
+	// Once the pull request is merged or closed outside Sluice, the controller sets it to what
+	// happened, so spec and status agree.
 	State *promoterv1alpha1.PullRequestState `json:"state,omitempty"`
 }
 

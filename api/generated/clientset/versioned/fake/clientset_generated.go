@@ -29,6 +29,8 @@ import (
 	fakehealthv1alpha1 "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/health/v1alpha1/fake"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/promoter/v1alpha1"
 	fakepromoterv1alpha1 "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/promoter/v1alpha1/fake"
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/rollback/v1alpha1"
+	fakerollbackv1alpha1 "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/rollback/v1alpha1/fake"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/scm/v1alpha1"
 	fakescmv1alpha1 "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/scm/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -162,6 +164,11 @@ func (c *Clientset) HealthV1alpha1() healthv1alpha1.HealthV1alpha1Interface {
 // PromoterV1alpha1 retrieves the PromoterV1alpha1Client
 func (c *Clientset) PromoterV1alpha1() promoterv1alpha1.PromoterV1alpha1Interface {
 	return &fakepromoterv1alpha1.FakePromoterV1alpha1{Fake: &c.Fake}
+}
+
+// RollbackV1alpha1 retrieves the RollbackV1alpha1Client
+func (c *Clientset) RollbackV1alpha1() rollbackv1alpha1.RollbackV1alpha1Interface {
+	return &fakerollbackv1alpha1.FakeRollbackV1alpha1{Fake: &c.Fake}
 }
 
 // ScmV1alpha1 retrieves the ScmV1alpha1Client

@@ -23,6 +23,7 @@ import (
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,7 @@ var localSchemeBuilder = runtime.SchemeBuilder{
 	gatingv1alpha1.AddToScheme,
 	healthv1alpha1.AddToScheme,
 	promoterv1alpha1.AddToScheme,
+	rollbackv1alpha1.AddToScheme,
 	scmv1alpha1.AddToScheme,
 }
 

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
+)
+
+// testConfig builds only the small pause image into a temporary folder.
+func testConfig(t *testing.T) Config {
+	t.Helper()
+	var cfg Config
+	if err := cfg.complete("", "", "linux/amd64,linux/arm64", "pause"); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Out = t.TempDir()
+	cfg.Progress = t.Logf
+	return cfg
+}
+
+// The files load with the code crane push and crane's tarball loading use, and go-containerregistry
+// finds every digest, size and diff ID consistent.
+func TestImagesLoadAndValidate(t *testing.T) {
+	cfg := testConfig(t)
+	m, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := m.find("pause")
+	if !ok {
+		t.Fatal("images.json lists no pause image")
+	}
+	idx, err := layout.ImageIndexFromPath(filepath.Join(cfg.Out, e.Layout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Manifests) != 1 || !top.Manifests[0].MediaType.IsIndex() {
+		t.Fatalf("crane push needs one index in index.json, got %+v", top.Manifests)
+	}
+	multi, err := idx.ImageIndex(top.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Index(multi); err != nil {
+		t.Fatalf("the multi-arch index is invalid: %v", err)
+	}
+	assertPushes(t, multi, e.Digest)
+	ref, err := name.NewTag(e.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for platform, file := range e.DockerArchives {
+		img, err := tarball.ImageFromPath(filepath.Join(cfg.Out, file), &ref)
+		if err != nil {
+			t.Fatalf("%s: %v", platform, err)
+		}
+		if err := validate.Image(img); err != nil {
+			t.Fatalf("the %s docker archive is invalid: %v", platform, err)
+		}
+		// A docker archive keeps no manifest, so compare configs: the image ID docker shows.
+		want, err := imageConfigName(multi, e.Platforms[platform])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := img.ConfigName(); got != want {
+			t.Errorf("the %s docker archive holds config %s, the index %s", platform, got, want)
+		}
+	}
+}
+
+// A second run with nothing changed keeps the files; a build from scratch gives the same digest.
+func TestImagesAreCachedAndReproducible(t *testing.T) {
+	cfg := testConfig(t)
+	first, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(cfg.Out, "pause.oci.tar")
+	before, err := os.Stat(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	cfg.Progress = func(format string, args ...any) { kept = append(kept, format) }
+	second, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.ModTime().Equal(before.ModTime()) || len(kept) != 1 || !strings.Contains(kept[0], "unchanged") {
+		t.Errorf("the second run rebuilt pause: %q", kept)
+	}
+	if first.Images[0].Digest != second.Images[0].Digest {
+		t.Errorf("digest changed from %s to %s", first.Images[0].Digest, second.Images[0].Digest)
+	}
+
+	cfg.Out = t.TempDir()
+	cfg.Progress = t.Logf
+	fresh, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Images[0].Digest != first.Images[0].Digest {
+		t.Errorf("a build from scratch gave %s, the first %s: the build is not reproducible", fresh.Images[0].Digest, first.Images[0].Digest)
+	}
+}
+
+// pause prints its version, and exits 0 on SIGTERM, as a kubelet stopping a pod expects.
+func TestPauseExitsOnSIGTERM(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "pause")
+	build := exec.Command("go", "build", "-ldflags=-X main.version=1.2.3", "-o", bin, "./pause")
+	build.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "-v").Output()
+	if err != nil || !strings.HasPrefix(string(out), "pause 1.2.3") {
+		t.Fatalf("pause -v: %q, %v", out, err)
+	}
+	cmd := exec.Command(bin)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// pause has set up its signal handling once it runs; SIGTERM before that would kill it
+	// with the default action, which the exit status below would show.
+	waitForSignalHandler(t, cmd.Process.Pid)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]byte, 256)
+	n, _ := stderr.Read(msg)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("pause did not exit 0 on SIGTERM: %v (%s)", err, msg[:n])
+	}
+}
+
+// waitForSignalHandler waits until the process catches SIGTERM, as /proc/<pid>/status shows.
+func waitForSignalHandler(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+		if err == nil && sigCaught(string(data), syscall.SIGTERM) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("pause never installed its SIGTERM handler")
+}
+
+// sigCaught reads the SigCgt mask of a /proc/<pid>/status file.
+func sigCaught(status string, sig syscall.Signal) bool {
+	for _, line := range strings.Split(status, "\n") {
+		if mask, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+			bits, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64)
+			return err == nil && bits&(1<<(uint(sig)-1)) != 0
+		}
+	}
+	return false
+}
+
+func imageConfigName(idx v1.ImageIndex, digest string) (v1.Hash, error) {
+	h, err := v1.NewHash(digest)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	img, err := idx.Image(h)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	return img.ConfigName()
+}
+
+// assertPushes pushes idx to an in-memory registry as crane push does, and pulls it back.
+func assertPushes(t *testing.T, idx v1.ImageIndex, digest string) {
+	t.Helper()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	ref, err := name.ParseReference(strings.TrimPrefix(srv.URL, "http://") + "/sluicehq/pause:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(ref, idx); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	pulled, err := remote.Index(ref)
+	if err != nil {
+		t.Fatalf("pull: %v", err)
+	}
+	if got, _ := pulled.Digest(); got.String() != digest {
+		t.Errorf("the registry serves %s, images.json says %s", got, digest)
+	}
+	if err := validate.Index(pulled); err != nil {
+		t.Errorf("the pulled index is invalid: %v", err)
+	}
+}

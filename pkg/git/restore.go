@@ -1,0 +1,270 @@
+package git
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/sluicehq/sluice/pkg/git/gitobj"
+)
+
+var (
+	// ErrNotDeployed means no commit in the first-parent history of an environment branch deploys
+	// the dry SHA asked for: the environment never ran it (or ran it too long ago to look).
+	ErrNotDeployed = errors.New("the dry SHA was never deployed to the branch")
+	// ErrRevertBranchTaken means the revert branch holds a commit that is neither this revert's
+	// nor merged into the environment branch, so moving it would drop that commit.
+	ErrRevertBranchTaken = errors.New("the revert branch holds another, unmerged commit")
+)
+
+// maxMergeDepth bounds the walk through merge commits in search of a dry SHA.
+const maxMergeDepth = 8
+
+// noteRetries is how many times a note whose push lost a race (a hydrator noting its own
+// commits meanwhile) is written again on the new notes commit.
+const noteRetries = 5
+
+// DeployedDrySHA returns the dry commit that environment commit sha deploys: its own hydrator
+// note; else, for a merge commit (a promotion or a revert merged by an SCM, which writes no note),
+// that of the commit it merged, its second parent, whose tree it took; else its metadata file.
+func (r *Repository) DeployedDrySHA(sha string) (DryCommit, error) {
+	for range maxMergeDepth {
+		d, err := r.DrySHA(sha)
+		if err == nil && d.Source == DrySourceNote {
+			return d, nil
+		}
+		if err != nil && !errors.Is(err, ErrNoDrySHA) {
+			return DryCommit{}, err
+		}
+		c, cerr := r.Commit(sha)
+		if cerr != nil || len(c.Parents) < 2 {
+			return d, err
+		}
+		sha = c.Parents[1]
+	}
+	return DryCommit{}, fmt.Errorf("merges nested deeper than %d under %s: %w", maxMergeDepth, shortSHA(sha), ErrNoDrySHA)
+}
+
+// FindDeployed returns the newest commit in the first-parent history of branch (as last fetched),
+// looking at most limit commits back, that deploys drySHA (see DeployedDrySHA). The first-parent
+// history is what the environment ran, one commit after the other; the proposed commits merged
+// into it are not. The error wraps ErrNotDeployed when there is none.
+func (r *Repository) FindDeployed(branch, drySHA string, limit int) (string, error) {
+	sha, err := r.Resolve(branch)
+	if err != nil {
+		return "", err
+	}
+	for range limit {
+		d, err := r.DeployedDrySHA(sha)
+		if err != nil && !errors.Is(err, ErrNoDrySHA) {
+			return "", err
+		}
+		if err == nil && d.SHA == drySHA {
+			return sha, nil
+		}
+		c, err := r.Commit(sha)
+		if err != nil {
+			return "", err
+		}
+		if len(c.Parents) == 0 {
+			break
+		}
+		sha = c.Parents[0]
+	}
+	return "", fmt.Errorf("dry %s in the last %d commits of %s: %w", shortSHA(drySHA), limit, branch, ErrNotDeployed)
+}
+
+// RestoreRequest is a revert of an environment branch to the tree of one of its earlier commits.
+type RestoreRequest struct {
+	// Branch is the environment branch; fetch it (and RevertBranch) first.
+	Branch string
+	// Restore is the commit of Branch's history whose tree the new commit takes.
+	Restore string
+	// RevertBranch receives the new commit; it may not exist yet.
+	RevertBranch string
+	// Message of the new commit. It must contain Marker as a line of its own.
+	Message string
+	// Marker is a line only this revert's commit carries (a trailer with an id): a commit at the
+	// tip of RevertBranch that has it is taken as this revert's, written by an earlier attempt.
+	Marker string
+	// Note is the hydrator note the new commit gets (see HydratorNoteFor).
+	Note []byte
+	// Author (and committer); DefaultIdentity when empty.
+	Author Identity
+	// When stamps the commit. Keep it fixed across attempts (the time the revert was asked for),
+	// so a retry writes the very same commit.
+	When time.Time
+}
+
+// RestoreResult is the revert commit.
+type RestoreResult struct {
+	// SHA is the revert commit.
+	SHA string
+	// Parent is the environment commit it was written on.
+	Parent string
+	// Existing is true when an earlier attempt had already pushed it.
+	Existing bool
+}
+
+// Restore writes one commit on top of the environment branch whose tree is the tree of
+// req.Restore: a whole, atomic return to that state, not a git revert of single commits. The
+// commit gets req.Note in the notes ref, then is pushed to req.RevertBranch, each a
+// compare-and-swap, never forced. The note goes first, so the commit never reaches the branch
+// without it.
+//
+// It is safe to repeat after a crash at any step: a RevertBranch whose tip carries req.Marker is
+// taken as done (its note is made sure of), and the same request on the same environment commit
+// writes the same commit, so a note pushed before a crash is found and not written twice. A
+// RevertBranch holding any other commit not merged into Branch fails with ErrRevertBranchTaken.
+func (r *Repository) Restore(ctx context.Context, req RestoreRequest) (RestoreResult, error) {
+	envRef, err := branchRef(req.Branch)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	revRef, err := branchRef(req.RevertBranch)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	restore, err := parseSHA(req.Restore)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	if req.Marker == "" || !hasLine(req.Message, req.Marker) {
+		return RestoreResult{}, fmt.Errorf("the revert message must carry its marker %q as a line", req.Marker)
+	}
+	r.sh.mu.Lock()
+	defer r.sh.mu.Unlock()
+	sto := r.sh.sto
+
+	revTip, err := refValue(sto, trackingRef(revRef))
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	if !revTip.IsZero() {
+		c, err := object.GetCommit(sto, revTip)
+		if err != nil {
+			return RestoreResult{}, notInCache(revTip, err)
+		}
+		if hasLine(c.Message, req.Marker) && len(c.ParentHashes) > 0 {
+			res := RestoreResult{SHA: revTip.String(), Parent: c.ParentHashes[0].String(), Existing: true}
+			return res, r.ensureNoteLocked(ctx, revTip, req.Note)
+		}
+	}
+	envTip, err := refValue(sto, trackingRef(envRef))
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	if envTip.IsZero() {
+		return RestoreResult{}, &BranchNotFoundError{Branches: []string{req.Branch}}
+	}
+	h, err := r.writeRestoreLocked(envTip, restore, req)
+	if err != nil {
+		return RestoreResult{}, err
+	}
+	if !revTip.IsZero() {
+		if ok, err := isAncestor(sto, revTip, h); err != nil {
+			return RestoreResult{}, err
+		} else if !ok {
+			return RestoreResult{}, fmt.Errorf("%s is at %s, which is not merged into %s: %w",
+				req.RevertBranch, shortSHA(revTip.String()), req.Branch, ErrRevertBranchTaken)
+		}
+	}
+	if err := r.ensureNoteLocked(ctx, h, req.Note); err != nil {
+		return RestoreResult{}, err
+	}
+	if err := r.pushLocked(ctx, revRef, h, revTip); err != nil {
+		return RestoreResult{}, err
+	}
+	return RestoreResult{SHA: h.String(), Parent: envTip.String()}, nil
+}
+
+// writeRestoreLocked writes the revert commit into the cache, after checking that restore is in
+// the environment's history.
+func (r *Repository) writeRestoreLocked(envTip, restore plumbing.Hash, req RestoreRequest) (plumbing.Hash, error) {
+	sto := r.sh.sto
+	if ok, err := isAncestor(sto, restore, envTip); err != nil {
+		return plumbing.ZeroHash, err
+	} else if !ok {
+		return plumbing.ZeroHash, fmt.Errorf("%s is not in the history of %s: %w", shortSHA(restore.String()), req.Branch, ErrNotOnBranch)
+	}
+	old, err := object.GetCommit(sto, restore)
+	if err != nil {
+		return plumbing.ZeroHash, notInCache(restore, err)
+	}
+	sig := req.Author.signature(req.When)
+	h, err := gitobj.WriteCommit(sto, &object.Commit{
+		Author: sig, Committer: sig, Message: req.Message, TreeHash: old.TreeHash, ParentHashes: []plumbing.Hash{envTip},
+	})
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("write the revert commit: %w", err)
+	}
+	return h, nil
+}
+
+// ensureNoteLocked makes the note of target in the notes ref equal content, writing it on the
+// notes commit as last fetched, and fetching again when a concurrent writer won the race.
+func (r *Repository) ensureNoteLocked(ctx context.Context, target plumbing.Hash, content []byte) error {
+	sto := r.sh.sto
+	for attempt := 0; ; attempt++ {
+		parent, err := refValue(sto, trackingRef(r.notesRef))
+		if err != nil {
+			return err
+		}
+		if !parent.IsZero() {
+			have, found, err := gitobj.ReadNote(sto, parent, target)
+			if err != nil {
+				return err
+			}
+			if found && bytes.Equal(have, content) {
+				return nil
+			}
+		}
+		note, err := gitobj.WriteNote(sto, parent, target, content, DefaultIdentity.signature(time.Now()), "Notes added by Sluice: revert\n")
+		if err != nil {
+			return fmt.Errorf("note on %s: %w", shortSHA(target.String()), err)
+		}
+		err = r.pushLocked(ctx, r.notesRef, note, parent)
+		if err == nil || !errors.Is(err, ErrStale) || attempt >= noteRetries {
+			return err
+		}
+		if err := r.fetchLocked(ctx, map[plumbing.ReferenceName]bool{r.notesRef: true}); err != nil {
+			return err
+		}
+	}
+}
+
+// HydratorNoteFor returns the hydrator note of a commit that deploys dry commit d, keeping what
+// the hydrator recorded about it (repository, author, date, subject, body).
+func HydratorNoteFor(d DryCommit) []byte {
+	b, _ := json.Marshal(hydratorMetadata{DrySHA: d.SHA, RepoURL: d.RepoURL, Author: d.Author, Date: d.Date, Subject: d.Subject, Body: d.Body})
+	return append(b, '\n')
+}
+
+// Trailer returns the value of the last "key: value" line of message, or "".
+func Trailer(message, key string) string {
+	var v string
+	sc := bufio.NewScanner(strings.NewReader(message))
+	for sc.Scan() {
+		if k, rest, ok := strings.Cut(sc.Text(), ":"); ok && strings.EqualFold(strings.TrimSpace(k), key) {
+			v = strings.TrimSpace(rest)
+		}
+	}
+	return v
+}
+
+func hasLine(message, line string) bool {
+	for _, l := range strings.Split(message, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,151 @@
+package snapshot
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func newStore(opts Options) (*Store, *fake.Clientset) {
+	client := fake.NewClientset()
+	return &Store{Client: client.CoreV1(), Options: opts, FieldManager: "rollback-controller"}, client
+}
+
+func splitOptions(t *testing.T, files []File, chunks int) Options {
+	a, err := Pack(files, Options{})
+	require.NoError(t, err)
+	return Options{ChunkBytes: len(a.Compressed)/chunks + 1}
+}
+
+func TestStoreSavesAndLoadsASplitSnapshotByteForByte(t *testing.T) {
+	ctx := context.Background()
+	files := generated(500)
+	store, client := newStore(splitOptions(t, files, 3))
+
+	info, err := store.Save(ctx, meta(4), files)
+	require.NoError(t, err)
+	require.Equal(t, 3, info.Chunks)
+	list, err := client.CoreV1().Secrets("platform").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, list.Items, 3)
+
+	got, loaded, err := store.Load(ctx, "platform", "flux", 4)
+	require.NoError(t, err)
+	require.Equal(t, info.Digest, loaded.Digest)
+	require.Len(t, got, len(files))
+	for _, f := range files {
+		require.Equal(t, f.Data, find(t, got, f.Name).Data)
+	}
+}
+
+func TestStoreSaveIsIdempotentAndRefusesATakenNumber(t *testing.T) {
+	ctx := context.Background()
+	store, _ := newStore(Options{})
+	first, err := store.Save(ctx, meta(1), sampleFiles())
+	require.NoError(t, err)
+	again, err := store.Save(ctx, meta(1), sampleFiles())
+	require.NoError(t, err)
+	require.Equal(t, first.Digest, again.Digest)
+
+	_, err = store.Save(ctx, meta(1), generated(3))
+	require.ErrorIs(t, err, ErrNumberTaken)
+}
+
+// A Save killed after writing some chunks leaves them without a head; the next Save of that
+// number, with other manifests, replaces them.
+func TestStoreSaveReplacesChunksLeftByAnUnfinishedSave(t *testing.T) {
+	ctx := context.Background()
+	files := generated(500)
+	opts := splitOptions(t, files, 3)
+	store, client := newStore(opts)
+
+	stale, err := Pack(generated(480), Options{})
+	require.NoError(t, err)
+	staleSecrets, err := Secrets(meta(2), stale, opts)
+	require.NoError(t, err)
+	for _, s := range staleSecrets[1:] {
+		_, err := client.CoreV1().Secrets("platform").Create(ctx, s, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+
+	_, err = store.Save(ctx, meta(2), files)
+	require.NoError(t, err)
+	got, _, err := store.Load(ctx, "platform", "flux", 2)
+	require.NoError(t, err)
+	require.Len(t, got, 500)
+}
+
+func TestStoreLoadRefusesMissingOrForeignSnapshots(t *testing.T) {
+	ctx := context.Background()
+	files := generated(500)
+	store, client := newStore(splitOptions(t, files, 2))
+	_, _, err := store.Load(ctx, "platform", "flux", 9)
+	require.ErrorIs(t, err, ErrNotFound)
+
+	_, err = store.Save(ctx, meta(1), files)
+	require.NoError(t, err)
+	require.NoError(t, client.CoreV1().Secrets("platform").Delete(ctx, ChunkName("flux", 1, 1), metav1.DeleteOptions{}))
+	_, _, err = store.Load(ctx, "platform", "flux", 1)
+	require.ErrorIs(t, err, ErrIncomplete)
+
+	_, err = client.CoreV1().Secrets("platform").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "flux.5", Namespace: "platform"},
+		Data:       map[string][]byte{"token": []byte("hunter2")},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, _, err = store.Load(ctx, "platform", "flux", 5)
+	require.ErrorIs(t, err, ErrIncomplete)
+	require.NotContains(t, err.Error(), "hunter2")
+}
+
+func TestStorePruneKeepsOnlyTheGivenNumbers(t *testing.T) {
+	ctx := context.Background()
+	files := generated(500)
+	opts := splitOptions(t, files, 2)
+	opts.ChunkBytes += 512
+	store, client := newStore(opts)
+	for n := int64(1); n <= 4; n++ {
+		version := File{Name: "version.txt", Data: []byte{byte('0' + n)}}
+		info, err := store.Save(ctx, meta(n), append([]File{version}, files...))
+		require.NoError(t, err)
+		require.Equal(t, 2, info.Chunks)
+	}
+	other := meta(1)
+	other.Release = "other"
+	_, err := store.Save(ctx, other, sampleFiles())
+	require.NoError(t, err)
+	// Chunks of number 5 without their head, as a killed Save leaves them.
+	orphan, err := Pack(generated(499), Options{})
+	require.NoError(t, err)
+	orphanSecrets, err := Secrets(meta(5), orphan, store.Options)
+	require.NoError(t, err)
+	_, err = client.CoreV1().Secrets("platform").Create(ctx, orphanSecrets[1], metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	pruned, err := store.Prune(ctx, "platform", "flux", []int64{3, 4})
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 2}, pruned)
+
+	infos, err := store.List(ctx, "platform", "flux")
+	require.NoError(t, err)
+	require.Equal(t, []int64{3, 4}, numbers(infos))
+	list, err := client.CoreV1().Secrets("platform").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var left []string
+	for _, s := range list.Items {
+		left = append(left, s.Name)
+	}
+	require.ElementsMatch(t, []string{"flux.3", "flux.3-1", "flux.4", "flux.4-1", "other.1"}, left)
+}
+
+func numbers(infos []Info) []int64 {
+	out := make([]int64, len(infos))
+	for i, info := range infos {
+		out[i] = info.Number
+	}
+	return out
+}
