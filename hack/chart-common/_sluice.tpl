@@ -37,12 +37,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{/* sluice.image is the image reference: global.imageRegistry or image.registry, the repository,
-the tag (the chart's appVersion by default) and, when set, the digest that pins it. */}}
+global.imageTag or image.tag (the chart's appVersion by default) and, when set, the digest that
+pins it. */}}
 {{- define "sluice.image" -}}
-{{- $registry := (.Values.global | default dict).imageRegistry | default .Values.image.registry -}}
+{{- $global := .Values.global | default dict -}}
+{{- $registry := $global.imageRegistry | default .Values.image.registry -}}
 {{- $ref := .Values.image.repository -}}
 {{- if $registry }}{{ $ref = printf "%s/%s" $registry $ref }}{{ end -}}
-{{- $ref = printf "%s:%s" $ref (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- $ref = printf "%s:%s" $ref ($global.imageTag | default .Values.image.tag | default .Chart.AppVersion) -}}
 {{- if .Values.image.digest }}{{ $ref = printf "%s@%s" $ref .Values.image.digest }}{{ end -}}
 {{- $ref -}}
 {{- end -}}

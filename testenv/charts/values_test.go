@@ -71,6 +71,7 @@ func TestProductionValuesInstall(t *testing.T) {
 	digest := "sha256:" + strings.Repeat("ab", 32)
 	production := []string{
 		"global.imageRegistry=mirror.example",
+		"global.imageTag=1.2.3",
 		"global.imagePullSecrets[0].name=org-pull",
 		"imagePullSecrets[0].name=chart-pull",
 		"image.digest=" + digest,
@@ -95,7 +96,7 @@ func TestProductionValuesInstall(t *testing.T) {
 		d, err := env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
 		pod := d.Spec.Template
-		assert.Equal(t, "mirror.example/sluicehq/"+name+":0.1.0@"+digest, pod.Spec.Containers[0].Image)
+		assert.Equal(t, "mirror.example/sluicehq/"+name+":1.2.3@"+digest, pod.Spec.Containers[0].Image)
 		assert.Equal(t, []corev1.LocalObjectReference{{Name: "org-pull"}, {Name: "chart-pull"}}, pod.Spec.ImagePullSecrets)
 		assert.Equal(t, "system-cluster-critical", pod.Spec.PriorityClassName)
 		assert.Equal(t, "platform", pod.Labels["team"])
