@@ -54,6 +54,8 @@ test: testbin build
 ## bench: benchmarks, each beside its baseline from the same run.
 bench: testbin
 	@for m in $(MODULES); do (cd $$m && go test -run '^$$' -bench . -benchmem ./...) || exit 1; done
+	@# Sluice's CEL engine beside Flux's runtime/cel: a module of its own, outside go.work.
+	cd hack/bench/celbench && GOWORK=off go test -run '^$$' -bench . -benchmem ./...
 
 ## lint: go vet and a gofmt check.
 lint:

@@ -12,7 +12,8 @@
 #   hack/release.sh push-charts OCI_REPO   helm push of dist/charts/*.tgz; digests into dist/charts.txt
 #   hack/release.sh sign-charts            keyless signature of every pushed chart
 #
-# VERSION (without "v") defaults to the version make images stamped; REVISION to HEAD.
+# VERSION (without "v") and REVISION default to what make images stamped, so everything released
+# carries the same stamp.
 # CRANE, HELM, COSIGN and SYFT name the tools; HELM_PUSH_FLAGS adds flags (--plain-http for a local
 # registry).
 set -o errexit -o nounset -o pipefail
@@ -24,7 +25,7 @@ DIST="${DIST:-dist}"
 VERSION_PKG=github.com/sluicehq/sluice/pkg/version
 VERSION="${VERSION:-$(jq -r .version "${IMAGES}/images.json" 2>/dev/null || true)}"
 VERSION="${VERSION#v}"
-REVISION="${REVISION:-$(git rev-parse HEAD)}"
+REVISION="${REVISION:-$(jq -r .revision "${IMAGES}/images.json" 2>/dev/null || git rev-parse HEAD)}"
 SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}"
 HELM="${HELM:-helm}"
 COSIGN="${COSIGN:-cosign}"
@@ -74,7 +75,7 @@ binaries() {
   local platform os arch work archive
   rm -rf "${DIST}/kubectl-gate" && mkdir -p "${DIST}/kubectl-gate"
   local template
-  template="$(cat hack/krew/gate.yaml)"
+  template="$(grep -v '^#' hack/krew/gate.yaml)" # the template's own comments stay behind
   template="${template//'${VERSION}'/${VERSION}}"
   for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
     os="${platform%/*}" arch="${platform#*/}"

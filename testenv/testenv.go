@@ -4,7 +4,6 @@
 package testenv
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -125,30 +124,4 @@ func (e *Env) InstallCRDs(crds ...*apiextensionsv1.CustomResourceDefinition) err
 func (e *Env) InstallCRDPaths(paths ...string) error {
 	_, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true, MaxTime: time.Minute})
 	return err
-}
-
-// Wait polls cond every 50ms until it returns true or an error, or timeout passes.
-func Wait(ctx context.Context, timeout time.Duration, cond func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	var lastErr error
-	for {
-		ok, err := cond(ctx)
-		if err == nil && ok {
-			return nil
-		}
-		if err != nil {
-			lastErr = err
-		}
-		select {
-		case <-ctx.Done():
-			if lastErr != nil {
-				return fmt.Errorf("condition not met within %s: %w", timeout, lastErr)
-			}
-			return fmt.Errorf("condition not met within %s", timeout)
-		case <-tick.C:
-		}
-	}
 }

@@ -38,6 +38,7 @@ var chapters = []struct {
 	{"Health: a rollout turns healthy, then fails, as commit statuses", chapterHealth},
 	{"Promotion: dev -> staging -> prod through branches, held by a Gate", chapterPromotion},
 	{"Commit statuses: in the cluster with plain git, on the SCM with Gitea", chapterCommitStatuses},
+	{"Rollback: prod's health fails, the revert is merged in git, a fix forward promotes", chapterRollback},
 }
 
 // Run tells the whole story and stops every process it started, also when ctx is cancelled.

@@ -6,6 +6,8 @@ package conditions
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // Condition types shared by every Sluice kind.
@@ -78,16 +80,9 @@ func set(conds *[]metav1.Condition, generation int64, conditionType string, stat
 		Status:             status,
 		ObservedGeneration: generation,
 		Reason:             reason,
-		Message:            truncate(message),
+		Message:            text.Truncate(message, maxMessage),
 	})
 }
 
-// maxMessage stays well under the API's 32768-byte limit on condition messages.
+// maxMessage stays well under the API's limit of 32768 characters on a condition message.
 const maxMessage = 4096
-
-func truncate(s string) string {
-	if len(s) <= maxMessage {
-		return s
-	}
-	return s[:maxMessage-3] + "..."
-}

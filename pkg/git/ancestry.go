@@ -7,6 +7,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // IsAncestor reports whether commit a is reachable from commit b (a commit is its own
@@ -84,7 +86,7 @@ func (r *Repository) CompareOnBranch(branch, x, y string) (Order, error) {
 			return 0, err
 		}
 		if !on {
-			return 0, fmt.Errorf("commit %s, branch %s: %w", shortSHA(h.String()), branch, ErrNotOnBranch)
+			return 0, fmt.Errorf("commit %s, branch %s: %w", text.ShortSHA(h.String()), branch, ErrNotOnBranch)
 		}
 	}
 	if hx == hy {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	scmv1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/gitauth"
 )
 
 // DefaultTokenUsername is the user name sent with a token when none is given. GitHub needs it
@@ -49,58 +50,28 @@ type Auth struct {
 
 // AuthFromSecret reads credentials from the data of a Secret, for a ScmRepository auth type
 // (token, basic or ssh; "" means anonymous), with the keys documented on the ScmRepository API.
+// The keys are checked by pkg/gitauth, which a controller that checks only a Secret's shape
+// uses without linking this package.
 func AuthFromSecret(authType scmv1.GitAuthType, data map[string][]byte) (Auth, error) {
-	get := func(key string) string { return string(data[key]) }
-	require := func(keys ...string) error {
-		var missing []string
-		for _, k := range keys {
-			if len(data[k]) == 0 {
-				missing = append(missing, k)
-			}
-		}
-		if len(missing) > 0 {
-			return fmt.Errorf("the Secret for %s auth lacks the key(s) %s", authType, strings.Join(missing, ", "))
-		}
-		return nil
+	c, err := gitauth.FromSecret(authType, data)
+	if err != nil {
+		return Auth{}, err
 	}
-	switch authType {
-	case "":
-		return Auth{}, nil
-	case scmv1.GitAuthToken:
-		if err := require(scmv1.GitSecretKeyToken); err != nil {
-			return Auth{}, err
-		}
-		return Auth{Username: get(scmv1.GitSecretKeyUsername), Token: strings.TrimSpace(get(scmv1.GitSecretKeyToken))}, nil
-	case scmv1.GitAuthBasic:
-		if err := require(scmv1.GitSecretKeyUsername, scmv1.GitSecretKeyPassword); err != nil {
-			return Auth{}, err
-		}
-		return Auth{Username: get(scmv1.GitSecretKeyUsername), Password: get(scmv1.GitSecretKeyPassword)}, nil
-	case scmv1.GitAuthSSH:
-		if err := require(scmv1.GitSecretKeyIdentity, scmv1.GitSecretKeyKnownHosts); err != nil {
-			return Auth{}, err
-		}
-		return Auth{
-			SSHPrivateKey: data[scmv1.GitSecretKeyIdentity],
-			SSHPassphrase: get(scmv1.GitSecretKeyPassphrase),
-			SSHKnownHosts: data[scmv1.GitSecretKeyKnownHosts],
-		}, nil
+	return Auth{
+		Username: c.Username, Password: c.Password, Token: c.Token,
+		SSHPrivateKey: c.SSHPrivateKey, SSHPassphrase: c.SSHPassphrase, SSHKnownHosts: c.SSHKnownHosts,
+	}, nil
+}
+
+func (a Auth) credentials() gitauth.Credentials {
+	return gitauth.Credentials{
+		Username: a.Username, Password: a.Password, Token: a.Token,
+		SSHPrivateKey: a.SSHPrivateKey, SSHPassphrase: a.SSHPassphrase, SSHKnownHosts: a.SSHKnownHosts,
 	}
-	return Auth{}, fmt.Errorf("unknown git auth type %q: use token, basic or ssh", authType)
 }
 
 // String describes the kind of credentials without their values.
-func (a Auth) String() string {
-	switch {
-	case len(a.SSHPrivateKey) > 0:
-		return "git.Auth{ssh key, [redacted]}"
-	case a.Token != "":
-		return "git.Auth{token, [redacted]}"
-	case a.Password != "":
-		return "git.Auth{basic, [redacted]}"
-	}
-	return "git.Auth{anonymous}"
-}
+func (a Auth) String() string { return "git.Auth" + a.credentials().Redacted() }
 
 // GoString keeps %#v from printing the fields.
 func (a Auth) GoString() string { return a.String() }

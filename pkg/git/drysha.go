@@ -11,6 +11,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/sluicehq/sluice/pkg/git/gitobj"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // DrySource says where a dry SHA was read from.
@@ -69,10 +70,10 @@ func (r *Repository) DrySHA(sha string) (DryCommit, error) {
 	if !notes.IsZero() {
 		content, found, err := gitobj.ReadNote(sto, notes, h)
 		if err != nil {
-			return DryCommit{}, fmt.Errorf("read the %s note of %s: %w", r.notesRef, shortSHA(sha), err)
+			return DryCommit{}, fmt.Errorf("read the %s note of %s: %w", r.notesRef, text.ShortSHA(sha), err)
 		}
 		if found {
-			return parseDry(content, DrySourceNote, fmt.Sprintf("the %s note of %s", r.notesRef, shortSHA(sha)))
+			return parseDry(content, DrySourceNote, fmt.Sprintf("the %s note of %s", r.notesRef, text.ShortSHA(sha)))
 		}
 	}
 
@@ -83,13 +84,13 @@ func (r *Repository) DrySHA(sha string) (DryCommit, error) {
 	f, err := c.File(r.metadataFile)
 	if errors.Is(err, object.ErrFileNotFound) {
 		return DryCommit{}, fmt.Errorf("commit %s has no %s note and no %s file: %w",
-			shortSHA(sha), r.notesRef, r.metadataFile, ErrNoDrySHA)
+			text.ShortSHA(sha), r.notesRef, r.metadataFile, ErrNoDrySHA)
 	}
 	if err != nil {
-		return DryCommit{}, fmt.Errorf("read %s of %s: %w", r.metadataFile, shortSHA(sha), err)
+		return DryCommit{}, fmt.Errorf("read %s of %s: %w", r.metadataFile, text.ShortSHA(sha), err)
 	}
 	if f.Size > gitobj.MaxNoteSize {
-		return DryCommit{}, fmt.Errorf("%s of %s is %d bytes, too large for hydrator metadata", r.metadataFile, shortSHA(sha), f.Size)
+		return DryCommit{}, fmt.Errorf("%s of %s is %d bytes, too large for hydrator metadata", r.metadataFile, text.ShortSHA(sha), f.Size)
 	}
 	rd, err := f.Reader()
 	if err != nil {
@@ -98,9 +99,9 @@ func (r *Repository) DrySHA(sha string) (DryCommit, error) {
 	defer rd.Close()
 	content, err := io.ReadAll(rd)
 	if err != nil {
-		return DryCommit{}, fmt.Errorf("read %s of %s: %w", r.metadataFile, shortSHA(sha), err)
+		return DryCommit{}, fmt.Errorf("read %s of %s: %w", r.metadataFile, text.ShortSHA(sha), err)
 	}
-	return parseDry(content, DrySourceFile, fmt.Sprintf("%s of %s", r.metadataFile, shortSHA(sha)))
+	return parseDry(content, DrySourceFile, fmt.Sprintf("%s of %s", r.metadataFile, text.ShortSHA(sha)))
 }
 
 func parseDry(content []byte, source DrySource, where string) (DryCommit, error) {

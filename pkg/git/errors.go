@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 var (
@@ -46,7 +48,7 @@ func (e *StaleError) Error() string {
 		actual = "something else"
 	}
 	return fmt.Sprintf("push to %s refused: the remote branch is at %s, not the expected %s; fetch again and retry",
-		e.Branch, shortSHA(actual), describeExpected(e.Expected))
+		e.Branch, text.ShortSHA(actual), describeExpected(e.Expected))
 }
 
 // Is makes errors.Is(err, ErrStale) true.
@@ -56,7 +58,7 @@ func describeExpected(sha string) string {
 	if sha == "" {
 		return "absence (a new branch)"
 	}
-	return shortSHA(sha)
+	return text.ShortSHA(sha)
 }
 
 // BranchNotFoundError lists the requested branches the remote does not have.
@@ -93,9 +95,5 @@ func (e *remoteError) Unwrap() []error {
 	return errs
 }
 
-func shortSHA(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
-}
+// shortSHA abbreviates a commit id for messages, as everywhere in Sluice (pkg/text).
+func shortSHA(sha string) string { return text.ShortSHA(sha) }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/sluicehq/sluice/pkg/git/gitobj"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // Identity is the name and e-mail recorded on commits this package writes.
@@ -152,7 +153,7 @@ func (r *Repository) mergeLocked(srcRef, dstRef plumbing.ReferenceName, dst plum
 	}
 	if opts.ExpectedSourceSHA != "" && src.String() != opts.ExpectedSourceSHA {
 		return MergeResult{}, fmt.Errorf("merge %s into %s: %w: it is at %s, not the expected %s",
-			srcRef.Short(), dstRef.Short(), ErrSourceMoved, shortSHA(src.String()), shortSHA(opts.ExpectedSourceSHA))
+			srcRef.Short(), dstRef.Short(), ErrSourceMoved, text.ShortSHA(src.String()), text.ShortSHA(opts.ExpectedSourceSHA))
 	}
 	res := MergeResult{SourceSHA: src.String()}
 	if dst.IsZero() {

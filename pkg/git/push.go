@@ -10,6 +10,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // ErrNotFastForward means a push would drop commits from the remote branch, which only a force
@@ -57,7 +59,7 @@ func (r *Repository) pushLocked(ctx context.Context, ref plumbing.ReferenceName,
 		}
 		if !ff {
 			return fmt.Errorf("refusing to push %s to %s: %w %s, so pushing would drop commits",
-				shortSHA(next.String()), ref.Short(), ErrNotFastForward, shortSHA(old.String()))
+				text.ShortSHA(next.String()), ref.Short(), ErrNotFastForward, text.ShortSHA(old.String()))
 		}
 	}
 

@@ -10,10 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/pkg/text"
+
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/sluicehq/sluice/pkg/git/gitobj"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 var (
@@ -50,7 +53,7 @@ func (r *Repository) DeployedDrySHA(sha string) (DryCommit, error) {
 		}
 		sha = c.Parents[1]
 	}
-	return DryCommit{}, fmt.Errorf("merges nested deeper than %d under %s: %w", maxMergeDepth, shortSHA(sha), ErrNoDrySHA)
+	return DryCommit{}, fmt.Errorf("merges nested deeper than %d under %s: %w", maxMergeDepth, text.ShortSHA(sha), ErrNoDrySHA)
 }
 
 // FindDeployed returns the newest commit in the first-parent history of branch (as last fetched),
@@ -79,7 +82,7 @@ func (r *Repository) FindDeployed(branch, drySHA string, limit int) (string, err
 		}
 		sha = c.Parents[0]
 	}
-	return "", fmt.Errorf("dry %s in the last %d commits of %s: %w", shortSHA(drySHA), limit, branch, ErrNotDeployed)
+	return "", fmt.Errorf("dry %s in the last %d commits of %s: %w", text.ShortSHA(drySHA), limit, branch, ErrNotDeployed)
 }
 
 // RestoreRequest is a revert of an environment branch to the tree of one of its earlier commits.
@@ -174,7 +177,7 @@ func (r *Repository) Restore(ctx context.Context, req RestoreRequest) (RestoreRe
 			return RestoreResult{}, err
 		} else if !ok {
 			return RestoreResult{}, fmt.Errorf("%s is at %s, which is not merged into %s: %w",
-				req.RevertBranch, shortSHA(revTip.String()), req.Branch, ErrRevertBranchTaken)
+				req.RevertBranch, text.ShortSHA(revTip.String()), req.Branch, ErrRevertBranchTaken)
 		}
 	}
 	if err := r.ensureNoteLocked(ctx, h, req.Note); err != nil {
@@ -193,7 +196,7 @@ func (r *Repository) writeRestoreLocked(envTip, restore plumbing.Hash, req Resto
 	if ok, err := isAncestor(sto, restore, envTip); err != nil {
 		return plumbing.ZeroHash, err
 	} else if !ok {
-		return plumbing.ZeroHash, fmt.Errorf("%s is not in the history of %s: %w", shortSHA(restore.String()), req.Branch, ErrNotOnBranch)
+		return plumbing.ZeroHash, fmt.Errorf("%s is not in the history of %s: %w", text.ShortSHA(restore.String()), req.Branch, ErrNotOnBranch)
 	}
 	old, err := object.GetCommit(sto, restore)
 	if err != nil {
@@ -229,7 +232,7 @@ func (r *Repository) ensureNoteLocked(ctx context.Context, target plumbing.Hash,
 		}
 		note, err := gitobj.WriteNote(sto, parent, target, content, DefaultIdentity.signature(time.Now()), "Notes added by Sluice: revert\n")
 		if err != nil {
-			return fmt.Errorf("note on %s: %w", shortSHA(target.String()), err)
+			return fmt.Errorf("note on %s: %w", text.ShortSHA(target.String()), err)
 		}
 		err = r.pushLocked(ctx, r.notesRef, note, parent)
 		if err == nil || !errors.Is(err, ErrStale) || attempt >= noteRetries {

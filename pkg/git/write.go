@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/sluicehq/sluice/pkg/git/gitobj"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // CommitRequest is a commit written straight into the cache and pushed, with no working tree.
@@ -93,7 +94,7 @@ func (r *Repository) AddNote(ctx context.Context, target string, content []byte,
 	}
 	note, err := gitobj.WriteNote(sto, parent, h, content, author.signature(time.Now()), "")
 	if err != nil {
-		return fmt.Errorf("note on %s: %w", shortSHA(target), err)
+		return fmt.Errorf("note on %s: %w", text.ShortSHA(target), err)
 	}
 	return r.pushLocked(ctx, r.notesRef, note, parent)
 }

@@ -20,6 +20,9 @@ type step struct {
 	field   string
 	outcome Status
 	program *cel.Program
+	// whenTrue is the message summary when the expression is true, built
+	// once here rather than on every evaluation.
+	whenTrue string
 }
 
 // Compile compiles the expressions of check. Errors wrap a *cel.CompileError
@@ -49,7 +52,8 @@ func Compile(compiler *cel.Compiler, check Check) (*CompiledCheck, error) {
 			errs = append(errs, fmt.Errorf("%s expression of the check for %s: %w", s.field, check, err))
 			continue
 		}
-		cc.steps = append(cc.steps, step{field: s.field, outcome: s.outcome, program: prg})
+		cc.steps = append(cc.steps, step{field: s.field, outcome: s.outcome, program: prg,
+			whenTrue: s.field + " expression is true"})
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -80,25 +84,29 @@ func (cc *CompiledCheck) Check() Check { return cc.check }
 //     wins;
 //  3. none true: InProgress.
 //
-// An evaluation error gives Unknown with the error as message, except on an
-// object without status (absent, null or empty), which is InProgress: its
-// controller has not reported yet.
+// An evaluation error (a missing key, a result that is not a bool, the cost
+// limit) gives Unknown with the error as message, on every kind: RFC-0009
+// reports evaluation errors. On an object without status (absent, null or
+// empty) the message adds that its controller may not have reported yet, as
+// for a new Cluster API Cluster; on a kind that never has status, such as a
+// ConfigMap, the error is the expression's to fix.
 func (cc *CompiledCheck) Evaluate(obj map[string]any) Result {
 	if msg, ok := generationNotObserved(obj); ok {
 		return Result{Status: InProgress, Message: msg}
 	}
 	act := cc.compiler.NewActivation(obj)
+	defer act.Release()
 	for _, s := range cc.steps {
 		ok, err := s.program.Eval(act)
 		if err != nil {
+			msg := fmt.Sprintf("evaluating the %s expression of the check for %s: %v", s.field, cc.check, err)
 			if !hasStatus(obj) {
-				return Result{Status: InProgress, Message: "waiting for the object's controller to report status"}
+				msg += " (the object has no status: if its controller has not reported yet, this clears once it does)"
 			}
-			return Result{Status: Unknown,
-				Message: fmt.Sprintf("evaluating the %s expression of the check for %s: %v", s.field, cc.check, err)}
+			return Result{Status: Unknown, Message: msg}
 		}
 		if ok {
-			return Result{Status: s.outcome, Message: withCondition(s.field+" expression is true", obj)}
+			return Result{Status: s.outcome, Message: withCondition(s.whenTrue, obj)}
 		}
 	}
 	return Result{Status: InProgress, Message: withCondition("no expression is true yet", obj)}

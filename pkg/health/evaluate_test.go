@@ -137,7 +137,9 @@ func TestRFCSealedSecretSynced(t *testing.T) {
 	assert.Contains(t, failed.Message, "no key could decrypt secret", "the failing condition explains the result")
 }
 
-func TestRFCClusterAPIClusterWithoutStatusIsInProgress(t *testing.T) {
+// A Cluster without status cannot be evaluated yet: it is Unknown, with the error and a word on
+// why, so it is never called healthy before its controller reports, and the error is not hidden.
+func TestRFCClusterAPIClusterWithoutStatusIsUnknownAndSaysWhy(t *testing.T) {
 	e := evaluator(t, []health.Check{rfcCluster}, nil, nil)
 	for name, doc := range map[string]string{
 		"no status":    `{apiVersion: cluster.x-k8s.io/v1beta1, kind: Cluster, metadata: {name: prod, generation: 1}, spec: {}}`,
@@ -146,12 +148,36 @@ func TestRFCClusterAPIClusterWithoutStatusIsInProgress(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := e.Evaluate(object(t, doc))
-			assert.Equal(t, health.InProgress, got.Status, got.Message)
+			assert.Equal(t, health.Unknown, got.Status, got.Message)
+			assert.Contains(t, got.Message, "conditions")
+			assert.Contains(t, got.Message, "the object has no status")
 		})
 	}
 	ready := e.Evaluate(object(t, `{apiVersion: cluster.x-k8s.io/v1beta1, kind: Cluster, metadata: {name: prod, generation: 1},
 		status: {conditions: [{type: Ready, status: "True"}]}}`))
 	assert.Equal(t, health.Current, ready.Status)
+}
+
+// Kinds without status, such as the ConfigMap of the README, report evaluation errors too.
+func TestEvaluationErrorsOnAKindWithoutStatusAreUnknown(t *testing.T) {
+	configMap := `{apiVersion: v1, kind: ConfigMap, metadata: {name: flags}, data: {mode: fast, items: "x"}}`
+	for name, c := range map[string]struct{ expr, has string }{
+		"a string result": {`self.data.mode`, "bool"},
+		"a missing key":   {`self.data.missing == "x"`, "no such key"},
+		"the cost limit":  {`[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, [1,2,3,4,5,6,7,8,9,10].all(d, a+b+c+d > 0))))`, "cost"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			check := health.Check{APIVersion: "v1", Kind: "ConfigMap", Current: c.expr}
+			compiler, err := cel.NewCompiler(cel.WithCostLimit(1000))
+			require.NoError(t, err)
+			r, err := health.Resolve([]health.Check{check}, nil, nil)
+			require.NoError(t, err)
+			got := health.NewEvaluator(compiler, r).Evaluate(object(t, configMap))
+			assert.Equal(t, health.Unknown, got.Status, got.Message)
+			assert.Contains(t, got.Message, c.has)
+			assert.Contains(t, got.Message, "current expression of the check for v1 ConfigMap")
+		})
+	}
 }
 
 func TestSelfPresenceTest(t *testing.T) {

@@ -106,6 +106,12 @@ func rank(r Ref) int {
 	return customRank
 }
 
+// SameRank reports whether a and b are applied in the same step: the same kind rank, so neither
+// needs the other first.
+func SameRank(a, b Ref) bool {
+	return rank(a) == rank(b) && (rank(a) != customRank || a.GroupKind() == b.GroupKind())
+}
+
 // InFirstStage reports whether the object is applied, and waited for, before the others.
 func InFirstStage(r Ref) bool { return r.IsCRD() || r.IsNamespace() }
 

@@ -10,6 +10,9 @@
 //  3. The active commit statuses of those earlier environments must all pass.
 //  4. The proposed commit statuses of E's proposed commit must all pass.
 //
-// E's gates must also allow. "Before" and "after" follow the environments' after lists,
-// transitively, so in a DAG a fan-in environment waits for every branch that leads to it.
+// E's gates must also allow, and no rollback may hold the proposed dry SHA: after a revert of E
+// (a RevertCommit, rollback.sluice.dev), the reverted dry SHA and every older one stay out of E
+// until a newer one (a fix forward) comes or a person lifts the hold. "Before" and "after"
+// follow the environments' after lists, transitively, so in a DAG a fan-in environment waits for
+// every branch that leads to it.
 package promotion

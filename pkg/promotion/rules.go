@@ -5,6 +5,9 @@ import (
 	"strings"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // Phase is the verdict of a check.
@@ -17,22 +20,24 @@ const (
 	Failure = commitstatusv1alpha1.CommitStatusFailure
 )
 
-// Rule names what blocked a promotion; it is the reason of the PromotionBlocked Event.
-type Rule string
+// Rule names what blocked a promotion; it is the rule of status.environments[].blocks.
+type Rule = promoterv1alpha1.BlockRule
 
 const (
 	// RuleNoMovingBackwards is rule 1: the proposed dry SHA is older than what a later environment runs.
-	RuleNoMovingBackwards Rule = "NoMovingBackwards"
+	RuleNoMovingBackwards = promoterv1alpha1.BlockNoMovingBackwards
 	// RuleEarlierEnvironmentActive is rule 2: an earlier environment is not active on the proposed dry SHA.
-	RuleEarlierEnvironmentActive Rule = "EarlierEnvironmentActive"
+	RuleEarlierEnvironmentActive = promoterv1alpha1.BlockEarlierEnvironmentActive
 	// RuleEarlierEnvironmentChecks is rule 3: an active commit status of an earlier environment does not pass.
-	RuleEarlierEnvironmentChecks Rule = "EarlierEnvironmentChecks"
+	RuleEarlierEnvironmentChecks = promoterv1alpha1.BlockEarlierEnvironmentChecks
 	// RuleProposedChecks is rule 4: a proposed commit status of the proposed commit does not pass.
-	RuleProposedChecks Rule = "ProposedChecks"
+	RuleProposedChecks = promoterv1alpha1.BlockProposedChecks
 	// RuleGates: a gate of the environment holds.
-	RuleGates Rule = "Gates"
+	RuleGates = promoterv1alpha1.BlockGates
 	// RuleUnknownDrySHA: the proposed commit does not say which dry commit it was rendered from.
-	RuleUnknownDrySHA Rule = "UnknownDrySHA"
+	RuleUnknownDrySHA = promoterv1alpha1.BlockUnknownDrySHA
+	// RuleHeldAfterRollback: a revert of this environment holds the proposed dry SHA back.
+	RuleHeldAfterRollback = promoterv1alpha1.BlockHeldAfterRollback
 )
 
 // Order is where one dry commit stands relative to another on the dry branch.
@@ -84,6 +89,17 @@ type Environment struct {
 	ProposedChecks []Check
 	// Gates is nil when the environment has no gates.
 	Gates *GateVerdict
+	// Holds are the reverts of this environment that keep a dry SHA, and every older one, out.
+	Holds []Hold
+}
+
+// Hold keeps a reverted dry SHA, and every dry SHA not newer than it on the dry branch, out of
+// an environment. A newer dry SHA, a fix forward, is not held.
+type Hold struct {
+	// RevertCommit names the revert that holds, as namespace/name.
+	RevertCommit string
+	// DrySHA is the dry SHA it reverted.
+	DrySHA string
 }
 
 // HasProposal reports whether the proposed branch differs from the environment branch.
@@ -93,8 +109,11 @@ func (e Environment) HasProposal() bool {
 
 // Block is one reason a proposed change may not be merged.
 type Block struct {
-	Rule    Rule
-	Message string
+	Rule Rule
+	// Environment is the environment the rule looks at: the later one for rule 1, the earlier
+	// one for rules 2 and 3, else the environment the change is proposed to.
+	Environment string
+	Message     string
 }
 
 // Verdict is the outcome of Evaluate.
@@ -125,65 +144,95 @@ func (v Verdict) Rules() []Rule {
 	return rules
 }
 
-// Evaluate applies the four rules and the gates to the change proposed for environment i.
-// envs is indexed like g.
+// Evaluate applies the four rules, the gates and the rollback holds to the change proposed for
+// environment i. envs is indexed like g.
 func Evaluate(g *Graph, envs []Environment, i int, order DryOrder) Verdict {
 	env := envs[i]
 	if !env.HasProposal() {
 		return Verdict{}
 	}
 	v := Verdict{Proposed: true}
-	block := func(r Rule, format string, args ...any) {
-		v.Blocks = append(v.Blocks, Block{Rule: r, Message: fmt.Sprintf(format, args...)})
+	block := func(r Rule, envName, format string, args ...any) {
+		v.Blocks = append(v.Blocks, Block{Rule: r, Environment: envName, Message: fmt.Sprintf(format, args...)})
 	}
 	dry := env.Proposed.DrySHA
 	if dry == "" {
-		block(RuleUnknownDrySHA, "%s: proposed commit %s names no dry commit (no hydrator note or hydrator.metadata file)", env.Branch, short(env.Proposed.HydratedSHA))
+		block(RuleUnknownDrySHA, env.Branch, "%s: proposed commit %s names no dry commit (no hydrator note or hydrator.metadata file)", env.Branch, text.ShortSHA(env.Proposed.HydratedSHA))
+	} else {
+		noMovingBackwards(g, envs, i, order, block)
 	}
-
-	if dry != "" {
-		for _, j := range g.After(i) {
-			later := envs[j]
-			if later.Active.DrySHA == "" {
-				continue
-			}
-			o, err := order.Compare(dry, later.Active.DrySHA)
-			switch {
-			case err != nil:
-				block(RuleNoMovingBackwards, "rule 1 (no moving backwards): cannot order dry %s against %s's active dry %s: %v", short(dry), later.Branch, short(later.Active.DrySHA), err)
-			case o == Older:
-				block(RuleNoMovingBackwards, "rule 1 (no moving backwards): dry %s is older than %s's active dry %s", short(dry), later.Branch, short(later.Active.DrySHA))
-			case o == Unrelated:
-				block(RuleNoMovingBackwards, "rule 1 (no moving backwards): dry %s does not come after %s's active dry %s on the dry branch", short(dry), later.Branch, short(later.Active.DrySHA))
-			}
-		}
-	}
-
 	earlier := g.Before(i)
 	for _, j := range earlier {
 		e := envs[j]
 		if e.Active.DrySHA != dry || dry == "" {
-			block(RuleEarlierEnvironmentActive, "rule 2: %s is active on dry %s, not yet on %s", e.Branch, orNone(e.Active.DrySHA), orNone(dry))
+			block(RuleEarlierEnvironmentActive, e.Branch, "rule 2: %s is active on dry %s, not yet on %s", e.Branch, orNone(e.Active.DrySHA), orNone(dry))
 		}
 	}
 	for _, j := range earlier {
 		e := envs[j]
 		for _, c := range e.ActiveChecks {
 			if c.Phase != Success {
-				block(RuleEarlierEnvironmentChecks, "rule 3: active check %s on %s is %s", c.Key, e.Branch, phaseOf(c.Phase))
+				block(RuleEarlierEnvironmentChecks, e.Branch, "rule 3: active check %s on %s is %s", c.Key, e.Branch, phaseOf(c.Phase))
 			}
 		}
 	}
 	for _, c := range env.ProposedChecks {
 		if c.Phase != Success {
-			block(RuleProposedChecks, "rule 4: proposed check %s on %s is %s", c.Key, env.Branch, phaseOf(c.Phase))
+			block(RuleProposedChecks, env.Branch, "rule 4: proposed check %s on %s is %s", c.Key, env.Branch, phaseOf(c.Phase))
 		}
 	}
 	if env.Gates != nil && !env.Gates.Allowed {
-		block(RuleGates, "gates hold %s: %s", env.Branch, env.Gates.Message)
+		block(RuleGates, env.Branch, "gates hold %s: %s", env.Branch, env.Gates.Message)
+	}
+	if dry != "" {
+		heldAfterRollback(env, order, block)
 	}
 	v.Eligible = len(v.Blocks) == 0
 	return v
+}
+
+type blockFunc func(r Rule, envName, format string, args ...any)
+
+// noMovingBackwards is rule 1.
+func noMovingBackwards(g *Graph, envs []Environment, i int, order DryOrder, block blockFunc) {
+	dry := envs[i].Proposed.DrySHA
+	for _, j := range g.After(i) {
+		later := envs[j]
+		if later.Active.DrySHA == "" {
+			continue
+		}
+		o, err := order.Compare(dry, later.Active.DrySHA)
+		switch {
+		case err != nil:
+			block(RuleNoMovingBackwards, later.Branch, "rule 1 (no moving backwards): cannot order dry %s against %s's active dry %s: %v", text.ShortSHA(dry), later.Branch, text.ShortSHA(later.Active.DrySHA), err)
+		case o == Older:
+			block(RuleNoMovingBackwards, later.Branch, "rule 1 (no moving backwards): dry %s is older than %s's active dry %s", text.ShortSHA(dry), later.Branch, text.ShortSHA(later.Active.DrySHA))
+		case o == Unrelated:
+			block(RuleNoMovingBackwards, later.Branch, "rule 1 (no moving backwards): dry %s does not come after %s's active dry %s on the dry branch", text.ShortSHA(dry), later.Branch, text.ShortSHA(later.Active.DrySHA))
+		}
+	}
+}
+
+// heldAfterRollback holds a proposed dry SHA that is not newer than a reverted one.
+func heldAfterRollback(env Environment, order DryOrder, block blockFunc) {
+	dry := env.Proposed.DrySHA
+	for _, h := range env.Holds {
+		o, err := order.Compare(dry, h.DrySHA)
+		if err == nil && o == Newer {
+			continue
+		}
+		how := "is the reverted one"
+		switch {
+		case err != nil:
+			how = fmt.Sprintf("cannot be ordered against it: %v", err)
+		case o == Older:
+			how = "is older"
+		case o == Unrelated:
+			how = "does not come after it on the dry branch"
+		}
+		block(RuleHeldAfterRollback, env.Branch, "held after rollback: RevertCommit %s reverted dry %s in %s, and dry %s %s; push a fix forward, or lift the hold by deleting the RevertCommit or annotating it %s=<why>",
+			h.RevertCommit, text.ShortSHA(h.DrySHA), env.Branch, text.ShortSHA(dry), how, rollbackv1alpha1.LiftHoldAnnotation)
+	}
 }
 
 // Aggregate is the phase of a set of checks: failure if any fails, success if all pass (or
@@ -228,12 +277,5 @@ func orNone(sha string) string {
 	if sha == "" {
 		return "(none)"
 	}
-	return short(sha)
-}
-
-func short(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
+	return text.ShortSHA(sha)
 }

@@ -261,3 +261,60 @@ func TestRecordHealthyIsBoundedAndNewestFirst(t *testing.T) {
 	}
 	assert.Equal(t, 1, count)
 }
+
+// A revert holds its dry SHA and every older one out of its environment; a fix forward (newer)
+// goes through, and other environments are not held.
+func TestEvaluateHeldAfterRollback(t *testing.T) {
+	g, err := NewGraph([]string{"dev", "staging", "prod"}, nil)
+	require.NoError(t, err)
+	hold := []Hold{{RevertCommit: "team/revert-prod", DrySHA: "d2"}}
+	cases := map[string]struct {
+		proposed string
+		held     bool
+	}{
+		"the reverted dry SHA":    {"d2", true},
+		"an older dry SHA":        {"d1", true},
+		"a fix forward":           {"d3", false},
+		"unrelated on the branch": {"side", true},
+		"not on the dry branch":   {"gone", true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			envs := []Environment{
+				{Branch: "dev", Active: at(tc.proposed)},
+				{Branch: "staging", Active: at(tc.proposed)},
+				{Branch: "prod", Active: at("d0"), Proposed: proposing(tc.proposed), Holds: hold},
+			}
+			v := Evaluate(g, envs, 2, dryWithSide)
+			if !tc.held {
+				assert.True(t, v.Eligible, v.Message())
+				return
+			}
+			require.Equal(t, []Rule{RuleHeldAfterRollback}, v.Rules(), v.Message())
+			assert.Equal(t, "prod", v.Blocks[0].Environment)
+			assert.Contains(t, v.Message(), "RevertCommit team/revert-prod reverted dry d2")
+			assert.Contains(t, v.Message(), "rollback.sluice.dev/lift-hold")
+		})
+	}
+}
+
+// dryWithSide is dry with d0 first, so a rolled-back environment can run it.
+var dryWithSide = line{"d0", "d1", "d2", "d3"}
+
+// Each block names the environment its rule looks at.
+func TestEvaluateBlocksNameTheirEnvironment(t *testing.T) {
+	g, err := NewGraph([]string{"dev", "staging", "prod"}, nil)
+	require.NoError(t, err)
+	envs := settled()
+	envs[0].Active = at("d1")
+	envs[0].ActiveChecks = checks(Failure, "health")
+	envs[1].Proposed = proposing("d2")
+	envs[1].ProposedChecks = checks(Pending, "lint")
+	envs[2].Active = at("d3")
+	v := Evaluate(g, envs, 1, dry)
+	var got []string
+	for _, b := range v.Blocks {
+		got = append(got, string(b.Rule)+"@"+b.Environment)
+	}
+	assert.Equal(t, []string{"NoMovingBackwards@prod", "EarlierEnvironmentActive@dev", "EarlierEnvironmentChecks@dev", "ProposedChecks@staging"}, got)
+}

@@ -29,11 +29,3 @@ func ExplainRefusedMerge(provider, op string, pr *PullRequest, expectedHead stri
 		"the SCM refuses to merge pull request #%d (merge conflicts, required checks or reviews, or branch protection): %s",
 		pr.Number, refused.Message), refused)
 }
-
-// ShortSHA abbreviates a commit id for messages.
-func ShortSHA(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
-}

@@ -89,27 +89,9 @@ var epoch = time.Unix(0, 0).UTC()
 // unique; their order does not matter.
 func Pack(files []File, opts Options) (Archive, error) {
 	opts = opts.withDefaults()
-	sorted := slices.Clone(files)
-	slices.SortFunc(sorted, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
-	var size int64
-	for i, f := range sorted {
-		if err := validName(f.Name); err != nil {
-			return Archive{}, err
-		}
-		if i > 0 && sorted[i-1].Name == f.Name {
-			return Archive{}, fmt.Errorf("file %q appears twice", f.Name)
-		}
-		size += int64(len(f.Data))
-	}
-	if size > opts.MaxSize {
-		return Archive{}, fmt.Errorf("the manifests are %d bytes, over the limit of %d bytes for one snapshot", size, opts.MaxSize)
-	}
-	raw, err := writeTar(sorted)
+	raw, err := canonicalTar(files, opts.MaxSize)
 	if err != nil {
 		return Archive{}, err
-	}
-	if int64(len(raw)) > opts.MaxSize {
-		return Archive{}, fmt.Errorf("the snapshot tar is %d bytes, over the limit of %d bytes", len(raw), opts.MaxSize)
 	}
 	enc, err := encoder(opts.Level)
 	if err != nil {
@@ -120,6 +102,42 @@ func Pack(files []File, opts Options) (Archive, error) {
 		Digest:     digest(raw),
 		Size:       int64(len(raw)),
 	}, nil
+}
+
+// Digest is the digest Pack would give files, without compressing them: a cheap way to tell
+// whether a set of manifests changed.
+func Digest(files []File, opts Options) (string, error) {
+	raw, err := canonicalTar(files, opts.withDefaults().MaxSize)
+	if err != nil {
+		return "", err
+	}
+	return digest(raw), nil
+}
+
+func canonicalTar(files []File, maxSize int64) ([]byte, error) {
+	sorted := slices.Clone(files)
+	slices.SortFunc(sorted, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
+	var size int64
+	for i, f := range sorted {
+		if err := validName(f.Name); err != nil {
+			return nil, err
+		}
+		if i > 0 && sorted[i-1].Name == f.Name {
+			return nil, fmt.Errorf("file %q appears twice", f.Name)
+		}
+		size += int64(len(f.Data))
+	}
+	if size > maxSize {
+		return nil, fmt.Errorf("the manifests are %d bytes, over the limit of %d bytes for one snapshot", size, maxSize)
+	}
+	raw, err := writeTar(sorted)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(raw)) > maxSize {
+		return nil, fmt.Errorf("the snapshot tar is %d bytes, over the limit of %d bytes", len(raw), maxSize)
+	}
+	return raw, nil
 }
 
 func writeTar(sorted []File) ([]byte, error) {

@@ -58,6 +58,10 @@ func TestPackDependsOnlyOnNamesAndBytes(t *testing.T) {
 		require.Empty(t, hdr.Uname)
 	}
 
+	d, err := Digest(reversed, Options{})
+	require.NoError(t, err)
+	require.Equal(t, a.Digest, d, "Digest agrees with Pack")
+
 	changed := sampleFiles()
 	changed[0].Data = append(changed[0].Data, '#')
 	c, err := Pack(changed, Options{})

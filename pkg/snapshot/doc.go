@@ -26,7 +26,7 @@
 // Every Secret has type rollback.sluice.dev/raw-manifests, is immutable, carries the labels
 // rollback.sluice.dev/release, rollback.sluice.dev/upgrade-number and rollback.sluice.dev/chunk,
 // and the annotations rollback.sluice.dev/digest (all chunks) and, on the head,
-// rollback.sluice.dev/chunks and rollback.sluice.dev/size. A release name is a label value, so it
+// rollback.sluice.dev/chunks, rollback.sluice.dev/size and rollback.sluice.dev/compressed-size. A release name is a label value, so it
 // has at most 63 characters.
 //
 // The API server refuses a Secret whose data is over 1 MiB (keys included), so ChunkBytes is
@@ -38,6 +38,10 @@
 // Store.Save writes the chunks first and the head last: a snapshot exists once its head exists,
 // and a head always finds its chunks. A Save killed half way leaves chunks without a head. The
 // next Save of the same number replaces them (they are immutable, so it deletes and creates), and
-// Prune deletes them. Save of a number whose head already holds the same digest does nothing, so
-// repeating a Save after a crash is safe; a head with another digest is ErrNumberTaken.
+// Delete of that number removes them. Save of a number whose head already holds the same digest
+// does nothing, so repeating a Save after a crash is safe; a head with another digest is
+// ErrNumberTaken.
+//
+// The Store reads Secrets by name only, never lists them: a controller using it needs get, create
+// and delete on Secrets, not the right to list every Secret of the cluster.
 package snapshot

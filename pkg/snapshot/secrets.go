@@ -12,14 +12,15 @@ import (
 
 // The Secret format; see the package documentation.
 const (
-	SecretType       corev1.SecretType = "rollback.sluice.dev/raw-manifests"
-	DataKey                            = "manifests.tar.zst"
-	LabelRelease                       = "rollback.sluice.dev/release"
-	LabelNumber                        = "rollback.sluice.dev/upgrade-number"
-	LabelChunk                         = "rollback.sluice.dev/chunk"
-	AnnotationDigest                   = "rollback.sluice.dev/digest"
-	AnnotationChunks                   = "rollback.sluice.dev/chunks"
-	AnnotationSize                     = "rollback.sluice.dev/size"
+	SecretType               corev1.SecretType = "rollback.sluice.dev/raw-manifests"
+	DataKey                                    = "manifests.tar.zst"
+	LabelRelease                               = "rollback.sluice.dev/release"
+	LabelNumber                                = "rollback.sluice.dev/upgrade-number"
+	LabelChunk                                 = "rollback.sluice.dev/chunk"
+	AnnotationDigest                           = "rollback.sluice.dev/digest"
+	AnnotationChunks                           = "rollback.sluice.dev/chunks"
+	AnnotationSize                             = "rollback.sluice.dev/size"
+	AnnotationCompressedSize                   = "rollback.sluice.dev/compressed-size"
 )
 
 // Meta says whose snapshot an archive is.
@@ -103,6 +104,7 @@ func Secrets(m Meta, a Archive, opts Options) ([]*corev1.Secret, error) {
 	head.Annotations[AnnotationDigest] = a.Digest
 	head.Annotations[AnnotationChunks] = strconv.Itoa(needed)
 	head.Annotations[AnnotationSize] = strconv.FormatInt(a.Size, 10)
+	head.Annotations[AnnotationCompressedSize] = strconv.Itoa(len(a.Compressed))
 	return secrets, nil
 }
 
@@ -136,11 +138,13 @@ var ErrIncomplete = errors.New("snapshot Secrets are incomplete")
 
 // Info describes a stored snapshot, read from its head Secret.
 type Info struct {
-	Number      int64
-	Digest      string
-	Size        int64
-	Chunks      int
-	Annotations map[string]string
+	Number int64
+	Digest string
+	// Size is the uncompressed tar's, CompressedSize what the Secrets hold.
+	Size           int64
+	CompressedSize int64
+	Chunks         int
+	Annotations    map[string]string
 }
 
 // InfoOf reads the description of a snapshot from its head Secret.
@@ -157,8 +161,9 @@ func InfoOf(head *corev1.Secret) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("%w: Secret %s/%s has no valid %s annotation", ErrIncomplete, head.Namespace, head.Name, AnnotationSize)
 	}
-	return Info{Number: number, Digest: head.Annotations[AnnotationDigest], Size: size, Chunks: chunks,
-		Annotations: head.Annotations}, nil
+	compressed, _ := strconv.ParseInt(head.Annotations[AnnotationCompressedSize], 10, 64)
+	return Info{Number: number, Digest: head.Annotations[AnnotationDigest], Size: size, CompressedSize: compressed,
+		Chunks: chunks, Annotations: head.Annotations}, nil
 }
 
 // Join puts an archive back together from its Secrets, head first, and checks that each one

@@ -40,6 +40,7 @@ func TestSecretsSplitAndJoinBackWhole(t *testing.T) {
 	require.Equal(t, a, joined)
 	require.Equal(t, int64(7), info.Number)
 	require.Equal(t, 3, info.Chunks)
+	require.Equal(t, int64(len(a.Compressed)), info.CompressedSize)
 	files, err := Unpack(joined.Compressed, joined.Digest, Options{})
 	require.NoError(t, err)
 	require.Len(t, files, 400)

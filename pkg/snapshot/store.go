@@ -2,19 +2,13 @@ package snapshot
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
@@ -26,7 +20,8 @@ var (
 )
 
 // Store reads and writes snapshots as Secrets through the API server. Snapshots are read rarely
-// (on a rollback), so it calls the API directly instead of caching every Secret of the cluster.
+// (on a rollback), so it calls the API directly instead of caching every Secret of the cluster,
+// and only by name: it needs get, create and delete on Secrets, never list.
 type Store struct {
 	Client  corev1client.SecretsGetter
 	Options Options
@@ -150,79 +145,65 @@ func (s *Store) Load(ctx context.Context, namespace, release string, number int6
 	return files, info, nil
 }
 
-// List returns the complete-looking snapshots of release (those with a head), by number.
-func (s *Store) List(ctx context.Context, namespace, release string) ([]Info, error) {
-	selector := labels.Set{LabelRelease: release, LabelChunk: "0"}.AsSelector()
-	list, err := s.Client.Secrets(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+// Head reads the description of snapshot number of release from its head Secret.
+func (s *Store) Head(ctx context.Context, namespace, release string, number int64) (Info, error) {
+	head, err := s.Client.Secrets(namespace).Get(ctx, HeadName(release, number), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return Info{}, fmt.Errorf("%w: %s/%s", ErrNotFound, namespace, HeadName(release, number))
+	}
 	if err != nil {
-		return nil, err
+		return Info{}, err
 	}
-	var infos []Info
-	for i := range list.Items {
-		if list.Items[i].Type != SecretType {
-			continue
-		}
-		if info, err := InfoOf(&list.Items[i]); err == nil {
-			infos = append(infos, info)
-		}
+	if head.Labels[LabelRelease] != release {
+		return Info{}, fmt.Errorf("%w: Secret %s/%s is not a snapshot of %q", ErrIncomplete, namespace, head.Name, release)
 	}
-	slices.SortFunc(infos, func(a, b Info) int { return cmp.Compare(a.Number, b.Number) })
-	return infos, nil
+	return InfoOf(head)
 }
 
-// Prune deletes every Secret of release whose number is not in keep, heads before chunks so that
-// a prune cut short never leaves a head without its chunks. It returns the numbers whose head
-// it deleted.
-func (s *Store) Prune(ctx context.Context, namespace, release string, keep []int64) ([]int64, error) {
-	selector, err := pruneSelector(release, keep)
-	if err != nil {
-		return nil, err
-	}
+// Delete deletes snapshot number of release: the head first, so that a delete cut short never
+// leaves a head without its chunks, then every chunk. A snapshot without a head (a Save cut
+// short) has its chunks deleted up to Options.MaxChunks. Secrets already gone are fine.
+func (s *Store) Delete(ctx context.Context, namespace, release string, number int64) error {
 	client := s.Client.Secrets(namespace)
-	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
-	if err != nil {
-		return nil, err
+	chunks := s.Options.withDefaults().MaxChunks
+	head, err := client.Get(ctx, HeadName(release, number), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case head.Labels[LabelRelease] != release || head.Type != SecretType:
+		return fmt.Errorf("%w: Secret %s/%s is not a snapshot of %q; it is left alone", ErrIncomplete, namespace, head.Name, release)
+	default:
+		if info, err := InfoOf(head); err == nil {
+			chunks = info.Chunks
+		}
+		if err := s.deleteSecret(ctx, client, head); err != nil {
+			return err
+		}
 	}
-	items := list.Items
-	slices.SortStableFunc(items, func(a, b corev1.Secret) int {
-		return strings.Compare(a.Labels[LabelChunk], b.Labels[LabelChunk])
-	})
-	var pruned []int64
-	for i := range items {
-		item := &items[i]
-		if item.Type != SecretType {
+	for i := 1; i < chunks; i++ {
+		chunk, err := client.Get(ctx, ChunkName(release, number, i), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
 			continue
 		}
-		uid := item.UID
-		err := client.Delete(ctx, item.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return pruned, fmt.Errorf("prune snapshot Secret %s/%s: %w", namespace, item.Name, err)
+		if err != nil {
+			return err
 		}
-		if item.Labels[LabelChunk] == "0" {
-			n, _ := strconv.ParseInt(item.Labels[LabelNumber], 10, 64)
-			pruned = append(pruned, n)
+		if chunk.Labels[LabelRelease] != release || chunk.Type != SecretType {
+			continue
+		}
+		if err := s.deleteSecret(ctx, client, chunk); err != nil {
+			return err
 		}
 	}
-	slices.Sort(pruned)
-	return pruned, nil
+	return nil
 }
 
-func pruneSelector(release string, keep []int64) (labels.Selector, error) {
-	releaseReq, err := labels.NewRequirement(LabelRelease, selection.Equals, []string{release})
-	if err != nil {
-		return nil, err
+func (s *Store) deleteSecret(ctx context.Context, client corev1client.SecretInterface, secret *corev1.Secret) error {
+	uid := secret.UID
+	err := client.Delete(ctx, secret.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete snapshot Secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
-	selector := labels.NewSelector().Add(*releaseReq)
-	if len(keep) == 0 {
-		return selector, nil
-	}
-	values := make([]string, len(keep))
-	for i, n := range keep {
-		values[i] = strconv.FormatInt(n, 10)
-	}
-	keepReq, err := labels.NewRequirement(LabelNumber, selection.NotIn, values)
-	if err != nil {
-		return nil, err
-	}
-	return selector.Add(*keepReq), nil
+	return nil
 }

@@ -102,13 +102,13 @@ func TestStoreLoadRefusesMissingOrForeignSnapshots(t *testing.T) {
 	require.NotContains(t, err.Error(), "hunter2")
 }
 
-func TestStorePruneKeepsOnlyTheGivenNumbers(t *testing.T) {
+func TestStoreDeleteRemovesHeadsChunksAndLeftovers(t *testing.T) {
 	ctx := context.Background()
 	files := generated(500)
 	opts := splitOptions(t, files, 2)
 	opts.ChunkBytes += 512
 	store, client := newStore(opts)
-	for n := int64(1); n <= 4; n++ {
+	for n := int64(1); n <= 2; n++ {
 		version := File{Name: "version.txt", Data: []byte{byte('0' + n)}}
 		info, err := store.Save(ctx, meta(n), append([]File{version}, files...))
 		require.NoError(t, err)
@@ -118,34 +118,40 @@ func TestStorePruneKeepsOnlyTheGivenNumbers(t *testing.T) {
 	other.Release = "other"
 	_, err := store.Save(ctx, other, sampleFiles())
 	require.NoError(t, err)
-	// Chunks of number 5 without their head, as a killed Save leaves them.
+	// Chunks of number 3 without their head, as a killed Save leaves them.
 	orphan, err := Pack(generated(499), Options{})
 	require.NoError(t, err)
-	orphanSecrets, err := Secrets(meta(5), orphan, store.Options)
+	orphanSecrets, err := Secrets(meta(3), orphan, store.Options)
 	require.NoError(t, err)
 	_, err = client.CoreV1().Secrets("platform").Create(ctx, orphanSecrets[1], metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	pruned, err := store.Prune(ctx, "platform", "flux", []int64{3, 4})
+	info, err := store.Head(ctx, "platform", "flux", 2)
 	require.NoError(t, err)
-	require.Equal(t, []int64{1, 2}, pruned)
+	require.Equal(t, int64(2), info.Number)
 
-	infos, err := store.List(ctx, "platform", "flux")
-	require.NoError(t, err)
-	require.Equal(t, []int64{3, 4}, numbers(infos))
+	require.NoError(t, store.Delete(ctx, "platform", "flux", 1))
+	require.NoError(t, store.Delete(ctx, "platform", "flux", 3))
+	require.NoError(t, store.Delete(ctx, "platform", "flux", 9), "nothing to delete is fine")
+	_, err = store.Head(ctx, "platform", "flux", 1)
+	require.ErrorIs(t, err, ErrNotFound)
+
 	list, err := client.CoreV1().Secrets("platform").List(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	var left []string
 	for _, s := range list.Items {
 		left = append(left, s.Name)
 	}
-	require.ElementsMatch(t, []string{"flux.3", "flux.3-1", "flux.4", "flux.4-1", "other.1"}, left)
+	require.ElementsMatch(t, []string{"flux.2", "flux.2-1", "other.1"}, left)
 }
 
-func numbers(infos []Info) []int64 {
-	out := make([]int64, len(infos))
-	for i, info := range infos {
-		out[i] = info.Number
-	}
-	return out
+func TestStoreDeleteLeavesForeignSecretsAlone(t *testing.T) {
+	ctx := context.Background()
+	store, client := newStore(Options{})
+	_, err := client.CoreV1().Secrets("platform").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "flux.1", Namespace: "platform"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.ErrorIs(t, store.Delete(ctx, "platform", "flux", 1), ErrIncomplete)
+	_, err = client.CoreV1().Secrets("platform").Get(ctx, "flux.1", metav1.GetOptions{})
+	require.NoError(t, err)
 }

@@ -8,6 +8,8 @@ import (
 const (
 	// MaxResources is how many objects status.resources lists; status.counts has the full counts.
 	MaxResources = 50
+	// SummarySuspended is status.summary while the HealthCheck is suspended.
+	SummarySuspended = "suspended"
 	// MaxResourceMessage is the longest message kept per listed object, in bytes.
 	MaxResourceMessage = 256
 )
@@ -347,11 +349,13 @@ type HealthCheckStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Healthy is true while every target is Current and has been for the soak time.
+	// Healthy is true while every target is Current and has been for the soak time. It is false
+	// while the HealthCheck is suspended: its health is not evaluated then.
 	// +optional
 	Healthy bool `json:"healthy"`
 
-	// Summary is "<current>/<total>", for printing.
+	// Summary is "<current>/<total>", for printing, or "suspended" while the HealthCheck is
+	// suspended and its health is not evaluated.
 	// +optional
 	Summary string `json:"summary,omitempty"`
 

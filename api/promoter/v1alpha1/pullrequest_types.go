@@ -20,7 +20,7 @@ const (
 
 // PullRequestSpec is the desired state of a pull request.
 //
-// +kubebuilder:validation:XValidation:rule="self.state != 'merged' || (has(self.expectedHeadSHA) && size(self.expectedHeadSHA) > 0)",message="expectedHeadSHA is required to merge: the merge happens only if the source branch is still at that commit"
+// +kubebuilder:validation:XValidation:rule="self.state != 'merged' || (has(self.expectedHeadSHA) && size(self.expectedHeadSHA) > 0)",message="expectedHeadSHA is required to merge: the merge happens only if the source branch is still at that commit",fieldPath=".expectedHeadSHA"
 type PullRequestSpec struct {
 	// RepositoryRef names the ScmRepository.
 	RepositoryRef LocalReference `json:"repositoryRef"`

@@ -6,6 +6,8 @@ import (
 
 // Annotations, labels and bounds of ManifestReleases.
 const (
+	// RequestedAtAnnotation asks for the source to be read again now (Flux's convention).
+	RequestedAtAnnotation = "reconcile.fluxcd.io/requestedAt"
 	// RollbackToAnnotation asks for a manual rollback to a kept snapshot number:
 	// kubectl annotate manifestrelease NAME rollback.sluice.dev/rollback-to=N --overwrite.
 	// A value is acted on once; remove the annotation to ask for the same number again.
@@ -354,6 +356,11 @@ type ManifestReleaseStatus struct {
 	// person rolled back from it.
 	// +optional
 	LastAttemptFailed bool `json:"lastAttemptFailed,omitempty"`
+
+	// LastHandledReconcileAt is the reconcile.fluxcd.io/requestedAt annotation value last acted
+	// on: set the annotation to ask for the source to be read now, and wait for this field.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 
 	// LastHandledRollback is the rollback-to annotation value last acted on.
 	// +optional

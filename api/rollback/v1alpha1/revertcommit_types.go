@@ -125,9 +125,9 @@ type RollbackTrigger struct {
 	// Key is the commit-status key found in failure (the commitstatus.sluice.dev/key label).
 	// +kubebuilder:validation:MaxLength=63
 	Key string `json:"key"`
-	// FailingSince is when the check was first seen failing on the bad commit. Time to restore is
-	// measured from it.
-	FailingSince metav1.Time `json:"failingSince"`
+	// FailingSince is when the check was first seen failing on the bad commit, to the
+	// microsecond. Time to restore is measured from it.
+	FailingSince metav1.MicroTime `json:"failingSince"`
 }
 
 // RevertCommitStatus is the observed state of a RevertCommit.
@@ -179,9 +179,9 @@ type RevertCommitStatus struct {
 	// +optional
 	MergedExternally bool `json:"mergedExternally,omitempty"`
 
-	// StartTime is when the revert commit was pushed.
+	// StartTime is when the revert commit was pushed, to the microsecond.
 	// +optional
-	StartTime *metav1.Time `json:"startTime,omitempty"`
+	StartTime *metav1.MicroTime `json:"startTime,omitempty"`
 
 	// MergeTime is when the merge was made or observed.
 	// +optional
@@ -216,13 +216,13 @@ type RevertPullRequest struct {
 // +kubebuilder:resource:shortName=revert,categories=sluice
 // +kubebuilder:printcolumn:name="Strategy",type=string,JSONPath=`.spec.promotionStrategyRef.name`
 // +kubebuilder:printcolumn:name="Environment",type=string,JSONPath=`.spec.activeBranch`
-// +kubebuilder:printcolumn:name="Bad Dry",type=string,JSONPath=`.status.badDrySHA`
-// +kubebuilder:printcolumn:name="Target Dry",type=string,JSONPath=`.status.targetDrySHA`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Bad Dry",type=string,JSONPath=`.status.badDrySHA`,priority=1
+// +kubebuilder:printcolumn:name="Target Dry",type=string,JSONPath=`.status.targetDrySHA`,priority=1
 // +kubebuilder:printcolumn:name="Pull Request",type=string,JSONPath=`.status.pullRequest.url`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.reason`,priority=1
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RevertCommit struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -134,8 +134,9 @@ type ObservedFailure struct {
 	HydratedSHA string `json:"hydratedSHA"`
 	// Key is the failing commit-status key.
 	Key string `json:"key"`
-	// Since is when the failure was first seen.
-	Since metav1.Time `json:"since"`
+	// Since is when the failure was first seen, to the microsecond: the failure threshold is
+	// counted from it, and a second-rounded time could cut it short.
+	Since metav1.MicroTime `json:"since"`
 }
 
 // PolicyRollback is one rollback the policy started.

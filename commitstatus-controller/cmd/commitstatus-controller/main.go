@@ -4,7 +4,6 @@
 package main
 
 import (
-	"flag"
 	"os"
 
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
@@ -16,9 +15,5 @@ import (
 )
 
 func main() {
-	var cfg setup.Config
-	cfg.AddFlags(flag.CommandLine)
-	os.Exit(manager.Main("commitstatus-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
-		return setup.Setup(m, cfg)
-	}))
+	os.Exit(manager.Main("commitstatus-controller", setup.Setup))
 }

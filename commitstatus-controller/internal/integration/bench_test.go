@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/github"
@@ -73,7 +73,7 @@ func (bu burst) run(b *testing.B) {
 			b.Errorf("GitHub accepted %d statuses for %d CommitStatuses; each must be sent exactly once", accepted, bu.n)
 		}
 		watch.stop()
-		ctrl.stop(b)
+		ctrl.stop()
 		b.StartTimer()
 	}
 	b.ReportMetric(elapsed.Seconds()/float64(b.N), "s-to-all-synced")

@@ -10,9 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
-	"github.com/sluicehq/sluice/commitstatus-controller/internal/scmobjects"
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/readiness"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/scmrepository"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/pkg/scm/scmtest"
@@ -62,9 +63,9 @@ func TestTheChartRBACIsEnoughAndLimitsSecretAccess(t *testing.T) {
 	assert.Len(t, srv.Statuses("acme", "app", sha1), 1, "nothing was sent for the namespace it may not read")
 
 	// The chart lets it write ScmProvider and ScmRepository status, and the same Secret limits apply.
-	waitProvider(t, allowed, "github", readyIs(metav1.ConditionTrue, scmobjects.ReasonValid))
-	waitRepository(t, allowed, "app", readyIs(metav1.ConditionTrue, scmobjects.ReasonValid))
+	waitProvider(t, allowed, "github", readyIs(metav1.ConditionTrue, readiness.ReasonValid))
+	waitRepository(t, allowed, "app", readyIs(metav1.ConditionTrue, readiness.ReasonValid))
 	p := waitProvider(t, denied, "github", readyIs(metav1.ConditionFalse, resolve.ReasonSecretForbidden))
 	assert.Contains(t, conditions.Get(p.Status.Conditions, conditions.Ready).Message, "secretAccess")
-	waitRepository(t, denied, "app", readyIs(metav1.ConditionFalse, scmobjects.ReasonProviderNotReady))
+	waitRepository(t, denied, "app", readyIs(metav1.ConditionFalse, scmrepository.ReasonProviderNotReady))
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
-	"github.com/sluicehq/sluice/commitstatus-controller/internal/statuses"
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/commitstatus"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/resolve"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/testenv"
 	giteatest "github.com/sluicehq/sluice/testenv/gitea"
@@ -127,7 +127,7 @@ func TestCommitStatusesReachARealGitea(t *testing.T) {
 		createProvider(t, ns, gitea("revoked", "bad-token"))
 		createRepository(t, ns, "revoked", "revoked", srv.AdminUser, "app", cloneURL)
 		createCommitStatus(t, newCommitStatus(ns, "revoked", "revoked", head, commitstatusv1alpha1.CommitStatusSuccess))
-		cs := waitFor(t, ns, "revoked", stalled(statuses.ReasonUnauthorized))
+		cs := waitFor(t, ns, "revoked", stalled(commitstatus.ReasonUnauthorized))
 		msg := conditions.Get(cs.Status.Conditions, conditions.Stalled).Message
 		assert.Contains(t, msg, `ScmProvider "`+ns+`/revoked"`)
 		assert.Contains(t, msg, "check the token")

@@ -12,10 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
-	"github.com/sluicehq/sluice/commitstatus-controller/internal/statuses"
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/commitstatus"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/pkg/scm/scmtest"
@@ -99,9 +99,8 @@ func outcomes(t testing.TB, r *running, outcome string) float64 {
 // waitOutcome waits until the controller counted at least n reconciles with outcome.
 func waitOutcome(t testing.TB, r *running, outcome string, n float64) {
 	t.Helper()
-	require.NoError(t, testenv.Wait(context.Background(), 30*time.Second, func(context.Context) (bool, error) {
-		return outcomes(t, r, outcome) >= n, nil
-	}), "waiting for %v reconciles with outcome %s, saw %v", n, outcome, outcomes(t, r, outcome))
+	testenv.WaitFor(t, 30*time.Second, func() (bool, error) { return outcomes(t, r, outcome) >= n, nil },
+		"waiting for %v reconciles with outcome %s", n, outcome)
 }
 
 // The digest in status keeps the controller from sending the same state twice: not on repeated
@@ -125,7 +124,7 @@ func TestTheSameStateIsSentOnlyOnce(t *testing.T) {
 		Description: "healthy in staging", TargetURL: "https://dash.example.com/staging"}, got[0])
 
 	// Events on the object, its repository and its provider bring it back; none sends again.
-	before := outcomes(t, first, statuses.OutcomeUnchanged)
+	before := outcomes(t, first, commitstatus.OutcomeUnchanged)
 	updateCommitStatus(t, ns, "health", func(cs *commitstatusv1alpha1.CommitStatus) { cs.Labels["touched"] = "1" })
 	_, err := testenv.Update(ctx, env.Sluice.ScmV1alpha1().ScmRepositories(ns), "app", func(repo *scmv1alpha1.ScmRepository) {
 		metav1.SetMetaDataAnnotation(&repo.ObjectMeta, "touched", "1")
@@ -135,13 +134,13 @@ func TestTheSameStateIsSentOnlyOnce(t *testing.T) {
 		metav1.SetMetaDataAnnotation(&provider.ObjectMeta, "touched", "1")
 	})
 	require.NoError(t, err)
-	waitOutcome(t, first, statuses.OutcomeUnchanged, before+3)
+	waitOutcome(t, first, commitstatus.OutcomeUnchanged, before+3)
 	assert.Equal(t, int64(1), srv.StatusPosts(), "three reconciles, no call")
 
 	// A restarted controller has only the status to go by.
-	first.stop(t)
+	first.stop()
 	second := startController(t, controllerOptions{})
-	waitOutcome(t, second, statuses.OutcomeUnchanged, 1)
+	waitOutcome(t, second, commitstatus.OutcomeUnchanged, 1)
 	assert.Equal(t, int64(1), srv.StatusPosts(), "no call after a restart")
 
 	updateCommitStatus(t, ns, "health", func(cs *commitstatusv1alpha1.CommitStatus) { cs.Spec.Phase = commitstatusv1alpha1.CommitStatusFailure })
@@ -168,7 +167,7 @@ func TestTheSameStateIsSentOnlyOnce(t *testing.T) {
 	for _, e := range events.Items {
 		reasons = append(reasons, e.Reason)
 	}
-	assert.Contains(t, reasons, statuses.ReasonSynced)
+	assert.Contains(t, reasons, commitstatus.ReasonSynced)
 }
 
 // A spent quota pauses every call until the reset, instead of sending requests GitHub refuses.
@@ -198,7 +197,7 @@ func TestASpentQuotaRequeuesUntilTheReset(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			if r := conditions.Get(cs.Status.Conditions, conditions.Ready); r != nil && r.Reason == statuses.ReasonRateLimited {
+			if r := conditions.Get(cs.Status.Conditions, conditions.Ready); r != nil && r.Reason == commitstatus.ReasonRateLimited {
 				sawRateLimited = true
 			}
 			if synced(commitstatusv1alpha1.CommitStatusSuccess)(cs) {

@@ -8,8 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,9 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	"github.com/sluicehq/sluice/commitstatus-controller/internal/setup"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
@@ -33,20 +31,18 @@ var env *testenv.Env
 
 // Only the CRDs this controller reads: the test does not depend on other groups being valid.
 func TestMain(m *testing.M) {
-	crds := filepath.Join("..", "..", "..", "api", "crds")
-	testenv.Main(m, testenv.Options{WithoutSluiceCRDs: true, CRDPaths: []string{
-		filepath.Join(crds, "commitstatus.sluice.dev_commitstatuses.yaml"),
-		filepath.Join(crds, "scm.sluice.dev_scmrepositories.yaml"),
-		filepath.Join(crds, "scm.sluice.dev_scmproviders.yaml"),
+	testenv.Main(m, testenv.Options{SluiceCRDs: []string{
+		"commitstatus.sluice.dev_commitstatuses.yaml",
+		"scm.sluice.dev_scmrepositories.yaml",
+		"scm.sluice.dev_scmproviders.yaml",
 	}}, &env)
 }
 
 // running is a controller started in-process.
 type running struct {
-	m      *manager.Manager
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
+	m *manager.Manager
+	// stop stops it before the test ends; later calls do nothing.
+	stop func()
 }
 
 type controllerOptions struct {
@@ -89,26 +85,7 @@ func startController(t testing.TB, o controllerOptions) *running {
 		o.setup(&sc)
 	}
 	require.NoError(t, setup.Setup(m, sc))
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{m: m, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- m.Run(ctx) }()
-	t.Cleanup(func() { r.stop(t) })
-	return r
-}
-
-// stop stops the controller and reports how it ended; later calls do nothing.
-func (r *running) stop(t testing.TB) {
-	r.once.Do(func() {
-		r.cancel()
-		select {
-		case err := <-r.done:
-			if err != nil {
-				t.Errorf("controller stopped with an error: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("controller did not stop within 30s")
-		}
-	})
+	return &running{m: m, stop: testenv.RunManager(t, m)}
 }
 
 var nsCounter atomic.Int64
@@ -178,24 +155,7 @@ func updateCommitStatus(t testing.TB, ns, name string, mutate func(*commitstatus
 // waitFor polls the CommitStatus until cond holds, and returns it.
 func waitFor(t testing.TB, ns, name string, cond func(*commitstatusv1alpha1.CommitStatus) bool) *commitstatusv1alpha1.CommitStatus {
 	t.Helper()
-	var last *commitstatusv1alpha1.CommitStatus
-	err := testenv.Wait(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
-		cs, err := env.Sluice.CommitstatusV1alpha1().CommitStatuses(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		last = cs
-		return cond(cs), nil
-	})
-	require.NoError(t, err, "CommitStatus %s/%s: last seen status %+v", ns, name, statusOf(last))
-	return last
-}
-
-func statusOf(cs *commitstatusv1alpha1.CommitStatus) any {
-	if cs == nil {
-		return nil
-	}
-	return cs.Status
+	return testenv.WaitForObject(t, 30*time.Second, env.Sluice.CommitstatusV1alpha1().CommitStatuses(ns), name, cond)
 }
 
 // synced is true once the SCM holds phase for the object's current generation.

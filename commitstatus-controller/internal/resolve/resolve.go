@@ -20,10 +20,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 	"github.com/sluicehq/sluice/pkg/scm/scmmetrics"
@@ -55,8 +56,8 @@ type Resolver struct {
 	CredentialsTTL time.Duration
 	// New builds a provider; nil means scm.New.
 	New func(name string, cfg scm.Config) (scm.Provider, error)
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock times the credentials cache; nil means the real clock.
+	Clock clock.PassiveClock
 
 	mu      sync.Mutex
 	clients map[string]*client
@@ -96,8 +97,8 @@ type client struct {
 }
 
 func (r *Resolver) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+	if r.Clock != nil {
+		return r.Clock.Now()
 	}
 	return time.Now()
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +20,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
 
@@ -31,7 +33,7 @@ const ns = "team"
 type fixture struct {
 	kube     *kubefake.Clientset
 	resolver *Resolver
-	now      time.Time
+	clock    *clocktesting.FakeClock
 	builds   int
 }
 
@@ -44,13 +46,13 @@ func newFixture(t *testing.T, provider *scmv1alpha1.ScmProvider, objects ...runt
 		Spec:       scmv1alpha1.ScmRepositorySpec{ProviderRef: scmv1alpha1.LocalObjectReference{Name: provider.Name}, Owner: "acme", Name: "app"},
 	}))
 	require.NoError(t, providers.Add(provider))
-	f := &fixture{kube: kubefake.NewClientset(objects...), now: time.Unix(1_800_000_000, 0)}
+	f := &fixture{kube: kubefake.NewClientset(objects...), clock: clocktesting.NewFakeClock(time.Unix(1_800_000_000, 0))}
 	f.resolver = &Resolver{
 		Repositories: scmlisters.NewScmRepositoryLister(repos),
 		Providers:    scmlisters.NewScmProviderLister(providers),
 		Kube:         f.kube,
 		Limiters:     ratelimit.NewRegistry(),
-		Now:          func() time.Time { return f.now },
+		Clock:        f.clock,
 		New: func(name string, cfg scm.Config) (scm.Provider, error) {
 			f.builds++
 			return scm.New(name, cfg)
@@ -119,7 +121,7 @@ func TestAnAPIServerHiccupKeepsTheLastGoodClient(t *testing.T) {
 	f.kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("etcd is slow")
 	})
-	f.now = f.now.Add(DefaultCredentialsTTL)
+	f.clock.Step(DefaultCredentialsTTL)
 	again, err := f.resolve(t)
 	require.Nil(t, err, "the last good credentials stay in use")
 	assert.Same(t, first.Provider, again.Provider)

@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,13 +15,18 @@ type keys []string
 
 func (k *keys) Enqueue(key string) { *k = append(*k, key) }
 
+var resourceVersion int
+
+// provider is a new version of the ScmProvider: each write, status included, has its own
+// resourceVersion.
 func provider(generation int64, annotations map[string]string, ready bool) *scmv1alpha1.ScmProvider {
+	resourceVersion++
 	p := &scmv1alpha1.ScmProvider{ObjectMeta: metav1.ObjectMeta{
-		Namespace: "team", Name: "github", Generation: generation, Annotations: annotations, ResourceVersion: "1",
+		Namespace: "team", Name: "github", Generation: generation, Annotations: annotations,
+		ResourceVersion: strconv.Itoa(resourceVersion),
 	}}
 	if ready {
 		p.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue}}
-		p.ResourceVersion = "2"
 	}
 	return p
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"flag"
 	"os"
 
 	"github.com/sluicehq/sluice/gate-controller/internal/setup"
@@ -15,9 +14,5 @@ import (
 )
 
 func main() {
-	var cfg setup.Config
-	cfg.AddFlags(flag.CommandLine)
-	os.Exit(manager.Main("gate-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
-		return setup.Setup(m, cfg)
-	}))
+	os.Exit(manager.Main("gate-controller", setup.Setup))
 }

@@ -1,8 +1,9 @@
 // Command kubectl-gate is the kubectl plugin for Sluice Gates: put it on $PATH and run
-// `kubectl gate`.
+// `kubectl gate`. Its exit codes are documented in `kubectl gate --help`.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -13,8 +14,10 @@ import (
 
 func main() {
 	cmd := plugin.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-	if err := cmd.Execute(); err != nil {
+	err := cmd.Execute()
+	var exitErr *plugin.ExitError
+	if err != nil && !(errors.As(err, &exitErr) && exitErr.Printed) {
 		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
 	}
+	os.Exit(plugin.ExitCode(err))
 }

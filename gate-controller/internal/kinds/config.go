@@ -132,3 +132,22 @@ func parseTarget(entry string) (Target, error) {
 	}
 	return Target{Group: group, Resource: resource, Mode: mode}, nil
 }
+
+// ModeOf is how targets hold the resource gr: a target naming it wins over one for its whole
+// group. It reports false when no target covers gr.
+func ModeOf(targets []Target, gr schema.GroupResource) (hold.Mode, bool) {
+	var mode hold.Mode
+	found := false
+	for _, t := range targets {
+		if t.Group != gr.Group {
+			continue
+		}
+		if t.Resource == gr.Resource {
+			return t.Mode, true
+		}
+		if t.Resource == AllResources {
+			mode, found = t.Mode, true
+		}
+	}
+	return mode, found
+}

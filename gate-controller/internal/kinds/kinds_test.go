@@ -107,3 +107,17 @@ func TestResolveFindsServedKindsAndReportsMissingOnes(t *testing.T) {
 	assert.Equal(t, "kustomize.toolkit.fluxcd.io/v1", res.Kinds[1].APIVersion())
 	assert.ElementsMatch(t, []Target{targets[3], targets[4]}, res.Missing)
 }
+
+func TestModeOf(t *testing.T) {
+	mode, ok := ModeOf(Defaults(), schema.GroupResource{Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations"})
+	assert.True(t, ok)
+	assert.Equal(t, hold.ModeBoth, mode)
+	mode, ok = ModeOf(Defaults(), schema.GroupResource{Group: "gating.sluice.dev", Resource: "gates"})
+	assert.True(t, ok)
+	assert.Equal(t, hold.ModeAnnotation, mode)
+	_, ok = ModeOf(Defaults(), schema.GroupResource{Group: "apps", Resource: "deployments"})
+	assert.False(t, ok)
+	targets := []Target{{Group: "x.example", Resource: AllResources, Mode: hold.ModeAnnotation}, {Group: "x.example", Resource: "widgets", Mode: hold.ModeSpec}}
+	mode, _ = ModeOf(targets, schema.GroupResource{Group: "x.example", Resource: "widgets"})
+	assert.Equal(t, hold.ModeSpec, mode, "a target naming the resource wins over its group's")
+}

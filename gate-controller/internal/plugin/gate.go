@@ -2,200 +2,159 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
-	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	gatingclient "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/gate"
 )
 
-func newOpenCloseCommand(o *options, open bool) *cobra.Command {
-	verb, state := "close", gatingv1alpha1.StateClosed
-	if open {
-		verb, state = "open", gatingv1alpha1.StateOpen
-	}
-	var (
-		forDuration time.Duration
-		message     string
-		waitFor     time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   verb + " NAME",
-		Short: fmt.Sprintf("%s a gate by hand, or with --for until a time", strings.ToUpper(verb[:1])+verb[1:]),
-		Long: fmt.Sprintf(`Without --for, %[1]s the gate by hand: set spec.closed to %[2]t and remove any override.
-With --for, set an override that %[1]ss the gate until then, whatever its windows say; when it
-expires the gate follows spec.closed and its windows again. A gate closed by hand
-(spec.closed: true) stays closed whatever an override says.
+// openClose holds the flags of open and close.
+type openClose struct {
+	open        bool
+	forDuration time.Duration
+	message     string
+	wait        time.Duration
+	all         bool
+	selector    string
+}
 
-The command then waits for the gate-controller to evaluate the change and prints the state.`, verb, !open),
-		Example: fmt.Sprintf("  kubectl gate %[1]s prod -m \"reason\"\n  kubectl gate %[1]s prod --for 2h -m \"reason\"", verb),
-		Args:    cobra.ExactArgs(1),
+func newOpenCloseCommand(o *options, open bool) *cobra.Command {
+	f := &openClose{open: open}
+	verb := f.verb()
+	cmd := &cobra.Command{
+		Use:   verb + " (NAME... | --all | -l SELECTOR)",
+		Short: fmt.Sprintf("%s gates by hand, or with --for until a time", strings.ToUpper(verb[:1])+verb[1:]),
+		Long: fmt.Sprintf(`Without --for, %[1]s the gate by hand: set spec.closed to %[2]t and remove any override.
+
+With --for, set an override that %[1]ss the gate until then, whatever its windows say. The
+override records what it replaces, and when it expires the gate returns to it: a gate closed by
+hand is closed by hand again, and an earlier override that has not expired applies again. So
+`+"`kubectl gate open prod --for 1h`"+` on a gate closed by hand opens it for an hour only.
+
+The command then waits (--wait) for the gate-controller to evaluate the change and prints the
+state. If it does not within --wait, the change is still applied: the command says so and exits 3.
+
+`+exitCodesHelp, verb, !open),
+		Example: fmt.Sprintf("  kubectl gate %[1]s prod -m \"reason\"\n  kubectl gate %[1]s prod --for 2h -m \"reason\"\n  kubectl gate %[1]s -l team=payments -m \"reason\"", verb),
+		Args:    usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("for") && forDuration <= 0 {
-				return fmt.Errorf("--for must be a positive duration such as 2h or 90m, got %s", forDuration)
+			if cmd.Flags().Changed("for") && f.forDuration <= 0 {
+				return usageError("--for must be a positive duration such as 2h or 90m, got %s", f.forDuration)
 			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			client, err := o.sluice()
-			if err != nil {
-				return err
-			}
-			gates := client.GatingV1alpha1().Gates(ns)
-			ctx := cmd.Context()
-			var patch map[string]any
-			if forDuration > 0 {
-				g, err := gates.Get(ctx, args[0], metav1.GetOptions{})
-				if err != nil {
-					return describeGetError(err, ns, args[0])
-				}
-				if open && g.Spec.Closed {
-					return fmt.Errorf("gate %s/%s is closed by hand (spec.closed: true), which beats any override; open it with `kubectl gate open %s` instead", ns, args[0], args[0])
-				}
-				until := time.Now().Add(forDuration).UTC().Truncate(time.Second)
-				// A merge patch merges into an existing override: name every field, so none is left over.
-				patch = map[string]any{"spec": map[string]any{"override": map[string]any{
-					"state": state, "until": until.Format(time.RFC3339), "message": nullIfEmpty(message),
-				}}}
-			} else {
-				patch = map[string]any{"spec": map[string]any{"closed": !open, "message": nullIfEmpty(message), "override": nil}}
-			}
-			data, err := json.Marshal(patch)
-			if err != nil {
-				return err
-			}
-			g, err := gates.Patch(ctx, args[0], types.MergePatchType, data, metav1.PatchOptions{FieldManager: FieldManager})
-			if err != nil {
-				return describeGetError(err, ns, args[0])
-			}
-			return reportState(ctx, o.Out, client, g, waitFor)
+			return o.openClose(cmd.Context(), f, args)
 		},
 	}
-	cmd.Flags().DurationVar(&forDuration, "for", 0, "set an override for this long instead of changing the gate by hand, e.g. 2h")
-	cmd.Flags().StringVarP(&message, "message", "m", "", "why, shown in the gate's status and on the objects it holds")
-	cmd.Flags().DurationVar(&waitFor, "wait", 10*time.Second, "how long to wait for the gate-controller to evaluate the change; 0 does not wait")
+	cmd.Flags().DurationVar(&f.forDuration, "for", 0, "set an override for this long instead of changing the gate by hand, e.g. 2h; when it ends the gate is back as it was")
+	cmd.Flags().StringVarP(&f.message, "message", "m", "", "why, shown in the gate's status and on the objects it holds")
+	cmd.Flags().DurationVar(&f.wait, "wait", 10*time.Second, "how long to wait for the gate-controller to evaluate the change; 0 does not wait")
+	addSelection(cmd.Flags(), &f.all, &f.selector, "gate", "gates")
 	return cmd
 }
 
-func nullIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func describeGetError(err error, ns, name string) error {
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("gate %s/%s not found; list gates with `kubectl gate list -A`", ns, name)
-	}
-	return err
-}
-
-// reportState waits until the gate-controller has evaluated generation of g, then prints the state.
-func reportState(ctx context.Context, out io.Writer, client sluice.Interface, g *gatingv1alpha1.Gate, timeout time.Duration) error {
-	generation := g.Generation
-	evaluated := func(g *gatingv1alpha1.Gate) bool { return g.Status.ObservedGeneration >= generation }
-	if !evaluated(g) && timeout > 0 {
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-			latest, err := client.GatingV1alpha1().Gates(g.Namespace).Get(ctx, g.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			g = latest
-			return evaluated(g), nil
-		})
-		if err != nil && !wait.Interrupted(err) {
-			return err
-		}
-	}
-	if !evaluated(g) {
-		fmt.Fprintf(out, "gate/%s updated; the gate-controller has not evaluated it yet (is it running?)\n", g.Name)
-		return nil
-	}
-	fmt.Fprintf(out, "gate/%s %s (%s): %s\n", g.Name, stateName(g), g.Status.Reason, g.Status.Message)
-	return nil
-}
-
-func stateName(g *gatingv1alpha1.Gate) string {
-	if meta.FindStatusCondition(g.Status.Conditions, gatingv1alpha1.ConditionOpen) == nil {
-		return "not evaluated"
-	}
-	if g.Status.Open {
+func (f *openClose) verb() string {
+	if f.open {
 		return "open"
 	}
-	return "closed"
+	return "close"
 }
 
-func newListCommand(o *options) *cobra.Command {
-	var all bool
-	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List gates with their state, reason, next change and how many objects they hold",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ns := metav1.NamespaceAll
-			if !all {
-				var err error
-				if ns, err = o.namespace(); err != nil {
-					return err
-				}
-			}
-			client, err := o.sluice()
-			if err != nil {
-				return err
-			}
-			list, err := client.GatingV1alpha1().Gates(ns).List(cmd.Context(), metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			if len(list.Items) == 0 {
-				fmt.Fprintln(o.Out, "No gates found.")
-				return nil
-			}
-			printGates(o.Out, list.Items, all, time.Now())
-			return nil
-		},
+func (f *openClose) state() gatingv1alpha1.GateState {
+	if f.open {
+		return gatingv1alpha1.StateOpen
 	}
-	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list gates in every namespace")
-	return cmd
+	return gatingv1alpha1.StateClosed
 }
 
-func printGates(out io.Writer, gates []gatingv1alpha1.Gate, withNamespace bool, now time.Time) {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if withNamespace {
-		fmt.Fprint(w, "NAMESPACE\t")
+func (o *options) openClose(ctx context.Context, f *openClose, names []string) error {
+	ns, err := o.namespace()
+	if err != nil {
+		return err
 	}
-	fmt.Fprintln(w, "NAME\tSTATE\tREASON\tNEXT CHANGE\tHOLDING\tMESSAGE")
-	for _, g := range gates {
-		if withNamespace {
-			fmt.Fprintf(w, "%s\t", g.Namespace)
+	client, err := o.sluice()
+	if err != nil {
+		return err
+	}
+	gates := client.GatingV1alpha1().Gates(ns)
+	names, err = selectGates(ctx, gates, names, f.all, f.selector)
+	if err != nil {
+		return err
+	}
+	var t tally
+	for _, name := range names {
+		t.total++
+		g, err := f.apply(ctx, gates, name, time.Now())
+		if err != nil {
+			fmt.Fprintf(o.ErrOut, "error: %s\n", describeGateError(err, ns, name))
+			t.failed++
+			continue
 		}
-		next := "-"
-		if t := g.Status.NextTransitionTime; t != nil {
-			next = fmt.Sprintf("in %s (%s)", duration.HumanDuration(t.Sub(now)), t.UTC().Format(time.RFC3339))
+		if !o.confirm(ctx, gates, g, f.wait) {
+			t.unconfirmed++
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", g.Name, stateName(&g), orDash(g.Status.Reason), next, g.Status.Holding, orDash(g.Status.Message))
 	}
-	_ = w.Flush()
+	return t.err()
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
+// selectGates is names, or the gates --all or -l select.
+func selectGates(ctx context.Context, gates gatingclient.GateInterface, names []string, all bool, selector string) ([]string, error) {
+	switch {
+	case (all || selector != "") && len(names) > 0:
+		return nil, usageError("name gates or select them with --all or -l, not both")
+	case all && selector != "":
+		return nil, usageError("--all and -l cannot be used together")
+	case len(names) > 0:
+		return names, nil
+	case !all && selector == "":
+		return nil, usageError("name at least one gate, or select them with --all or -l")
 	}
-	return s
+	list, err := gates.List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, &ExitError{Code: ExitFailed, Err: fmt.Errorf("no gates selected")}
+	}
+	for _, g := range list.Items {
+		names = append(names, g.Name)
+	}
+	return names, nil
+}
+
+// apply changes one gate, reading it again when someone else changed it in between, so an
+// override records exactly the state it replaces.
+func (f *openClose) apply(ctx context.Context, gates gatingclient.GateInterface, name string, now time.Time) (*gatingv1alpha1.Gate, error) {
+	var updated *gatingv1alpha1.Gate
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		g, err := gates.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		next := g.DeepCopy()
+		if f.forDuration > 0 {
+			until := now.Add(f.forDuration).UTC().Truncate(time.Second)
+			next.Spec.Override = gate.NewOverride(g.Spec, f.state(), until, f.message, now)
+		} else {
+			next.Spec.Closed = !f.open
+			next.Spec.Message = f.message
+			next.Spec.Override = nil
+		}
+		updated, err = gates.Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
+		return err
+	})
+	return updated, err
+}
+
+func describeGateError(err error, ns, name string) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("gate %s/%s not found; list gates with %s", ns, name, hint(ns, "list"))
+	}
+	return err
 }

@@ -1,92 +1,290 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/resource"
 
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
+	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
+	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
 // rfcDefaultReason is the value RFC-0006 gives the annotation when no message is given.
 const rfcDefaultReason = "true"
 
+// selection names the objects a command acts on.
+type selection struct {
+	all      bool
+	selector string
+}
+
 func newSuspendCommand(o *options) *cobra.Command {
-	var message string
+	var (
+		message string
+		sel     selection
+	)
 	cmd := &cobra.Command{
-		Use:   "suspend KIND/NAME",
-		Short: "Suspend any object with a reason, through the reconcile.fluxcd.io/suspended annotation",
+		Use:   "suspend (KIND/NAME... | KIND --all | KIND -l SELECTOR)",
+		Short: "Suspend any object with a reason, through reconcile.fluxcd.io/suspended (and spec.suspend on Flux kinds)",
 		Long: `Suspend any object with a reason (RFC-0006): set the annotation reconcile.fluxcd.io/suspended
 to the message. The annotation is metadata, so the object's generation does not change. Every
-Sluice kind honours it; Flux kinds honour only spec.suspend today, which this command does not touch.
+Sluice kind honours it. Flux kinds honour only spec.suspend today, so on them the command sets
+spec.suspend: true too, as the gate-controller's hold does, with the reason in the annotation.
 
-The gate-controller never resumes an object someone suspended, even when its gates open.`,
-		Example: `  kubectl gate suspend kustomization/apps -m "migrating the database, ask #platform"`,
-		Args:    cobra.ExactArgs(1),
+The change is a server-side apply by kubectl-gate, so the plugin co-owns what it sets: an object
+suspended while a gate holds it stays suspended when the gate releases it. (A plain
+` + "`kubectl patch ... spec.suspend: true`" + ` on an object the gate already holds changes nothing the API
+server records, so it is undone when the gate releases; use this command instead.)
+
+The gate-controller never resumes an object someone suspended, even when its gates open.
+
+` + exitCodesHelp,
+		Example: `  kubectl gate suspend kustomization/apps -m "migrating the database, ask #platform"
+  kubectl gate suspend kustomizations -l team=payments -m "incident INC-123"`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reason := message
 			if reason == "" {
 				reason = rfcDefaultReason
 			}
-			info, err := o.object(args[0])
-			if err != nil {
-				return err
-			}
-			if err := o.patchAnnotation(info, reason); err != nil {
-				return err
-			}
-			fmt.Fprintf(o.Out, "%s suspended: %s\n", describe(info), reason)
-			return nil
+			return o.forEach(args, sel, func(info *resource.Info) bool {
+				how, err := o.suspend(cmd.Context(), info, reason)
+				if err != nil {
+					fmt.Fprintf(o.ErrOut, "error: %s: %v\n", describe(info), err)
+					return false
+				}
+				fmt.Fprintf(o.Out, "%s suspended (%s): %s\n", describe(info), how, reason)
+				return true
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&message, "message", "m", "", "why the object is suspended; shown in its annotation and status")
+	addSelection(cmd.Flags(), &sel.all, &sel.selector, "object of the kind", "objects of the kind")
 	return cmd
 }
 
 func newResumeCommand(o *options) *cobra.Command {
-	return &cobra.Command{
-		Use:   "resume KIND/NAME",
-		Short: "Resume an object suspended through the reconcile.fluxcd.io/suspended annotation",
-		Long: `Remove the annotation reconcile.fluxcd.io/suspended (RFC-0006). spec.suspend is left alone.
+	var (
+		sel     selection
+		waitFor time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "resume (KIND/NAME... | KIND --all | KIND -l SELECTOR)",
+		Short: "Resume a suspended object: remove reconcile.fluxcd.io/suspended and spec.suspend",
+		Long: `Remove the annotation reconcile.fluxcd.io/suspended (RFC-0006), and spec.suspend where it is true.
 
 Resuming an object that closed gates hold overrides the hold: the gate-controller lets it run
-and does not hold it again until its gates open and close again.`,
-		Example: `  kubectl gate resume kustomization/apps`,
-		Args:    cobra.ExactArgs(1),
+and does not hold it again until its gates open and close again.
+
+With --wait[=DURATION] (default 1m), wait until nothing suspends the object any more: no Sluice
+object reports Suspended, and the gate-controller has let go of it. If that is not confirmed in
+time, the object is still resumed: the command says so and exits 3.
+
+` + exitCodesHelp,
+		Example: `  kubectl gate resume kustomization/apps
+  kubectl gate resume healthcheck/web --wait
+  kubectl gate resume kustomizations --all --wait=2m`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := o.object(args[0])
-			if err != nil {
-				return err
-			}
-			obj, err := metaOf(info)
-			if err != nil {
-				return err
-			}
-			if _, ok := suspend.Reason(obj); !ok {
-				fmt.Fprintf(o.Out, "%s has no %s annotation; nothing to resume\n", describe(info), suspend.Annotation)
-				return nil
-			}
-			if err := o.patchAnnotation(info, nil); err != nil {
-				return err
-			}
-			fmt.Fprintf(o.Out, "%s resumed\n", describe(info))
-			if value, held := obj.GetAnnotations()[hold.RecordAnnotation]; held {
-				if rec, err := hold.ParseRecord(value); err == nil && !rec.Yielded {
-					fmt.Fprintf(o.Out, "note: it was held by gates (%s); the gate-controller lets it run and holds it again only after they open and close\n", rec.Reason)
+			unconfirmed := 0
+			err := o.forEach(args, sel, func(info *resource.Info) bool {
+				ok, confirmed := o.resumeOne(cmd.Context(), info, waitFor)
+				if ok && !confirmed {
+					unconfirmed++
 				}
+				return ok
+			})
+			if err == nil && unconfirmed > 0 {
+				return tally{unconfirmed: unconfirmed, total: unconfirmed}.err()
 			}
-			return nil
+			return err
 		},
 	}
+	addSelection(cmd.Flags(), &sel.all, &sel.selector, "object of the kind", "objects of the kind")
+	cmd.Flags().DurationVar(&waitFor, "wait", 0, "wait this long for the object to run again; --wait alone waits 1m")
+	cmd.Flags().Lookup("wait").NoOptDefVal = "1m"
+	return cmd
 }
 
-// object finds KIND/NAME, with kubectl's kind names and short names, in the current namespace.
-func (o *options) object(arg string) (*resource.Info, error) {
+// suspend sets the annotation, and spec.suspend on kinds held by it (Flux's), and says which.
+func (o *options) suspend(ctx context.Context, info *resource.Info, reason string) (string, error) {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(info.Mapping.GroupVersionKind)
+	u.SetNamespace(info.Namespace)
+	u.SetName(info.Name)
+	u.SetAnnotations(map[string]string{suspend.Annotation: reason})
+	how := "the annotation"
+	if bySpec(info) {
+		u.Object["spec"] = map[string]any{"suspend": true}
+		how = "spec.suspend and the annotation"
+	}
+	data, err := json.Marshal(u)
+	if err != nil {
+		return "", err
+	}
+	force := true
+	_, err = resource.NewHelper(info.Client, info.Mapping).WithFieldManager(FieldManager).
+		Patch(info.Namespace, info.Name, types.ApplyPatchType, data, &metav1.PatchOptions{Force: &force})
+	return how, err
+}
+
+// bySpec reports whether the gate-controller's default targets hold info's kind by spec.suspend:
+// the kinds (Flux's) that do not honour the annotation yet.
+func bySpec(info *resource.Info) bool {
+	mode, ok := kinds.ModeOf(kinds.Defaults(), info.Mapping.Resource.GroupResource())
+	return ok && (mode == hold.ModeSpec || mode == hold.ModeBoth)
+}
+
+// resumeOne resumes one object and, with a wait, confirms it runs. It reports whether the
+// resume was applied, and whether it is confirmed.
+func (o *options) resumeOne(ctx context.Context, info *resource.Info, waitFor time.Duration) (bool, bool) {
+	obj, ok := info.Object.(*unstructured.Unstructured)
+	if !ok {
+		fmt.Fprintf(o.ErrOut, "error: %s: not readable as an object\n", describe(info))
+		return false, false
+	}
+	patch, undone := resumePatch(obj)
+	if patch == nil {
+		fmt.Fprintf(o.Out, "%s has no %s annotation and spec.suspend is not true; nothing to resume\n", describe(info), suspend.Annotation)
+		return true, true
+	}
+	data, err := json.Marshal(patch)
+	if err == nil {
+		_, err = resource.NewHelper(info.Client, info.Mapping).WithFieldManager(FieldManager).
+			Patch(info.Namespace, info.Name, types.MergePatchType, data, nil)
+	}
+	if err != nil {
+		fmt.Fprintf(o.ErrOut, "error: %s: %v\n", describe(info), err)
+		return false, false
+	}
+	fmt.Fprintf(o.Out, "%s resumed (removed %s)\n", describe(info), undone)
+	if rec, held := heldByGates(obj); held {
+		fmt.Fprintf(o.Out, "note: it was held by gates (%s); the gate-controller lets it run and holds it again only after they open and close\n", rec.Reason)
+	}
+	if waitFor == 0 {
+		return true, true
+	}
+	return true, o.confirmRunning(ctx, info, waitFor)
+}
+
+// resumePatch removes what suspends obj, and says what.
+func resumePatch(obj *unstructured.Unstructured) (map[string]any, string) {
+	patch := map[string]any{}
+	var undone []string
+	if _, ok := suspend.Reason(obj); ok {
+		patch["metadata"] = map[string]any{"annotations": map[string]any{suspend.Annotation: nil}}
+		undone = append(undone, "the "+suspend.Annotation+" annotation")
+	}
+	if v, _, _ := unstructured.NestedBool(obj.Object, "spec", "suspend"); v {
+		patch["spec"] = map[string]any{"suspend": nil}
+		undone = append(undone, "spec.suspend")
+	}
+	if len(undone) == 0 {
+		return nil, ""
+	}
+	return patch, strings.Join(undone, " and ")
+}
+
+// heldByGates returns the gate-controller's hold record on obj while the controller holds it.
+func heldByGates(obj *unstructured.Unstructured) (hold.Record, bool) {
+	value, ok := obj.GetAnnotations()[hold.RecordAnnotation]
+	if !ok || !hold.OwnedFields(obj.GetManagedFields()).Record {
+		return hold.Record{}, false
+	}
+	rec, err := hold.ParseRecord(value)
+	return rec, err == nil && !rec.Yielded
+}
+
+// confirmRunning waits until nothing suspends the object: no annotation, no spec.suspend, no
+// Suspended condition from its controller, and no hold the gate-controller still keeps.
+func (o *options) confirmRunning(ctx context.Context, info *resource.Info, timeout time.Duration) bool {
+	helper := resource.NewHelper(info.Client, info.Mapping)
+	var why string
+	confirmed, lastErr := poll(ctx, timeout, func(context.Context) (bool, error) {
+		got, err := helper.Get(info.Namespace, info.Name)
+		if err != nil {
+			return false, err
+		}
+		u, ok := got.(*unstructured.Unstructured)
+		if !ok {
+			return false, fmt.Errorf("not readable as an object")
+		}
+		why = stillSuspended(u)
+		return why == "", nil
+	})
+	if confirmed {
+		fmt.Fprintf(o.Out, "%s is running\n", describe(info))
+		return true
+	}
+	if why == "" && lastErr != nil {
+		why = "last error: " + lastErr.Error()
+	}
+	fmt.Fprintf(o.Out, "%s resumed, but not yet confirmed running within %s: %s\n", describe(info), timeout, why)
+	return false
+}
+
+// stillSuspended says what still suspends u, or "" when nothing does.
+func stillSuspended(u *unstructured.Unstructured) string {
+	if _, ok := suspend.Reason(u); ok {
+		return "the " + suspend.Annotation + " annotation is back"
+	}
+	if v, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); v {
+		return "spec.suspend is true again"
+	}
+	if rec, held := heldByGates(u); held {
+		return "the gate-controller has not let go of it yet (" + rec.Reason + ")"
+	}
+	var status struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}
+	if raw, ok := u.Object["status"].(map[string]any); ok {
+		if b, err := json.Marshal(raw); err == nil && json.Unmarshal(b, &status) == nil && conditions.IsTrue(status.Conditions, conditions.Suspended) {
+			return "its controller still reports Suspended (is it running?)"
+		}
+	}
+	return ""
+}
+
+// forEach runs act on every object the arguments and selection name, and sums up the outcome.
+func (o *options) forEach(args []string, sel selection, act func(*resource.Info) bool) error {
+	infos, err := o.objects(args, sel)
+	if err != nil {
+		return err
+	}
+	t := tally{total: len(infos)}
+	for _, info := range infos {
+		if !act(info) {
+			t.failed++
+		}
+	}
+	return t.err()
+}
+
+// objects finds the objects named as KIND/NAME (kubectl's kind names and short names work), or
+// the objects of KIND that --all or -l select, in the current namespace.
+func (o *options) objects(args []string, sel selection) ([]*resource.Info, error) {
+	if sel.all && sel.selector != "" {
+		return nil, usageError("--all and -l cannot be used together")
+	}
+	selecting := sel.all || sel.selector != ""
+	for _, a := range args {
+		if strings.Contains(a, "/") == selecting {
+			if selecting {
+				return nil, usageError("with --all or -l, name a kind (e.g. kustomizations), not %s", a)
+			}
+			return nil, usageError("%s names no object: write KIND/NAME, or select objects of a kind with --all or -l", a)
+		}
+	}
 	ns, err := o.namespace()
 	if err != nil {
 		return nil, err
@@ -94,36 +292,18 @@ func (o *options) object(arg string) (*resource.Info, error) {
 	infos, err := resource.NewBuilder(o.flags).
 		Unstructured().
 		NamespaceParam(ns).DefaultNamespace().
-		ResourceTypeOrNameArgs(false, arg).
-		SingleResourceType().
+		LabelSelectorParam(sel.selector).
+		SelectAllParam(sel.all).
+		ResourceTypeOrNameArgs(true, args...).
 		Flatten().
 		Do().Infos()
 	if err != nil {
 		return nil, err
 	}
-	if len(infos) != 1 {
-		return nil, fmt.Errorf("%s names %d objects; name exactly one as KIND/NAME", arg, len(infos))
+	if len(infos) == 0 {
+		return nil, &ExitError{Code: ExitFailed, Err: fmt.Errorf("no objects selected")}
 	}
-	return infos[0], nil
-}
-
-func (o *options) patchAnnotation(info *resource.Info, value any) error {
-	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{suspend.Annotation: value}}})
-	if err != nil {
-		return err
-	}
-	_, err = resource.NewHelper(info.Client, info.Mapping).
-		WithFieldManager(FieldManager).
-		Patch(info.Namespace, info.Name, types.MergePatchType, data, nil)
-	return err
-}
-
-func metaOf(info *resource.Info) (metav1.Object, error) {
-	obj, ok := info.Object.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("%s has no object metadata", describe(info))
-	}
-	return obj, nil
+	return infos, nil
 }
 
 func describe(info *resource.Info) string {

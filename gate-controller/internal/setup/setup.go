@@ -1,4 +1,5 @@
-// Package setup wires the gate-controller's reconcilers into a manager.
+// Package setup wires the gate-controller's reconcilers into a manager: Config, AddFlags,
+// Validate and Setup(m, cfg) error, the same in every controller module.
 package setup
 
 import (
@@ -34,8 +35,21 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	})
 }
 
+// Validate rejects a configuration no reconciler could run with, in words a person can act on.
+// Empty Targets mean the defaults.
+func (c *Config) Validate() error {
+	for _, t := range c.Targets {
+		if _, err := kinds.ParseTargets(t.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Setup registers the Gate and target reconcilers and the watcher that adds target kinds as
 // their CRDs appear.
+//
+// An error is returned, never only logged, so the process exits with the reason.
 func Setup(m *manager.Manager, cfg Config) error {
 	if len(cfg.Targets) == 0 {
 		cfg.Targets = kinds.Defaults()

@@ -14,7 +14,7 @@ type Spec struct {
 	// Workspace builds with the repository's go.work, as `make build` and the tests do; otherwise
 	// the module in Dir is built alone.
 	Workspace bool
-	// VersionVars are the variables -ldflags -X stamps with the version and the revision.
+	// VersionVar and RevisionVar are the variables -ldflags -X stamps with the version and commit.
 	VersionVar, RevisionVar string
 }
 

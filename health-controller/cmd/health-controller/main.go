@@ -3,10 +3,9 @@
 package main
 
 import (
-	"flag"
 	"os"
 
-	"github.com/sluicehq/sluice/health-controller/internal/reconciler"
+	"github.com/sluicehq/sluice/health-controller/internal/setup"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 
 	// CA roots inside the binary: the images hold nothing but it, so no /etc/ssl. Used only
@@ -15,10 +14,5 @@ import (
 )
 
 func main() {
-	cfg := reconciler.DefaultConfig()
-	cfg.AddFlags(flag.CommandLine)
-	os.Exit(manager.Main("health-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
-		_, err := reconciler.Setup(m, cfg)
-		return err
-	}))
+	os.Exit(manager.Main("health-controller", setup.Setup))
 }

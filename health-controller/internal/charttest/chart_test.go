@@ -27,7 +27,7 @@ import (
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
-	"github.com/sluicehq/sluice/health-controller/internal/reconciler"
+	"github.com/sluicehq/sluice/health-controller/internal/setup"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
@@ -170,11 +170,11 @@ func startController(t *testing.T, releaseNamespace string) {
 	opts.HealthProbeBindAddress = "127.0.0.1:0"
 	opts.LeaderElect = true
 	opts.LeaderElectionNamespace = releaseNamespace
-	cfg := reconciler.DefaultConfig()
+	cfg := setup.Defaults()
 	cfg.LibraryNamespace = releaseNamespace
 	m, err := manager.New("health-controller", opts, env.Impersonate(releaseNamespace, "health-controller"), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
-	_, err = reconciler.Setup(m, cfg)
+	err = setup.Setup(m, cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

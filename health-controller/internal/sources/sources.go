@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	cliobject "sigs.k8s.io/cli-utils/pkg/object"
 )
 
 // The kinds whose status lists the objects they manage.
@@ -30,29 +31,53 @@ func (r ObjectRef) GroupVersionKind() schema.GroupVersionKind {
 
 // KustomizationInventory returns the objects in status.inventory.entries. Each entry id is
 // "<namespace>_<name>_<group>_<kind>" (namespace and group may be empty) and v is the version.
-// Neither Kubernetes names nor groups nor kinds contain "_", so the id splits unambiguously.
-// A Kustomization that has not applied anything yet has no inventory: the list is empty.
+// The id is cli-utils' ObjMetadata, which Flux writes with the ":" of a name, as RBAC objects
+// have, as "__"; it is parsed with cli-utils itself. A Kustomization that has not applied
+// anything yet has no inventory: the list is empty. An entry that cannot be read is reported,
+// and the others are still checked.
 func KustomizationInventory(ks *unstructured.Unstructured) ([]ObjectRef, error) {
 	entries, _, err := unstructured.NestedSlice(ks.Object, "status", "inventory", "entries")
 	if err != nil {
 		return nil, fmt.Errorf("Kustomization %s: status.inventory.entries: %w", key(ks), err)
 	}
 	refs := make([]ObjectRef, 0, len(entries))
+	var problems []string
 	for i, raw := range entries {
 		entry, ok := raw.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("Kustomization %s: inventory entry %d is not an object", key(ks), i)
+			problems = append(problems, fmt.Sprintf("inventory entry %d is not an object", i))
+			continue
 		}
 		id, _ := entry["id"].(string)
 		version, _ := entry["v"].(string)
-		parts := strings.Split(id, "_")
-		if len(parts) != 4 || parts[1] == "" || parts[3] == "" || version == "" {
-			return nil, fmt.Errorf("Kustomization %s: inventory entry %d has id %q and v %q; want id <namespace>_<name>_<group>_<kind> and a version",
-				key(ks), i, id, version)
+		meta, err := cliobject.ParseObjMetadata(id)
+		if err != nil || meta.Name == "" || meta.GroupKind.Kind == "" || version == "" {
+			problems = append(problems, fmt.Sprintf("inventory entry %d has id %q and v %q; want id <namespace>_<name>_<group>_<kind> and a version", i, id, version))
+			continue
 		}
-		refs = append(refs, ObjectRef{Namespace: parts[0], Name: parts[1], Group: parts[2], Kind: parts[3], Version: version})
+		refs = append(refs, ObjectRef{Namespace: meta.Namespace, Name: meta.Name, Group: meta.GroupKind.Group, Kind: meta.GroupKind.Kind, Version: version})
+	}
+	if len(problems) > 0 {
+		return refs, &InventoryError{Kustomization: key(ks), Problems: problems}
 	}
 	return refs, nil
+}
+
+// InventoryError lists the inventory entries that cannot be read; the others are returned.
+type InventoryError struct {
+	Kustomization string
+	Problems      []string
+}
+
+func (e *InventoryError) Error() string {
+	const shown = 5
+	list := e.Problems
+	more := ""
+	if len(list) > shown {
+		more = fmt.Sprintf("; and %d more", len(list)-shown)
+		list = list[:shown]
+	}
+	return fmt.Sprintf("Kustomization %s: %s%s", e.Kustomization, strings.Join(list, "; "), more)
 }
 
 // ApplicationResources returns the objects in status.resources of an Argo CD Application.

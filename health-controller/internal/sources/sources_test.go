@@ -51,6 +51,46 @@ status:
 	}
 }
 
+// Flux writes the ":" of RBAC names as "__" in inventory ids; these are the ids it writes for
+// metrics-server's manifests.
+func TestKustomizationInventoryReadsRBACNames(t *testing.T) {
+	ks := object(t, `
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: metrics-server, namespace: flux-system}
+status:
+  inventory:
+    entries:
+    - {id: _system__aggregated-metrics-reader_rbac.authorization.k8s.io_ClusterRole, v: v1}
+    - {id: _system__metrics-server_rbac.authorization.k8s.io_ClusterRole, v: v1}
+    - {id: _metrics-server__system__auth-delegator_rbac.authorization.k8s.io_ClusterRoleBinding, v: v1}
+    - {id: kube-system_metrics-server-auth-reader_rbac.authorization.k8s.io_RoleBinding, v: v1}
+    - {id: kube-system_metrics-server_apps_Deployment, v: v1}
+    - {id: _v1beta1.metrics.k8s.io_apiregistration.k8s.io_APIService, v: v1}
+`)
+	refs, err := KustomizationInventory(ks)
+	require.NoError(t, err)
+	assert.Equal(t, []ObjectRef{
+		{Name: "system:aggregated-metrics-reader", Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Version: "v1"},
+		{Name: "system:metrics-server", Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Version: "v1"},
+		{Name: "metrics-server:system:auth-delegator", Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding", Version: "v1"},
+		{Namespace: "kube-system", Name: "metrics-server-auth-reader", Group: "rbac.authorization.k8s.io", Kind: "RoleBinding", Version: "v1"},
+		{Namespace: "kube-system", Name: "metrics-server", Group: "apps", Kind: "Deployment", Version: "v1"},
+		{Name: "v1beta1.metrics.k8s.io", Group: "apiregistration.k8s.io", Kind: "APIService", Version: "v1"},
+	}, refs)
+}
+
+// One unreadable entry does not hide the others: they are still returned, with the problem.
+func TestKustomizationInventoryKeepsTheReadableEntries(t *testing.T) {
+	ks := object(t, `{metadata: {name: apps, namespace: flux-system}, status: {inventory: {entries: [
+		{id: apps_web_apps_Deployment, v: v1}, {id: broken, v: v1}]}}}`)
+	refs, err := KustomizationInventory(ks)
+	var inv *InventoryError
+	require.ErrorAs(t, err, &inv)
+	assert.Len(t, inv.Problems, 1)
+	assert.Equal(t, []ObjectRef{{Namespace: "apps", Name: "web", Group: "apps", Kind: "Deployment", Version: "v1"}}, refs)
+}
+
 func TestApplicationResources(t *testing.T) {
 	app := object(t, `
 apiVersion: argoproj.io/v1alpha1

@@ -36,6 +36,12 @@ func New(compiler *cel.Compiler, namespace, name string) *Library {
 // Ref is "namespace/name" of the ConfigMap.
 func (l *Library) Ref() string { return l.namespace + "/" + l.name }
 
+// Namespace and Name locate the library's ConfigMap.
+func (l *Library) Namespace() string { return l.namespace }
+
+// Name is the name of the library's ConfigMap.
+func (l *Library) Name() string { return l.name }
+
 // Update replaces the library with the content of cm; nil means the ConfigMap does not exist,
 // which is an empty library. Every data key holds a YAML list of checks, in the format of the
 // built-in library. The checks of all keys form one layer: two entries for the same kind, even

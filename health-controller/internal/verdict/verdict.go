@@ -265,6 +265,7 @@ func Name(r healthv1alpha1.ResourceHealth) string {
 }
 
 // Truncate cuts s to at most n bytes without splitting a character.
+// TODO(shape): use the shared truncate in pkg once it lands on main.
 func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -6,12 +6,13 @@ import (
 
 	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
-	k8slib "k8s.io/apiserver/pkg/cel/library"
 )
 
 const (
-	// DefaultCostLimit matches the per-expression limit of the Kubernetes API
-	// server: generous for condition scans, fatal for runaway comprehensions.
+	// DefaultCostLimit bounds the work of one expression evaluation, in units
+	// of about one expression step (see budget.go): a scan of a few hundred
+	// conditions costs a few thousand, and the limit stops a runaway
+	// comprehension after a few tens of milliseconds.
 	DefaultCostLimit uint64 = 1_000_000
 	// DefaultCacheSize bounds the number of distinct expressions kept compiled.
 	DefaultCacheSize = 1024
@@ -23,14 +24,16 @@ const (
 type Option func(*options)
 
 type options struct {
+	noPrefilter       bool
 	costLimit         uint64
 	cacheSize         int
 	maxExpressionSize int
 	variables         []string
 }
 
-// WithCostLimit sets the runtime cost after which an evaluation stops with
-// an error.
+// WithCostLimit sets the work, in units of about one expression step, after
+// which an evaluation stops with an error. The count is deterministic: the
+// same expression on the same object stops at the same point on any machine.
 func WithCostLimit(limit uint64) Option { return func(o *options) { o.costLimit = limit } }
 
 // WithCacheSize sets how many compiled expressions are kept; zero disables
@@ -51,6 +54,7 @@ func WithVariables(names ...string) Option {
 // safe for concurrent use; share one per process.
 type Compiler struct {
 	env       *celgo.Env
+	prefilter bool
 	costLimit uint64
 	declared  map[string]struct{}
 	cache     *programCache
@@ -74,11 +78,15 @@ func NewCompiler(opts ...Option) (*Compiler, error) {
 	if o.maxExpressionSize <= 0 {
 		return nil, fmt.Errorf("maximum expression size must be positive, got %d", o.maxExpressionSize)
 	}
+	if o.costLimit == 0 {
+		return nil, errors.New("cost limit must be positive")
+	}
 	env, err := newEnv(o.variables, o.maxExpressionSize)
 	if err != nil {
 		return nil, fmt.Errorf("building CEL environment: %w", err)
 	}
 	c := &Compiler{env: env, costLimit: o.costLimit, declared: make(map[string]struct{})}
+	c.prefilter = !o.noPrefilter
 	for _, name := range o.variables {
 		c.declared[name] = struct{}{}
 	}
@@ -109,15 +117,18 @@ func (c *Compiler) CachedExpressions() int {
 }
 
 // NewActivation binds obj, an object's unstructured content, for evaluation.
+// Release it once done to let the next object reuse it.
 func (c *Compiler) NewActivation(obj map[string]any) *Activation {
-	return &Activation{object: obj, declared: c.declared}
+	a := activations.Get().(*Activation)
+	a.object, a.declared, a.budget.limit = obj, c.declared, c.costLimit
+	return a
 }
 
 func (c *Compiler) compile(expr string) (*Program, error) {
 	if expr == "" {
 		return nil, &CompileError{Expression: expr, Message: "expression is empty"}
 	}
-	ast, issues := c.env.Compile(expr)
+	ast, issues := c.check(expr)
 	if issues != nil && issues.Err() != nil {
 		return nil, newCompileError(expr, issues)
 	}
@@ -127,21 +138,55 @@ func (c *Compiler) compile(expr string) (*Program, error) {
 		return nil, &CompileError{Expression: expr,
 			Message: fmt.Sprintf("expression must evaluate to a bool, not %s", out)}
 	}
-	prg, err := c.env.Program(ast,
-		celgo.EvalOptions(celgo.OptOptimize),
-		celgo.CostTracking(&k8slib.CostEstimator{}),
-		celgo.CostLimit(c.costLimit),
-	)
+	prg, err := newProgram(c.env, ast)
 	if err != nil {
 		return nil, &CompileError{Expression: expr, Message: err.Error()}
 	}
-	return &Program{expr: expr, prg: prg}, nil
+	return &Program{expr: expr, prg: prg, stepCost: comprehensionStepCost(ast)}, nil
+}
+
+// check parses and type-checks expr, with its condition scans rewritten to
+// prefilter their lists (prefilter.go). The result is the same. Should the
+// rewrite not type-check, which happens when the range is not a list, the
+// expression is checked as written, which also gives the errors the user
+// wrote.
+func (c *Compiler) check(expr string) (*celgo.Ast, *celgo.Issues) {
+	parsed, issues := c.env.Parse(expr)
+	if issues != nil && issues.Err() != nil {
+		return nil, issues
+	}
+	if !c.prefilter || !rewriteScans(parsed.NativeRep()) {
+		return c.env.Check(parsed)
+	}
+	if checked, issues := c.env.Check(parsed); issues == nil || issues.Err() == nil {
+		return checked, nil
+	}
+	return c.env.Compile(expr)
+}
+
+// newProgram plans the evaluation. Every comprehension step resolves the
+// interrupt variable, which charges the step to the budget; results of
+// functions that build values are charged too.
+func newProgram(env *celgo.Env, ast *celgo.Ast) (prg celgo.Program, err error) {
+	defer func() {
+		// Planning folds some constant calls; a guard refusing one is a
+		// compile error, not a crash.
+		if r := recover(); r != nil {
+			prg, err = nil, fmt.Errorf("planning the expression: %v", r)
+		}
+	}()
+	return env.Program(ast,
+		celgo.EvalOptions(celgo.OptOptimize),
+		celgo.InterruptCheckFrequency(1),
+		celgo.CustomDecorator(chargeBuiltValues),
+	)
 }
 
 // Program is a compiled expression. It is safe for concurrent use.
 type Program struct {
-	expr string
-	prg  celgo.Program
+	expr     string
+	prg      celgo.Program
+	stepCost uint64
 }
 
 // Expression returns the source text.
@@ -152,8 +197,10 @@ func (p *Program) Expression() string { return p.expr }
 var ErrNotBool = errors.New("expression did not evaluate to a bool")
 
 // Eval evaluates the program against an activation. Errors include runtime
-// failures (missing keys, bad conversions) and exceeding the cost limit.
+// failures (missing keys, bad conversions) and exceeding the cost limit, an
+// interpreter.EvalCancelledError whose message says why.
 func (p *Program) Eval(act *Activation) (bool, error) {
+	act.budget.start(p.stepCost)
 	val, _, err := p.prg.Eval(act)
 	if err != nil {
 		return false, err

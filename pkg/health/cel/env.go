@@ -15,7 +15,6 @@ import (
 
 	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/ext"
-	"github.com/google/cel-go/interpreter"
 	k8slib "k8s.io/apiserver/pkg/cel/library"
 )
 
@@ -34,7 +33,27 @@ var DefaultVariables = []string{"apiVersion", "kind", "metadata", "spec", "statu
 // meaning of expressions users already wrote.
 const stringsVersion = 4
 
+// newEnv builds the environment: the language as users see it
+// (languageOptions), plus how Sluice evaluates it: its own values for
+// objects, the prefilter of condition scans and the size guards.
 func newEnv(variables []string, maxExpressionSize int) (*celgo.Env, error) {
+	opts, err := languageOptions(variables, maxExpressionSize)
+	if err != nil {
+		return nil, err
+	}
+	env, err := celgo.NewEnv(append(opts, celgo.CustomTypeAdapter(adapter), prefilterDecl)...)
+	if err != nil {
+		return nil, err
+	}
+	guards, err := sizeGuards(env)
+	if err != nil {
+		return nil, err
+	}
+	return env.Extend(guards...)
+}
+
+// languageOptions declare the variables and libraries expressions may use.
+func languageOptions(variables []string, maxExpressionSize int) ([]celgo.EnvOption, error) {
 	opts := []celgo.EnvOption{
 		celgo.Variable(SelfVariable, celgo.DynType),
 		celgo.DefaultUTCTimeZone(true),
@@ -65,38 +84,5 @@ func newEnv(variables []string, maxExpressionSize int) (*celgo.Env, error) {
 		}
 		opts = append(opts, celgo.Variable(name, celgo.DynType))
 	}
-	return celgo.NewEnv(opts...)
+	return opts, nil
 }
-
-// Activation binds one object for evaluation. Build it once per object and
-// reuse it for all the expressions of a check.
-type Activation struct {
-	object   map[string]any
-	declared map[string]struct{}
-}
-
-var _ interpreter.Activation = (*Activation)(nil)
-
-// emptyField is what a declared top-level field that the object lacks
-// evaluates to. An empty map keeps has(status.conditions) and
-// status.?conditions meaningful (false, none) on an object without status,
-// where an unbound variable would make every expression an error. Presence of
-// the field itself is tested with has(self.status).
-var emptyField = map[string]any{}
-
-// ResolveName implements interpreter.Activation.
-func (a *Activation) ResolveName(name string) (any, bool) {
-	if name == SelfVariable {
-		return a.object, true
-	}
-	if v, ok := a.object[name]; ok && v != nil {
-		return v, true
-	}
-	if _, ok := a.declared[name]; ok {
-		return emptyField, true
-	}
-	return nil, false
-}
-
-// Parent implements interpreter.Activation.
-func (a *Activation) Parent() interpreter.Activation { return nil }

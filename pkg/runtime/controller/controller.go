@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -59,6 +60,8 @@ type Controller struct {
 
 	mu        sync.Mutex
 	hasSynced []cache.InformerSynced
+	// reconciled counts finished reconciles, whatever their outcome.
+	reconciled atomic.Int64
 }
 
 // DefaultRateLimiter backs off per key from 50ms to 5 minutes, so a persistent error can never
@@ -90,6 +93,10 @@ func New(name string, r Reconciler, opts Options) *Controller {
 
 // Name returns the controller's name.
 func (c *Controller) Name() string { return c.name }
+
+// Reconciled returns how many reconciles have finished, whatever their outcome: a test waits for
+// it to grow past the count it read before a change, instead of sleeping for a reconcile to end.
+func (c *Controller) Reconciled() int64 { return c.reconciled.Load() }
 
 // Enqueue schedules key now. Duplicate keys collapse into one reconcile.
 func (c *Controller) Enqueue(key string) { c.queue.Add(key) }
@@ -146,6 +153,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	start := time.Now()
 	res, err := c.safeReconcile(ctx, key)
 	outcome := c.handle(key, res, err)
+	c.reconciled.Add(1)
 	if c.metrics != nil {
 		c.metrics.Total.WithLabelValues(c.name, outcome).Inc()
 		c.metrics.Duration.WithLabelValues(c.name).Observe(time.Since(start).Seconds())

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -112,19 +113,23 @@ func TestPanicsAreRecoveredAndRetried(t *testing.T) {
 	assert.Equal(t, 1.0, testutil.ToFloat64(reg.Reconcile.Total.WithLabelValues("unit", metrics.ResultPanic)))
 }
 
+// In a synctest bubble time is the bubble's own: an hour passes at once, and synctest.Wait
+// returns when every goroutine of the controller is idle, so "never again" is checked exactly.
 func TestPermanentErrorsAreNotRetried(t *testing.T) {
-	s := newScript()
-	s.steps["ns/bad"] = []func() (Result, error){func() (Result, error) {
-		return Result{}, Permanent(errors.New("invalid cron schedule"))
-	}}
-	c, _ := run(t, s)
-	c.Enqueue("ns/bad")
-	waitCalls(t, s, "ns/bad", 1)
-	// Another key proves the workers are alive; the bad key must not come back meanwhile.
-	c.Enqueue("ns/other")
-	waitCalls(t, s, "ns/other", 1)
-	time.Sleep(100 * time.Millisecond)
-	assert.Equal(t, 1, s.callCount("ns/bad"))
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript()
+		s.steps["ns/bad"] = []func() (Result, error){func() (Result, error) {
+			return Result{}, Permanent(errors.New("invalid cron schedule"))
+		}}
+		c, _ := run(t, s)
+		c.Enqueue("ns/bad")
+		synctest.Wait()
+		require.Equal(t, 1, s.callCount("ns/bad"))
+		time.Sleep(time.Hour) // far beyond the longest backoff
+		synctest.Wait()
+		assert.Equal(t, 1, s.callCount("ns/bad"))
+		assert.Equal(t, int64(1), c.Reconciled())
+	})
 }
 
 func TestRequeueAfterComesBackAfterTheDelay(t *testing.T) {
@@ -141,17 +146,20 @@ func TestRequeueAfterComesBackAfterTheDelay(t *testing.T) {
 }
 
 func TestDuplicateKeysCollapse(t *testing.T) {
-	s := newScript()
-	block := make(chan struct{})
-	s.steps["ns/busy"] = []func() (Result, error){func() (Result, error) { <-block; return Result{}, nil }}
-	c, _ := run(t, s)
-	c.Enqueue("ns/busy")
-	require.Eventually(t, func() bool { return s.callCount("ns/busy") == 1 }, 5*time.Second, 5*time.Millisecond)
-	for range 10 {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript()
+		block := make(chan struct{})
+		s.steps["ns/busy"] = []func() (Result, error){func() (Result, error) { <-block; return Result{}, nil }}
+		c, _ := run(t, s)
 		c.Enqueue("ns/busy")
-	}
-	close(block)
-	waitCalls(t, s, "ns/busy", 2)
-	time.Sleep(100 * time.Millisecond)
-	assert.Equal(t, 2, s.callCount("ns/busy"), "ten adds while busy collapse into one more reconcile")
+		synctest.Wait()
+		require.Equal(t, 1, s.callCount("ns/busy"))
+		for range 10 {
+			c.Enqueue("ns/busy")
+		}
+		close(block)
+		synctest.Wait()
+		assert.Equal(t, 2, s.callCount("ns/busy"), "ten adds while busy collapse into one more reconcile")
+		assert.Equal(t, int64(2), c.Reconciled())
+	})
 }

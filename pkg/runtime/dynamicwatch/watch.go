@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/sluicehq/sluice/pkg/runtime/handler"
 )
 
 // Scope is one watch: a resource in one namespace, or across all namespaces (and for
@@ -338,27 +340,9 @@ func (w *Watcher) start(s Scope, wt *watch) {
 }
 
 func eventHandler(s Scope, fn func(Scope, *unstructured.Unstructured, *unstructured.Unstructured)) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				fn(s, nil, u)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			o, okOld := oldObj.(*unstructured.Unstructured)
-			n, okNew := newObj.(*unstructured.Unstructured)
-			if !okOld || !okNew || o.GetResourceVersion() == n.GetResourceVersion() {
-				return
-			}
-			fn(s, o, n)
-		},
-		DeleteFunc: func(obj any) {
-			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
-			}
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				fn(s, u, nil)
-			}
-		},
+	return handler.Funcs[*unstructured.Unstructured]{
+		Add:    func(u *unstructured.Unstructured) { fn(s, nil, u) },
+		Update: func(o, n *unstructured.Unstructured) { fn(s, o, n) },
+		Delete: func(u *unstructured.Unstructured) { fn(s, u, nil) },
 	}
 }

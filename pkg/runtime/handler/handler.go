@@ -23,13 +23,7 @@ func Key(obj metav1.Object) string {
 
 // Object unwraps the tombstone that a delete missed by the watch arrives in, and returns the object
 // as metav1.Object. It returns false for anything else.
-func Object(obj any) (metav1.Object, bool) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	o, ok := obj.(metav1.Object)
-	return o, ok
-}
+func Object(obj any) (metav1.Object, bool) { return As[metav1.Object](obj) }
 
 // MapFunc derives the keys to enqueue for an event on obj.
 type MapFunc func(obj metav1.Object) []string

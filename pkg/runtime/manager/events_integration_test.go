@@ -24,9 +24,8 @@ func TestDistinctEventsOnOneObjectAllLand(t *testing.T) {
 	createGate(t, ns, "busy", nil)
 	gate, err := env.Sluice.GatingV1alpha1().Gates(ns).Get(context.Background(), "busy", metav1.GetOptions{})
 	require.NoError(t, err)
-	require.NoError(t, testenv.Wait(context.Background(), 20*time.Second, func(context.Context) (bool, error) {
-		return run.m.Leading(), nil // Run has started sending Events to the API server.
-	}))
+	// Run has started sending Events to the API server.
+	testenv.WaitFor(t, 20*time.Second, func() (bool, error) { return run.m.Leading(), nil }, "leading")
 
 	const distinct = 40
 	for i := range distinct {

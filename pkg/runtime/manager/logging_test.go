@@ -27,9 +27,8 @@ func TestJSONLogLinesHaveEachKeyOnce(t *testing.T) {
 	var out syncBuffer
 	opts := options.Defaults("dup-test")
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
-	prev := slog.Default()
+	keepGlobalLoggers(t)
 	log := processLogger(&out, "dup-test", opts)
-	t.Cleanup(func() { slog.SetDefault(prev); klog.ClearLogger() })
 	// No API server is contacted: the controller runs without informers.
 	m, err := New("dup-test", opts, &rest.Config{Host: "https://127.0.0.1:1"}, log)
 	require.NoError(t, err)
@@ -64,6 +63,16 @@ func TestJSONLogLinesHaveEachKeyOnce(t *testing.T) {
 	assert.GreaterOrEqual(t, lines, 2, "starting workers, and the failed reconcile:\n%s", out.String())
 	assert.Contains(t, out.String(), `"controller":"widgets"`)
 	assert.Contains(t, out.String(), `"process":"dup-test"`)
+}
+
+// keepGlobalLoggers restores slog's and klog's defaults, which the process logger replaces, when
+// the test ends.
+func keepGlobalLoggers(t *testing.T) {
+	prev := slog.Default()
+	t.Cleanup(func() {
+		slog.SetDefault(prev)
+		klog.ClearLogger()
+	})
 }
 
 // topLevelKeys lists the keys of a JSON object in order, duplicates included, which

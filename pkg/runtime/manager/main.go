@@ -19,25 +19,67 @@ import (
 	"github.com/sluicehq/sluice/pkg/version"
 )
 
-// SetupFunc registers a controller's reconcilers on the manager. It may also add flags of its own
-// through the flag set passed to Main's caller before parsing.
+// Config is a controller's own configuration, its internal/setup.Config: AddFlags registers its
+// flags with their defaults, and Validate rejects values no reconciler could run with, in words
+// a person can act on.
+type Config interface {
+	AddFlags(fs *flag.FlagSet)
+	Validate() error
+}
+
+// Main is the whole main() of a Sluice controller:
+//
+//	func main() { os.Exit(manager.Main("rollback-controller", setup.Setup)) }
+//
+// It parses the shared flags and the controller's own (Config) from the command line, validates
+// them, builds the manager, registers the reconcilers with setup, and runs until SIGTERM or
+// SIGINT. --version prints the version and returns. It returns the process exit code: 2 for bad
+// flags, 1 for any other failure.
+func Main[C any, PC interface {
+	*C
+	Config
+}](name string, setup func(*Manager, C) error) int {
+	return mainWith[C, PC](name, flag.CommandLine, os.Args[1:], os.Stdout, os.Stderr, setup)
+}
+
+func mainWith[C any, PC interface {
+	*C
+	Config
+}](name string, fs *flag.FlagSet, args []string, stdout, stderr io.Writer, setup func(*Manager, C) error) int {
+	var cfg C
+	return run(name, fs, args, stdout, stderr, PC(&cfg), func(m *Manager) error { return setup(m, cfg) })
+}
+
+// SetupFunc registers a controller's reconcilers on the manager.
 type SetupFunc func(m *Manager) error
 
-// Main is the whole main() of a Sluice controller: parse the shared flags, build the manager,
-// register reconcilers, and run until SIGTERM or SIGINT. It returns the process exit code.
-func Main(name string, fs *flag.FlagSet, args []string, setup SetupFunc) int {
+// MainWithFlags is Main for a controller whose flags are registered on fs by its main: prefer
+// Main and an internal/setup.Config.
+func MainWithFlags(name string, fs *flag.FlagSet, args []string, setup SetupFunc) int {
+	return run(name, fs, args, os.Stdout, os.Stderr, nil, setup)
+}
+
+// run is Main with its inputs explicit; cfg may be nil.
+func run(name string, fs *flag.FlagSet, args []string, stdout, stderr io.Writer, cfg Config, setup SetupFunc) int {
 	opts := options.Defaults(name)
 	opts.AddFlags(fs)
+	if cfg != nil {
+		cfg.AddFlags(fs)
+	}
 	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	build := version.Get()
 	if *showVersion {
-		fmt.Fprintln(os.Stdout, name, build)
+		fmt.Fprintln(stdout, name, build)
 		return 0
 	}
-	log := processLogger(os.Stderr, name, opts)
+	log := processLogger(stderr, name, opts)
+	if err := errors.Join(opts.Validate(), validate(cfg)); err != nil {
+		log.Error("invalid flags", "error", err)
+		return 2
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -58,6 +100,13 @@ func Main(name string, fs *flag.FlagSet, args []string, setup SetupFunc) int {
 	}
 	log.Info("stopped cleanly")
 	return 0
+}
+
+func validate(cfg Config) error {
+	if cfg == nil {
+		return nil
+	}
+	return cfg.Validate()
 }
 
 // processLogger is the logger of the whole process. It names the process under "process": the key

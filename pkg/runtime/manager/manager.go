@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
@@ -27,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	sluicescheme "github.com/sluicehq/sluice/api/generated/clientset/versioned/scheme"
@@ -50,13 +50,20 @@ type Manager struct {
 	Dynamic    dynamic.Interface
 	Metadata   metadata.Interface
 
-	// Informer factories are scoped by --namespace and --watch-label-selector. Only informers
-	// requested before Run are started with the caches Run waits for.
+	// Informer factories of the objects this process reconciles, scoped by --namespace and
+	// --watch-label-selector. Only informers requested before Run are started with the caches
+	// Run waits for.
 	KubeInformers     kubeinformers.SharedInformerFactory
 	SluiceInformers   sluiceinformers.SharedInformerFactory
 	MetadataInformers metadatainformer.SharedInformerFactory
 	DynamicInformers  dynamicinformer.DynamicSharedInformerFactory
+	// ReferenceInformers are for the objects those name (see References): scoped by --namespace
+	// only, started and waited for like the factories above.
+	ReferenceInformers References
 
+	// Clock is the time every reconciler reads (clock.RealClock here; a test may set a fake one
+	// before Setup), so time-driven logic is tested without waiting.
+	Clock    clock.Clock
 	Scheme   *runtime.Scheme
 	Recorder record.EventRecorder
 	Metrics  *metrics.Registry
@@ -86,7 +93,7 @@ func New(name string, opts options.Options, cfg *rest.Config, log *slog.Logger) 
 	cfg.Burst = opts.KubeAPIBurst
 	cfg.UserAgent = name
 
-	m := &Manager{Name: name, Options: opts, Log: log, RESTConfig: cfg, Metrics: metrics.NewRegistry()}
+	m := &Manager{Name: name, Options: opts, Log: log, RESTConfig: cfg, Metrics: metrics.NewRegistry(), Clock: clock.RealClock{}}
 	var err error
 	if m.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
@@ -101,14 +108,7 @@ func New(name string, opts options.Options, cfg *rest.Config, log *slog.Logger) 
 		return nil, fmt.Errorf("metadata client: %w", err)
 	}
 
-	selector := func(o *metav1.ListOptions) { o.LabelSelector = opts.WatchLabelSelector }
-	// Resync is off: handlers skip unchanged objects anyway, and time-driven work requeues itself.
-	m.KubeInformers = kubeinformers.NewSharedInformerFactoryWithOptions(m.Kube, 0,
-		kubeinformers.WithNamespace(opts.Namespace), kubeinformers.WithTweakListOptions(selector))
-	m.SluiceInformers = sluiceinformers.NewSharedInformerFactoryWithOptions(m.Sluice, 0,
-		sluiceinformers.WithNamespace(opts.Namespace), sluiceinformers.WithTweakListOptions(selector))
-	m.MetadataInformers = metadatainformer.NewFilteredSharedInformerFactory(m.Metadata, 0, opts.Namespace, selector)
-	m.DynamicInformers = dynamicinformer.NewFilteredDynamicSharedInformerFactory(m.Dynamic, 0, opts.Namespace, selector)
+	m.newInformerFactories()
 
 	m.Scheme = runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(m.Scheme))
@@ -164,10 +164,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 
 	// Caches start before the election so a standby is warm and ready to take over at once.
-	m.KubeInformers.Start(ctx.Done())
-	m.SluiceInformers.Start(ctx.Done())
-	m.MetadataInformers.Start(ctx.Done())
-	m.DynamicInformers.Start(ctx.Done())
+	m.startInformers(ctx.Done())
 	g.Go(func() error {
 		if err := m.waitForCaches(ctx); err != nil {
 			return err
@@ -201,40 +198,6 @@ func (m *Manager) Run(ctx context.Context) error {
 	return err
 }
 
-func (m *Manager) waitForCaches(ctx context.Context) error {
-	var unsynced []string
-	for typ, ok := range m.KubeInformers.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			unsynced = append(unsynced, typ.String())
-		}
-	}
-	for typ, ok := range m.SluiceInformers.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			unsynced = append(unsynced, typ.String())
-		}
-	}
-	for gvr, ok := range m.MetadataInformers.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			unsynced = append(unsynced, gvr.String())
-		}
-	}
-	for gvr, ok := range m.DynamicInformers.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			unsynced = append(unsynced, gvr.String())
-		}
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), m.waitFor...) {
-		unsynced = append(unsynced, "additional caches")
-	}
-	if len(unsynced) > 0 {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("caches did not sync: %v", unsynced)
-	}
-	return nil
-}
-
 func (m *Manager) runControllers(ctx context.Context) error {
 	m.leading.Store(true)
 	defer m.leading.Store(false)
@@ -245,5 +208,11 @@ func (m *Manager) runControllers(ctx context.Context) error {
 	for _, run := range m.runnables {
 		g.Go(func() error { return run(ctx) })
 	}
+	// Leading lasts until ctx ends, even with nothing to run: returning early would read as a
+	// lost Lease and end the process.
+	g.Go(func() error {
+		<-ctx.Done()
+		return nil
+	})
 	return g.Wait()
 }

@@ -73,8 +73,7 @@ func (r *gateMarker) Reconcile(ctx context.Context, key string) (controller.Resu
 type running struct {
 	m       *manager.Manager
 	r       *gateMarker
-	cancel  context.CancelFunc
-	done    chan error
+	stop    func()
 	serving atomic.Bool
 }
 
@@ -98,29 +97,14 @@ func startManager(t *testing.T, name string, mutate func(*options.Options), extr
 	if extraSynced != nil {
 		m.WaitFor(extraSynced)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	run := &running{m: m, r: r, cancel: cancel, done: make(chan error, 1)}
+	run := &running{m: m, r: r}
 	m.AddServer(func(ctx context.Context) error {
 		run.serving.Store(true)
 		<-ctx.Done()
 		return nil
 	})
-	go func() { run.done <- m.Run(ctx) }()
-	t.Cleanup(func() { run.stop(t) })
+	run.stop = testenv.RunManager(t, m)
 	return run
-}
-
-func (r *running) stop(t *testing.T) {
-	r.cancel()
-	select {
-	case err := <-r.done:
-		if err != nil {
-			t.Errorf("manager stopped with error: %v", err)
-		}
-		r.done <- nil
-	case <-time.After(30 * time.Second):
-		t.Error("manager did not stop within 30s")
-	}
 }
 
 func newNamespace(t *testing.T) string {
@@ -143,17 +127,7 @@ func createGate(t *testing.T, ns, name string, mutate func(*gatingv1alpha1.Gate)
 
 func waitGate(t *testing.T, ns, name string, cond func(*gatingv1alpha1.Gate) bool) *gatingv1alpha1.Gate {
 	t.Helper()
-	var last *gatingv1alpha1.Gate
-	err := testenv.Wait(context.Background(), 20*time.Second, func(ctx context.Context) (bool, error) {
-		g, err := env.Sluice.GatingV1alpha1().Gates(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		last = g
-		return cond(g), nil
-	})
-	require.NoError(t, err, "gate %s/%s: last seen status %+v", ns, name, last)
-	return last
+	return testenv.WaitForObject(t, 20*time.Second, env.Sluice.GatingV1alpha1().Gates(ns), name, cond)
 }
 
 func TestStatusAndConditionsAreWritten(t *testing.T) {
@@ -241,12 +215,12 @@ func TestLeaderElectionHandsOverWhenTheLeaderStops(t *testing.T) {
 	holder := leaseHolder(t, lease)
 	require.NotEmpty(t, holder)
 
-	leader.stop(t)
+	leader.stop()
 	// A released Lease is taken over after a retry period, not after the lease duration.
-	require.NoError(t, testenv.Wait(context.Background(), 10*time.Second, func(ctx context.Context) (bool, error) {
+	testenv.WaitFor(t, 10*time.Second, func() (bool, error) {
 		h := leaseHolder(t, lease)
 		return h != "" && h != holder, nil
-	}))
+	}, "another replica takes the Lease")
 	createGate(t, ns, "second", nil)
 	waitGate(t, ns, "second", func(g *gatingv1alpha1.Gate) bool { return conditions.IsTrue(g.Status.Conditions, conditions.Ready) })
 	_, byStandby := standby.r.handled.Load(ns + "/second")
@@ -281,9 +255,7 @@ func TestProbesAndMetrics(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status("/livez"))
 	assert.Equal(t, http.StatusServiceUnavailable, status("/readyz"), "not ready while a cache is unsynced")
 	synced.Store(true)
-	require.NoError(t, testenv.Wait(context.Background(), 10*time.Second, func(context.Context) (bool, error) {
-		return status("/readyz") == http.StatusOK, nil
-	}))
+	testenv.WaitFor(t, 10*time.Second, func() (bool, error) { return status("/readyz") == http.StatusOK, nil }, "/readyz")
 
 	ns := newNamespace(t)
 	createGate(t, ns, "metered", nil)
@@ -313,5 +285,41 @@ func TestProbesAndMetrics(t *testing.T) {
 		fmt.Sprintf(`sluice_object_condition{kind="Gate",name="metered",namespace=%q,reason="Succeeded",status="True",type="Ready"} 1`, ns),
 	} {
 		assert.Contains(t, body, want)
+	}
+}
+
+// A controller with nothing to run yet (the rollback-controller today) must keep its Lease until it
+// is stopped, not give it up and exit as if the Lease were lost: a crash loop in a cluster.
+func TestLeaderWithNoControllersKeepsLeadingUntilStopped(t *testing.T) {
+	lease := fmt.Sprintf("idle-%d", time.Now().UnixNano())
+	opts := options.Defaults("idle-controller")
+	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	opts.LeaderElect, opts.LeaderElectionNamespace, opts.LeaderElectionID = true, "default", lease
+	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 3*time.Second, 2*time.Second, 200*time.Millisecond
+	m, err := manager.New("idle-controller", opts, env.Config, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+
+	// Leading, and still renewing the Lease after taking it: the manager did not return.
+	require.NoError(t, testenv.Wait(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			return false, fmt.Errorf("Run returned while it should lead: %v", err)
+		default:
+		}
+		l, err := env.Kube.CoordinationV1().Leases("default").Get(ctx, lease, metav1.GetOptions{})
+		if err != nil || l.Spec.AcquireTime == nil || l.Spec.RenewTime == nil {
+			return false, nil
+		}
+		return m.Leading() && l.Spec.RenewTime.After(l.Spec.AcquireTime.Time), nil
+	}))
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the manager did not stop within 30s")
 	}
 }

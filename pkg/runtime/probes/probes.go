@@ -52,6 +52,9 @@ func New(metricsAddr, probeAddr string, gatherer prometheus.Gatherer, log *slog.
 // SetReady marks the process ready: /readyz answers 200 from now on.
 func (s *Server) SetReady() { s.ready.Store(true) }
 
+// Ready reports whether SetReady was called: every informer cache has synced.
+func (s *Server) Ready() bool { return s.ready.Load() }
+
 // AddLivezCheck adds a named liveness check, such as the leader-election watchdog.
 func (s *Server) AddLivezCheck(name string, check Check) {
 	s.mu.Lock()

@@ -4,12 +4,12 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 
 	gh "github.com/google/go-github/v75/github"
 
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/internal/opname"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // maxStatusDescription is GitHub's limit for a commit status description; longer ones get a 422.
@@ -35,7 +35,7 @@ func (p *Provider) SetCommitStatus(c context.Context, repo scm.Repository, st sc
 		Context: gh.Ptr(st.Name),
 	}
 	if st.Description != "" {
-		status.Description = gh.Ptr(truncate(st.Description, maxStatusDescription))
+		status.Description = gh.Ptr(text.Truncate(st.Description, maxStatusDescription))
 	}
 	if st.TargetURL != "" {
 		status.TargetURL = gh.Ptr(st.TargetURL)
@@ -198,13 +198,4 @@ func stateFromCheckRun(status, conclusion string) scm.StatusState {
 		return scm.StatusSuccess
 	}
 	return scm.StatusFailure
-}
-
-// truncate cuts s to at most n runes, marking the cut with an ellipsis.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	runes := []rune(s)
-	return string(runes[:n-1]) + "…"
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"flag"
 	"os"
 
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
@@ -15,12 +14,5 @@ import (
 )
 
 func main() {
-	var cfg setup.Config
-	cfg.AddFlags(flag.CommandLine)
-	os.Exit(manager.Main("rollback-controller", flag.CommandLine, os.Args[1:], func(m *manager.Manager) error {
-		if err := cfg.Validate(); err != nil {
-			return err
-		}
-		return setup.Setup(m, cfg)
-	}))
+	os.Exit(manager.Main("rollback-controller", setup.Setup))
 }

@@ -6,11 +6,12 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // CommitStatus names verb ("set", "get") of commit status name on repo at sha.
 func CommitStatus(verb string, repo scm.Repository, sha, name string) string {
-	return fmt.Sprintf("%s commit status %q on %s@%s", verb, name, repo, scm.ShortSHA(sha))
+	return fmt.Sprintf("%s commit status %q on %s@%s", verb, name, repo, text.ShortSHA(sha))
 }
 
 // PullRequest names verb ("get", "merge", ...) of pull request number in repo. GitLab words its

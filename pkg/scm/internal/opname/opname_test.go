@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 func TestNamesSayWhatWhereAndWhich(t *testing.T) {
@@ -13,7 +14,7 @@ func TestNamesSayWhatWhereAndWhich(t *testing.T) {
 	got := CommitStatus("set", repo, "1a2b3c4d5e6f77777777777777777777777777777", "ci/health")
 	assert.Contains(t, got, "set")
 	assert.Contains(t, got, `"ci/health"`)
-	assert.Contains(t, got, repo.String()+"@"+scm.ShortSHA("1a2b3c4d5e6f77777777777777777777777777777"))
+	assert.Contains(t, got, repo.String()+"@"+text.ShortSHA("1a2b3c4d5e6f77777777777777777777777777777"))
 
 	got = PullRequest("merge", repo, 42)
 	assert.Contains(t, got, "merge")

@@ -34,9 +34,11 @@ type HealthCheckStatusApplyConfiguration struct {
 	// while targets progress or soak, Stalled on invalid input (reason InvalidCELExpression names
 	// the expression and the CEL error), plus CommitStatusPublished with spec.commitStatus.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
-	// Healthy is true while every target is Current and has been for the soak time.
+	// Healthy is true while every target is Current and has been for the soak time. It is false
+	// while the HealthCheck is suspended: its health is not evaluated then.
 	Healthy *bool `json:"healthy,omitempty"`
-	// Summary is "<current>/<total>", for printing.
+	// Summary is "<current>/<total>", for printing, or "suspended" while the HealthCheck is
+	// suspended and its health is not evaluated.
 	Summary *string `json:"summary,omitempty"`
 	// Counts counts the targets per status.
 	Counts *HealthCountsApplyConfiguration `json:"counts,omitempty"`

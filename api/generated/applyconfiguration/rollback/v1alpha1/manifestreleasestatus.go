@@ -46,6 +46,9 @@ type ManifestReleaseStatusApplyConfiguration struct {
 	// LastAttemptFailed is true while the last attempted version is held back: it failed, or a
 	// person rolled back from it.
 	LastAttemptFailed *bool `json:"lastAttemptFailed,omitempty"`
+	// LastHandledReconcileAt is the reconcile.fluxcd.io/requestedAt annotation value last acted
+	// on: set the annotation to ask for the source to be read now, and wait for this field.
+	LastHandledReconcileAt *string `json:"lastHandledReconcileAt,omitempty"`
 	// LastHandledRollback is the rollback-to annotation value last acted on.
 	LastHandledRollback *string `json:"lastHandledRollback,omitempty"`
 	// Operation is the upgrade or rollback under way, if any.
@@ -134,6 +137,14 @@ func (b *ManifestReleaseStatusApplyConfiguration) WithLastAttemptedGeneration(va
 // If called multiple times, the LastAttemptFailed field is set to the value of the last call.
 func (b *ManifestReleaseStatusApplyConfiguration) WithLastAttemptFailed(value bool) *ManifestReleaseStatusApplyConfiguration {
 	b.LastAttemptFailed = &value
+	return b
+}
+
+// WithLastHandledReconcileAt sets the LastHandledReconcileAt field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastHandledReconcileAt field is set to the value of the last call.
+func (b *ManifestReleaseStatusApplyConfiguration) WithLastHandledReconcileAt(value string) *ManifestReleaseStatusApplyConfiguration {
+	b.LastHandledReconcileAt = &value
 	return b
 }
 

@@ -33,8 +33,9 @@ type ObservedFailureApplyConfiguration struct {
 	HydratedSHA *string `json:"hydratedSHA,omitempty"`
 	// Key is the failing commit-status key.
 	Key *string `json:"key,omitempty"`
-	// Since is when the failure was first seen.
-	Since *v1.Time `json:"since,omitempty"`
+	// Since is when the failure was first seen, to the microsecond: the failure threshold is
+	// counted from it, and a second-rounded time could cut it short.
+	Since *v1.MicroTime `json:"since,omitempty"`
 }
 
 // ObservedFailureApplyConfiguration constructs a declarative configuration of the ObservedFailure type for use with
@@ -70,7 +71,7 @@ func (b *ObservedFailureApplyConfiguration) WithKey(value string) *ObservedFailu
 // WithSince sets the Since field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Since field is set to the value of the last call.
-func (b *ObservedFailureApplyConfiguration) WithSince(value v1.Time) *ObservedFailureApplyConfiguration {
+func (b *ObservedFailureApplyConfiguration) WithSince(value v1.MicroTime) *ObservedFailureApplyConfiguration {
 	b.Since = &value
 	return b
 }

@@ -56,8 +56,8 @@ type RevertCommitStatusApplyConfiguration struct {
 	MergeSHA *string `json:"mergeSHA,omitempty"`
 	// MergedExternally is true when a person merged the revert outside Sluice.
 	MergedExternally *bool `json:"mergedExternally,omitempty"`
-	// StartTime is when the revert commit was pushed.
-	StartTime *v1.Time `json:"startTime,omitempty"`
+	// StartTime is when the revert commit was pushed, to the microsecond.
+	StartTime *v1.MicroTime `json:"startTime,omitempty"`
 	// MergeTime is when the merge was made or observed.
 	MergeTime *v1.Time `json:"mergeTime,omitempty"`
 	// Conditions follow kstatus: Ready once merged, Reconciling while under way, Stalled when
@@ -154,7 +154,7 @@ func (b *RevertCommitStatusApplyConfiguration) WithMergedExternally(value bool) 
 // WithStartTime sets the StartTime field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the StartTime field is set to the value of the last call.
-func (b *RevertCommitStatusApplyConfiguration) WithStartTime(value v1.Time) *RevertCommitStatusApplyConfiguration {
+func (b *RevertCommitStatusApplyConfiguration) WithStartTime(value v1.MicroTime) *RevertCommitStatusApplyConfiguration {
 	b.StartTime = &value
 	return b
 }

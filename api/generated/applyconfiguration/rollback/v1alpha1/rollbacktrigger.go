@@ -31,9 +31,9 @@ type RollbackTriggerApplyConfiguration struct {
 	Policy *string `json:"policy,omitempty"`
 	// Key is the commit-status key found in failure (the commitstatus.sluice.dev/key label).
 	Key *string `json:"key,omitempty"`
-	// FailingSince is when the check was first seen failing on the bad commit. Time to restore is
-	// measured from it.
-	FailingSince *v1.Time `json:"failingSince,omitempty"`
+	// FailingSince is when the check was first seen failing on the bad commit, to the
+	// microsecond. Time to restore is measured from it.
+	FailingSince *v1.MicroTime `json:"failingSince,omitempty"`
 }
 
 // RollbackTriggerApplyConfiguration constructs a declarative configuration of the RollbackTrigger type for use with
@@ -61,7 +61,7 @@ func (b *RollbackTriggerApplyConfiguration) WithKey(value string) *RollbackTrigg
 // WithFailingSince sets the FailingSince field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the FailingSince field is set to the value of the last call.
-func (b *RollbackTriggerApplyConfiguration) WithFailingSince(value v1.Time) *RollbackTriggerApplyConfiguration {
+func (b *RollbackTriggerApplyConfiguration) WithFailingSince(value v1.MicroTime) *RollbackTriggerApplyConfiguration {
 	b.FailingSince = &value
 	return b
 }

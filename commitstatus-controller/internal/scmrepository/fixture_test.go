@@ -1,0 +1,33 @@
+package scmrepository
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	rt "github.com/sluicehq/sluice/commitstatus-controller/internal/readiness/readinesstest"
+	"github.com/sluicehq/sluice/pkg/runtime/controller"
+)
+
+// fixture runs the reconciler over a fake cluster.
+type fixture struct {
+	*rt.Cluster
+	t  *testing.T
+	rr *Reconciler
+}
+
+func newFixture(t *testing.T, objects ...runtime.Object) *fixture {
+	t.Helper()
+	c := rt.NewCluster(t, objects...)
+	return &fixture{Cluster: c, t: t, rr: &Reconciler{
+		Options: c.Options(), Repositories: c.Repositories, Providers: c.Providers, Kube: c.Kube,
+	}}
+}
+
+func (f *fixture) reconcileRepository(name string) (controller.Result, error) {
+	f.t.Helper()
+	res, err := f.rr.Reconcile(context.Background(), rt.NS+"/"+name)
+	f.Sync()
+	return res, err
+}

@@ -1,0 +1,92 @@
+package plugin
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/sluicehq/sluice/pkg/suspend"
+)
+
+func run(args ...string) (string, error) {
+	var out bytes.Buffer
+	cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestUsageReadsKubectlGate(t *testing.T) {
+	out, err := run("--help")
+	require.NoError(t, err)
+	assert.Contains(t, out, "Usage:\n  kubectl gate [command]")
+	assert.NotContains(t, out, "kubectl-gate")
+	assert.Contains(t, out, "Exit codes:")
+
+	out, err = run("open", "--help")
+	require.NoError(t, err)
+	assert.Contains(t, out, "kubectl gate open (NAME... | --all | -l SELECTOR)")
+	out, err = run("resume", "--help")
+	require.NoError(t, err)
+	assert.Contains(t, out, "--wait duration[=1m]")
+}
+
+func TestUsageErrorsExitWithTwo(t *testing.T) {
+	for _, args := range [][]string{
+		{"open"},
+		{"open", "--bogus"},
+		{"close", "prod", "--for", "-1h"},
+		{"close", "prod", "--all"},
+		{"open", "--all", "-l", "a=b"},
+		{"list", "extra"},
+		{"list", "-o", "wide"},
+		{"suspend"},
+		{"suspend", "kustomizations"},
+		{"suspend", "ks/apps", "--all"},
+		{"resume", "ks", "--all", "-l", "a=b"},
+	} {
+		_, err := run(args...)
+		require.Error(t, err, args)
+		assert.Equal(t, ExitUsage, ExitCode(err), "%v: %v", args, err)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	assert.Equal(t, ExitOK, ExitCode(nil))
+	assert.Equal(t, ExitFailed, ExitCode(errors.New("forbidden")))
+	assert.Equal(t, ExitUnconfirmed, ExitCode(tally{unconfirmed: 1, total: 2}.err()))
+	assert.Equal(t, ExitFailed, ExitCode(tally{failed: 1, unconfirmed: 1, total: 2}.err()), "a failure wins over an unconfirmed change")
+	assert.NoError(t, tally{total: 3}.err())
+}
+
+func TestResumePatchUndoesWhatSuspends(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"suspend": true}}}
+	u.SetAnnotations(map[string]string{suspend.Annotation: "why"})
+	patch, undone := resumePatch(u)
+	assert.Equal(t, map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{suspend.Annotation: nil}},
+		"spec":     map[string]any{"suspend": nil},
+	}, patch)
+	assert.Equal(t, "the reconcile.fluxcd.io/suspended annotation and spec.suspend", undone)
+
+	plain := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"k": "v"}}}
+	patch, _ = resumePatch(plain)
+	assert.Nil(t, patch, "a ConfigMap gets no spec")
+}
+
+func TestStillSuspendedNamesWhatSuspends(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	assert.Empty(t, stillSuspended(u))
+	u.Object["status"] = map[string]any{"conditions": []any{map[string]any{
+		"type": "Suspended", "status": "True", "reason": "SuspendedByAnnotation", "message": "x", "lastTransitionTime": "2025-01-01T00:00:00Z",
+	}}}
+	assert.Contains(t, stillSuspended(u), "still reports Suspended")
+	u.Object["spec"] = map[string]any{"suspend": true}
+	assert.Contains(t, stillSuspended(u), "spec.suspend")
+}

@@ -1,0 +1,232 @@
+package healthcheck
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
+	healthlisters "github.com/sluicehq/sluice/api/generated/listers/health/v1alpha1"
+	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
+	"github.com/sluicehq/sluice/health-controller/internal/userlib"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/health"
+	"github.com/sluicehq/sluice/pkg/health/cel"
+	"github.com/sluicehq/sluice/pkg/runtime/dynamicwatch"
+	"github.com/sluicehq/sluice/pkg/suspend"
+)
+
+// fakeWatches serves objects from memory, every scope listed.
+type fakeWatches struct {
+	objects map[dynamicwatch.Scope][]*unstructured.Unstructured
+	owned   map[string][]dynamicwatch.Scope
+}
+
+func (w *fakeWatches) State(dynamicwatch.Scope) (bool, error) { return true, nil }
+func (w *fakeWatches) Get(s dynamicwatch.Scope, namespace, name string) (*unstructured.Unstructured, bool, error) {
+	for _, u := range w.objects[s] {
+		if u.GetNamespace() == namespace && u.GetName() == name {
+			return u, true, nil
+		}
+	}
+	return nil, false, nil
+}
+func (w *fakeWatches) List(s dynamicwatch.Scope, sel labels.Selector) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, u := range w.objects[s] {
+		if sel.Matches(labels.Set(u.GetLabels())) {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+func (w *fakeWatches) Add(owner string, scopes ...dynamicwatch.Scope) {
+	w.owned[owner] = append(w.owned[owner], scopes...)
+}
+func (w *fakeWatches) Set(owner string, scopes ...dynamicwatch.Scope) { w.owned[owner] = scopes }
+func (w *fakeWatches) Owned(owner string) []dynamicwatch.Scope        { return w.owned[owner] }
+func (w *fakeWatches) Release(owner string)                           { delete(w.owned, owner) }
+func (w *fakeWatches) Stats() []dynamicwatch.ScopeStats               { return nil }
+
+var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+type unit struct {
+	r       *Reconciler
+	client  *fake.Clientset
+	hcs     cache.Indexer
+	watches *fakeWatches
+	events  *record.FakeRecorder
+	now     time.Time
+}
+
+func newUnit(t *testing.T, hcYAML string, objects ...string) *unit {
+	t.Helper()
+	var hc healthv1alpha1.HealthCheck
+	require.NoError(t, yaml.UnmarshalStrict([]byte(hcYAML), &hc))
+	hc.Namespace, hc.Generation = "apps", 1
+	u := &unit{
+		client:  fake.NewSimpleClientset(&hc),
+		hcs:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		watches: &fakeWatches{objects: map[dynamicwatch.Scope][]*unstructured.Unstructured{}, owned: map[string][]dynamicwatch.Scope{}},
+		events:  record.NewFakeRecorder(20),
+		now:     time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC),
+	}
+	require.NoError(t, u.hcs.Add(&hc))
+	for _, doc := range objects {
+		var m map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &m))
+		obj := &unstructured.Unstructured{Object: m}
+		scope := dynamicwatch.Scope{Resource: configMaps, Namespace: obj.GetNamespace()}
+		u.watches.objects[scope] = append(u.watches.objects[scope], obj)
+	}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	compiler, err := cel.NewCompiler(cel.WithCostLimit(cel.DefaultCostLimit))
+	require.NoError(t, err)
+	builtin, err := health.NewLayer(health.SourceBuiltin, nil)
+	require.NoError(t, err)
+	metrics, err := NewMetrics(prometheus.NewRegistry(), u.watches)
+	require.NoError(t, err)
+	u.r = &Reconciler{
+		Lister: healthlisters.NewHealthCheckLister(u.hcs), Client: u.client, Watcher: u.watches, Mapper: mapper,
+		Compiler: compiler, Builtin: builtin, Library: userlib.New(compiler, "sluice-system", ""),
+		Recorder: u.events, Metrics: metrics, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		AllowCrossNamespaceRefs: true, Now: func() time.Time { return u.now }, index: newIndex(),
+	}
+	return u
+}
+
+// reconcile runs one reconcile and feeds the written status back to the lister, as the
+// informer would.
+func (u *unit) reconcile(t *testing.T) (*healthv1alpha1.HealthCheck, time.Duration) {
+	t.Helper()
+	res, err := u.r.Reconcile(context.Background(), "apps/web")
+	require.NoError(t, err)
+	hc, err := u.client.HealthV1alpha1().HealthChecks("apps").Get(context.Background(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, u.hcs.Update(hc))
+	return hc, res.RequeueAfter
+}
+
+func (u *unit) statusWrites() int {
+	n := 0
+	for _, a := range u.client.Actions() {
+		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+			n++
+		}
+	}
+	return n
+}
+
+const configMapCheck = `
+metadata: {name: web}
+spec:
+  targets:
+  - object: {apiVersion: v1, kind: ConfigMap, name: flags}
+  healthCheckExprs:
+  - apiVersion: v1
+    kind: ConfigMap
+    current: %s
+`
+
+const flags = `{apiVersion: v1, kind: ConfigMap, metadata: {name: flags, namespace: apps}, data: {mode: fast}}`
+
+// Item 7: an expression that cannot be evaluated on a ConfigMap, a kind without status, is
+// Unknown with the error, and the default timeout still runs.
+func TestReconcileReportsEvaluationErrorsOnKindsWithoutStatus(t *testing.T) {
+	for name, c := range map[string]struct{ expr, has string }{
+		"a string result": {`"self.data.mode"`, "got string"},
+		"a missing key":   {`"self.data.missing == 'x'"`, "no such key"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			u := newUnit(t, fmt.Sprintf(configMapCheck, c.expr), flags)
+			hc, requeue := u.reconcile(t)
+			require.Len(t, hc.Status.Resources, 1)
+			r := hc.Status.Resources[0]
+			assert.Equal(t, healthv1alpha1.StatusUnknown, r.Status)
+			assert.Contains(t, r.Message, c.has)
+			assert.False(t, hc.Status.Healthy)
+			ready := conditions.Get(hc.Status.Conditions, conditions.Ready)
+			require.NotNil(t, ready)
+			assert.Contains(t, ready.Message, "1 Unknown of 1")
+			assert.Equal(t, DefaultTimeout, requeue, "without spec.timeout the default timeout runs")
+
+			u.now = u.now.Add(DefaultTimeout)
+			hc, _ = u.reconcile(t)
+			assert.Equal(t, healthv1alpha1.ReasonTimedOut, conditions.Get(hc.Status.Conditions, conditions.Ready).Reason)
+		})
+	}
+}
+
+// Item 10: a suspended HealthCheck does not show the HEALTHY true it had before.
+func TestReconcileSuspendedHealthCheckIsNotHealthy(t *testing.T) {
+	u := newUnit(t, fmt.Sprintf(configMapCheck, `"has(self.data)"`), flags)
+	hc, _ := u.reconcile(t)
+	require.True(t, hc.Status.Healthy)
+	assert.Equal(t, "1/1", hc.Status.Summary)
+
+	hc.Annotations = map[string]string{suspend.Annotation: "audit, ask #platform"}
+	require.NoError(t, u.hcs.Update(hc))
+	hc, requeue := u.reconcile(t)
+	assert.Zero(t, requeue)
+	assert.False(t, hc.Status.Healthy, "not evaluated, so not healthy")
+	assert.Equal(t, healthv1alpha1.SummarySuspended, hc.Status.Summary)
+	assert.Nil(t, hc.Status.HealthySince)
+	ready := conditions.Get(hc.Status.Conditions, conditions.Ready)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionUnknown, ready.Status)
+	assert.Equal(t, "Suspended", ready.Reason)
+	assert.Contains(t, ready.Message, "audit, ask #platform")
+	assert.Contains(t, ready.Message, "last healthy at")
+	assert.True(t, conditions.IsTrue(hc.Status.Conditions, conditions.Suspended))
+	assert.Empty(t, u.watches.Owned("apps/web"), "a suspended HealthCheck watches nothing")
+
+	writes := u.statusWrites()
+	u.reconcile(t)
+	assert.Equal(t, writes, u.statusWrites(), "nothing changes while suspended, so nothing is written")
+
+	delete(hc.Annotations, suspend.Annotation)
+	require.NoError(t, u.hcs.Update(hc))
+	hc, _ = u.reconcile(t)
+	assert.True(t, hc.Status.Healthy, "resumed, it is evaluated again")
+	assert.Nil(t, conditions.Get(hc.Status.Conditions, conditions.Suspended))
+}
+
+func TestReconcileStallsWithTheFieldPathOfABadTarget(t *testing.T) {
+	u := newUnit(t, `
+metadata: {name: web}
+spec:
+  targets:
+  - object: {apiVersion: "apps/v1/extra", kind: Deployment, name: web}
+`)
+	_, err := u.r.Reconcile(context.Background(), "apps/web")
+	require.Error(t, err)
+	hc, err := u.client.HealthV1alpha1().HealthChecks("apps").Get(context.Background(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	stalled := conditions.Get(hc.Status.Conditions, conditions.Stalled)
+	require.NotNil(t, stalled)
+	assert.Contains(t, stalled.Message, "spec.targets[0].object.apiVersion")
+	var updates []clienttesting.Action
+	for _, a := range u.client.Actions() {
+		if a.GetVerb() == "update" {
+			updates = append(updates, a)
+		}
+	}
+	assert.Len(t, updates, 1)
+}

@@ -1,0 +1,105 @@
+// Package setup wires the health-controller's reconciler into a manager: Config, AddFlags,
+// Validate and Setup(m, cfg) error, the same in every controller module.
+package setup
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/sluicehq/sluice/health-controller/internal/healthcheck"
+	"github.com/sluicehq/sluice/health-controller/internal/userlib"
+	"github.com/sluicehq/sluice/pkg/health"
+	"github.com/sluicehq/sluice/pkg/health/cel"
+	"github.com/sluicehq/sluice/pkg/health/library"
+	"github.com/sluicehq/sluice/pkg/runtime/manager"
+)
+
+// Config is the health-controller's own configuration, beside the shared flags of
+// pkg/runtime/options.
+type Config struct {
+	// LibraryNamespace and LibraryName locate the user library ConfigMap. An empty name disables
+	// the user library.
+	LibraryNamespace string
+	LibraryName      string
+	// NoCrossNamespaceRefs requires targets and sources in the HealthCheck's own namespace.
+	NoCrossNamespaceRefs bool
+	// CELCostLimit bounds the runtime cost of one expression evaluation.
+	CELCostLimit uint64
+}
+
+// Defaults reads the user library from the controller's own namespace (POD_NAMESPACE, set by
+// the chart), or sluice-system outside a cluster.
+func Defaults() Config {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "sluice-system"
+	}
+	return Config{LibraryNamespace: ns, LibraryName: "health-library", CELCostLimit: cel.DefaultCostLimit}
+}
+
+// AddFlags sets the defaults and registers the flags on fs.
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	*c = Defaults()
+	fs.StringVar(&c.LibraryNamespace, "library-configmap-namespace", c.LibraryNamespace,
+		"namespace of the user library ConfigMap (defaults to $POD_NAMESPACE)")
+	fs.StringVar(&c.LibraryName, "library-configmap-name", c.LibraryName,
+		"name of the user library ConfigMap, whose keys hold RFC-0009 health checks that override the built-in library; empty disables it")
+	fs.BoolVar(&c.NoCrossNamespaceRefs, "no-cross-namespace-refs", c.NoCrossNamespaceRefs,
+		"require every target, Kustomization and Application to be in the HealthCheck's namespace (inventories may still span namespaces)")
+	fs.Uint64Var(&c.CELCostLimit, "cel-cost-limit", c.CELCostLimit,
+		"runtime cost after which a CEL evaluation stops with an error, making the object Unknown")
+}
+
+// Validate rejects a configuration the reconciler could not run with, in words a person can act on.
+func (c *Config) Validate() error {
+	if c.CELCostLimit == 0 {
+		return fmt.Errorf("--cel-cost-limit must be positive, for example %d (the API server's own limit)", cel.DefaultCostLimit)
+	}
+	if c.LibraryName == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(c.LibraryName); len(errs) > 0 {
+		return fmt.Errorf("--library-configmap-name %q is not a ConfigMap name: %s", c.LibraryName, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Label(c.LibraryNamespace); len(errs) > 0 {
+		return fmt.Errorf("--library-configmap-namespace %q is not a namespace: %s; set it or POD_NAMESPACE", c.LibraryNamespace, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Setup registers the HealthCheck reconciler. An error is returned, never only logged, so the
+// process exits with the reason instead of running without a reconciler.
+func Setup(m *manager.Manager, cfg Config) error {
+	_, err := HealthChecks(m, cfg)
+	return err
+}
+
+// HealthChecks registers the HealthCheck reconciler and returns it, for tests that look inside.
+func HealthChecks(m *manager.Manager, cfg Config) (*healthcheck.Reconciler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	compiler, err := cel.NewCompiler(cel.WithCostLimit(cfg.CELCostLimit))
+	if err != nil {
+		return nil, err
+	}
+	checks, err := library.Builtin()
+	if err != nil {
+		return nil, err
+	}
+	builtin, err := health.NewLayer(health.SourceBuiltin, checks)
+	if err != nil {
+		return nil, err
+	}
+	return healthcheck.Add(m, healthcheck.Deps{
+		Compiler:                compiler,
+		Builtin:                 builtin,
+		Library:                 userlib.New(compiler, cfg.LibraryNamespace, cfg.LibraryName),
+		WatchLibrary:            cfg.LibraryName != "",
+		AllowCrossNamespaceRefs: !cfg.NoCrossNamespaceRefs,
+	})
+}

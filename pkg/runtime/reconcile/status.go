@@ -1,0 +1,68 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+)
+
+// StatusClient is the part of a generated typed client, for one namespace, that a StatusWriter
+// needs; every generated client of a kind with a status subresource has it.
+type StatusClient[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// StatusWriter writes the status subresource of one kind as one field manager. Declare one per
+// kind, beside its reconciler.
+type StatusWriter[T Object[T], S any] struct {
+	// Kind names the kind in errors.
+	Kind string
+	// FieldManager is the controller's name in managedFields.
+	FieldManager string
+	// Status points into an object's status.
+	Status func(T) *S
+}
+
+// Write stores after's status unless it is semantically equal to before's: a reconcile that
+// changed nothing writes nothing. On a conflict (the cache was behind the controller's own last
+// write, or another write landed) it reads the live object and puts after's status on it, unless
+// the live object already holds it. It returns the object as stored and whether this call wrote
+// it: Events and metrics of a change belong after a write that happened.
+func (w StatusWriter[T, S]) Write(ctx context.Context, client StatusClient[T], before, after T) (T, bool, error) {
+	if equality.Semantic.DeepEqual(w.Status(before), w.Status(after)) {
+		return before, false, nil
+	}
+	opts := metav1.UpdateOptions{FieldManager: w.FieldManager}
+	stored, wrote, next := before, false, after
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		written, err := client.UpdateStatus(ctx, next, opts)
+		if err == nil {
+			stored, wrote = written, true
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		live, gerr := client.Get(ctx, after.GetName(), metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		if equality.Semantic.DeepEqual(w.Status(live), w.Status(after)) {
+			stored = live
+			return nil
+		}
+		next = live.DeepCopy()
+		*w.Status(next) = *w.Status(after)
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, false, fmt.Errorf("writing the status of %s %s/%s: %w", w.Kind, after.GetNamespace(), after.GetName(), err)
+	}
+	return stored, wrote, nil
+}

@@ -1,0 +1,196 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	gogit "github.com/go-git/go-git/v5"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/git"
+	"github.com/sluicehq/sluice/pkg/git/gittest"
+	"github.com/sluicehq/sluice/testenv"
+)
+
+const historyLength = 20000
+
+// servedHistory serves a bare repository whose dev branch has historyLength commits, with
+// git http-backend when git is installed (so the server side costs what it costs on a real
+// host), else with gittest's server.
+func servedHistory(b *testing.B) (*gittest.Repo, string) {
+	b.Helper()
+	dir := filepath.Join(b.TempDir(), "app.git")
+	if _, err := gogit.PlainInit(dir, true); err != nil {
+		b.Fatal(err)
+	}
+	tip := gittest.GenerateHistory(b, dir, "dev", historyLength)
+	repo := gittest.OpenBare(dir)
+	repo.SetBranch(b, "main", tip)
+	repo.SetBranch(b, "dev-next", tip)
+	url, stop, err := gittest.ServeWithGit(dir)
+	if errors.Is(err, gittest.ErrNoGit) {
+		srv := gittest.StartServer(filepath.Dir(dir))
+		b.Cleanup(srv.Close)
+		return repo, srv.URL("app")
+	}
+	must(b, err)
+	b.Cleanup(stop)
+	return repo, url
+}
+
+// advance plays the hydrator: one commit on dev-next with its note.
+func advance(b *testing.B, repo *gittest.Repo, i int) string {
+	tip := gittest.GenerateHistory(b, repo.Dir, "dev-next", 1)
+	repo.AddNote(b, git.DefaultNotesRef, tip, string(git.HydratorNote(gittest.FakeDrySHA(historyLength+i))))
+	return tip
+}
+
+// BenchmarkPromotionOn20kCommits measures one promotion cycle through the controller, running
+// as its own process, on a repository of 20,000 commits: the refresh annotation, fetch, rules,
+// pull request, go-git merge and compare-and-swap push, until the strategy reports the merge.
+// It reports the process's peak RSS (peak-rss-MB). The baseline, in the same run, is the bare
+// git cycle the controller wraps (fetch, merge, push with pkg/git, in-process), so the difference
+// is the controller's own cost. BenchmarkPromotionCycle in pkg/git compares that cycle with the
+// git CLI.
+func BenchmarkPromotionOn20kCommits(b *testing.B) {
+	testenv.SkipIfShort(b)
+	b.Run("baseline-pkg-git-cycle", func(b *testing.B) {
+		remote, url := servedHistory(b)
+		cache, err := git.NewCache(b.TempDir(), nil)
+		must(b, err)
+		repo, err := cache.Open(url, git.Auth{}, git.Options{})
+		must(b, err)
+		ctx := context.Background()
+		must(b, repo.Fetch(ctx, "main", "dev", "dev-next"))
+		b.ResetTimer()
+		for i := range b.N {
+			b.StopTimer()
+			advance(b, remote, i)
+			b.StartTimer()
+			must(b, repo.Fetch(ctx, "main", "dev", "dev-next"))
+			target, err := repo.Resolve("dev")
+			must(b, err)
+			_, err = repo.MergeAndPush(ctx, "dev-next", "dev", target, 3, git.MergeOptions{})
+			must(b, err)
+		}
+	})
+	b.Run("controller-process", func(b *testing.B) {
+		remote, url := servedHistory(b)
+		f := &fixture{t: nil, ctx: context.Background(), ns: fmt.Sprintf("bench-%d", time.Now().UnixNano())}
+		createNamespaceAndRepo(b, f, url)
+		_, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Create(f.ctx, &promoterv1alpha1.PromotionStrategy{
+			ObjectMeta: metav1.ObjectMeta{Name: "app"},
+			Spec: promoterv1alpha1.PromotionStrategySpec{
+				RepositoryRef: promoterv1alpha1.LocalReference{Name: "app"}, DryBranch: "main",
+				Environments: []promoterv1alpha1.Environment{{Branch: "dev"}},
+			},
+		}, metav1.CreateOptions{})
+		must(b, err)
+		cmd := startControllerProcess(b, f.ns)
+
+		b.ResetTimer()
+		for i := range b.N {
+			b.StopTimer()
+			tip := advance(b, remote, i)
+			b.StartTimer()
+			refreshB(b, f, fmt.Sprint("bench-", i))
+			must(b, testenv.Wait(f.ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+				ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(ctx, "app", metav1.GetOptions{})
+				if err != nil || len(ps.Status.Environments) != 1 {
+					return false, err
+				}
+				h := ps.Status.Environments[0].History
+				return len(h) > 0 && h[0].HydratedSHA == tip, nil
+			}))
+		}
+		b.StopTimer()
+		if !remote.IsAncestor(b, remote.Branch(b, "dev-next"), remote.Branch(b, "dev")) {
+			b.Fatal("the last promotion did not reach the server")
+		}
+		if hwm, err := peakRSS(cmd.Process.Pid); err == nil {
+			b.ReportMetric(float64(hwm)/1024, "peak-rss-MB")
+		} else {
+			b.Logf("peak RSS not available: %v", err)
+		}
+	})
+}
+
+func createNamespaceAndRepo(b *testing.B, f *fixture, url string) {
+	b.Helper()
+	must(b, createNamespace(f.ctx, f.ns))
+	must(b, createPlainGitRepo(f.ctx, f.ns, "app", url))
+}
+
+// refreshB sets the refresh annotation (plain git sends no webhooks).
+func refreshB(b *testing.B, f *fixture, value string) {
+	_, err := testenv.Update(f.ctx, env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns), "app", func(ps *promoterv1alpha1.PromotionStrategy) {
+		metav1.SetMetaDataAnnotation(&ps.ObjectMeta, promoterv1alpha1.RefreshAnnotation, value)
+	})
+	must(b, err)
+}
+
+// startControllerProcess builds the controller and runs it against the control plane, watching
+// only namespace ns: strategies other benchmarks left behind must not share its workers.
+func startControllerProcess(b *testing.B, ns string) *exec.Cmd {
+	b.Helper()
+	logFile, err := os.Create(filepath.Join(b.TempDir(), "controller.log"))
+	must(b, err)
+	b.Cleanup(func() { _ = logFile.Close() })
+	return runControllerProcess(b, buildController(b), ns, b.TempDir(), logFile)
+}
+
+// buildController builds the controller binary and returns its path.
+func buildController(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "promoter-controller")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/promoter-controller")
+	if out, err := build.CombinedOutput(); err != nil {
+		tb.Fatalf("build the controller: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runControllerProcess runs the controller binary bin against the control plane, watching only
+// namespace ns, with its git cache in cacheDir and its output to log. A process still running
+// when the test ends is interrupted and waited for.
+func runControllerProcess(tb testing.TB, bin, ns, cacheDir string, log io.Writer) *exec.Cmd {
+	tb.Helper()
+	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig, "--leader-elect=false", "--namespace", ns,
+		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0",
+		"--git-cache-dir", cacheDir)
+	cmd.Stdout, cmd.Stderr = log, log
+	must(tb, cmd.Start())
+	tb.Cleanup(func() {
+		// Both fail harmlessly on a process the test already waited for.
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+// peakRSS reads VmHWM, the peak resident set size in KiB, of a running process.
+func peakRSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc status")
+}

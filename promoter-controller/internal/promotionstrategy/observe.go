@@ -1,0 +1,287 @@
+package promotionstrategy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/gate"
+	"github.com/sluicehq/sluice/pkg/git"
+	"github.com/sluicehq/sluice/pkg/promotion"
+	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
+)
+
+// observation is everything one reconcile knows, read once before anything is decided.
+type observation struct {
+	// Strategy is the copy the reconcile started from.
+	Strategy *promoterv1alpha1.PromotionStrategy
+	Graph    *promotion.Graph
+	Now      time.Time
+	Envs     []environment
+	// Order holds every comparison of dry commits the rules need.
+	Order dryOrder
+}
+
+// environment is one environment as git, its PullRequest and the cluster show it.
+type environment struct {
+	Spec promoterv1alpha1.Environment
+	// Active and Proposed describe the tips of the environment and proposed branches; an empty
+	// HydratedSHA means the branch does not exist.
+	Active, Proposed promoterv1alpha1.CommitState
+	// ProposedMerged is true when the environment branch already holds the proposed commit.
+	ProposedMerged bool
+	ActiveChecks   []promotion.Check
+	ProposedChecks []promotion.Check
+	// Gates is nil when the environment has no gates.
+	Gates *promotion.GateVerdict
+	Holds []promotion.Hold
+	// PullRequest is the environment's PullRequest, read live; nil when there is none.
+	PullRequest *promoterv1alpha1.PullRequest
+	// Merged is the dry commit of PullRequest's merged head, when it is merged.
+	Merged *mergedCommit
+	// ProposedCommit is the environment's ProposedCommit; nil when there is none.
+	ProposedCommit *promoterv1alpha1.ProposedCommit
+}
+
+// mergedCommit is what a merged PullRequest brought: the dry commit and when it was made.
+type mergedCommit struct {
+	DrySHA string
+	// DryTime is zero when the dry commit is not in the cache.
+	DryTime time.Time
+}
+
+// environmentGraph checks the spec's order of environments; an error is for a person to fix.
+func environmentGraph(spec promoterv1alpha1.PromotionStrategySpec) (*promotion.Graph, error) {
+	branches := make([]string, len(spec.Environments))
+	after := make([][]string, len(spec.Environments))
+	for i, e := range spec.Environments {
+		branches[i], after[i] = e.Branch, e.After
+	}
+	g, err := promotion.NewGraph(branches, after)
+	if err != nil {
+		return nil, repository.Configf("spec.environments: %v", err)
+	}
+	return g, nil
+}
+
+func proposedSuffix(spec promoterv1alpha1.PromotionStrategySpec) string {
+	if spec.ProposedBranchSuffix == "" {
+		return promoterv1alpha1.DefaultProposedBranchSuffix
+	}
+	return spec.ProposedBranchSuffix
+}
+
+// observe fetches the repository and reads every environment.
+func (r *Reconciler) observe(ctx context.Context, ps *promoterv1alpha1.PromotionStrategy, graph *promotion.Graph) (*observation, error) {
+	repo, err := r.Repositories.Resolve(ctx, ps.Namespace, ps.Spec.RepositoryRef.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.fetch(ctx, repo.Git, ps.Spec); err != nil {
+		return nil, err
+	}
+	o := &observation{Strategy: ps, Graph: graph, Now: r.Clock()}
+	statuses := r.statusIndex(ps.Namespace, ps.Spec.RepositoryRef.Name)
+	for _, e := range ps.Spec.Environments {
+		env, err := r.observeEnvironment(ctx, repo.Git, ps, e, statuses)
+		if err != nil {
+			return nil, err
+		}
+		o.Envs = append(o.Envs, env)
+	}
+	o.Order = compareDryCommits(repo.Git, ps.Spec.DryBranch, graph, o.Envs)
+	return o, nil
+}
+
+// fetch brings the dry, environment and proposed branches up to date in the cache.
+func (r *Reconciler) fetch(ctx context.Context, repo *git.Repository, spec promoterv1alpha1.PromotionStrategySpec) error {
+	refs := []string{spec.DryBranch}
+	for _, e := range spec.Environments {
+		refs = append(refs, e.Branch, e.Branch+proposedSuffix(spec))
+	}
+	start := time.Now()
+	err := repo.Fetch(ctx, refs...)
+	r.Metrics.ObserveGit("fetch", start, err)
+	var missing *git.BranchNotFoundError
+	switch {
+	case err != nil && errors.As(err, &missing):
+		// An environment without a proposed branch yet is normal; a missing dry branch is not.
+	case errors.Is(err, git.ErrAuthentication), errors.Is(err, git.ErrRepositoryNotFound), errors.Is(err, git.ErrUnknownHostKey), errors.Is(err, git.ErrHostKeyMismatch):
+		return repository.Configf("fetch %s: %v", repo.URL(), err)
+	case err != nil:
+		return fmt.Errorf("fetch %s: %w", repo.URL(), err)
+	}
+	if _, err := repo.Resolve(spec.DryBranch); err != nil {
+		return repository.Configf("dry branch %q is not in %s: push it, or fix spec.dryBranch", spec.DryBranch, repo.URL())
+	}
+	return nil
+}
+
+func (r *Reconciler) observeEnvironment(ctx context.Context, repo *git.Repository, ps *promoterv1alpha1.PromotionStrategy, e promoterv1alpha1.Environment, statuses statusIndex) (environment, error) {
+	env := environment{Spec: e}
+	active, _ := repo.Resolve(e.Branch)
+	proposed, _ := repo.Resolve(e.Branch + proposedSuffix(ps.Spec))
+	env.Active, env.Proposed = repository.Describe(repo, active), repository.Describe(repo, proposed)
+	if proposed != "" && active != "" {
+		env.ProposedMerged, _ = repo.IsAncestor(proposed, active)
+	}
+	env.ActiveChecks = statuses.checks(statusKeys(ps.Spec.ActiveCommitStatuses, e.ActiveCommitStatuses), active)
+	env.ProposedChecks = statuses.checks(statusKeys(ps.Spec.ProposedCommitStatuses, e.ProposedCommitStatuses), proposed)
+	if e.Gates != nil {
+		env.Gates = r.gates(ps.Namespace, e.Gates)
+	}
+	holds, err := r.Holds.For(ps.Namespace, ps.Name, e.Branch)
+	if err != nil {
+		return env, err
+	}
+	env.Holds = holds
+	name := objectName(ps.Name, e.Branch)
+	// A live read, not the cache: right after a create the cache may not have it yet, and
+	// creating twice is what must never happen.
+	env.PullRequest, err = r.Client.PromoterV1alpha1().PullRequests(ps.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		env.PullRequest = nil
+	case err != nil:
+		return env, err
+	}
+	if pr := env.PullRequest; pr != nil && pr.Status.State == promoterv1alpha1.PullRequestMerged {
+		env.Merged = mergedDry(repo, pr.Status.MergedHeadSHA)
+	}
+	env.ProposedCommit, err = r.ProposedCommits.ProposedCommits(ps.Namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		env.ProposedCommit, err = nil, nil
+	}
+	return env, err
+}
+
+func mergedDry(repo *git.Repository, head string) *mergedCommit {
+	m := &mergedCommit{}
+	m.DrySHA, _ = repository.DrySHAOf(repo, head)
+	if m.DrySHA != "" {
+		if c, err := repo.Commit(m.DrySHA); err == nil {
+			m.DryTime = c.Time
+		}
+	}
+	return m
+}
+
+func (r *Reconciler) gates(ns string, sel *promoterv1alpha1.GateSelector) *promotion.GateVerdict {
+	refs := make([]gate.Ref, len(sel.Refs))
+	for i, g := range sel.Refs {
+		refs[i] = gate.Ref{Namespace: g.Namespace, Name: g.Name}
+		if refs[i].Namespace == "" {
+			refs[i].Namespace = ns
+		}
+	}
+	require, err := gate.ParseRequire(sel.Require)
+	if err != nil {
+		return &promotion.GateVerdict{Message: err.Error()}
+	}
+	v := gate.Allows(refs, require, func(namespace, name string) (*gatingv1alpha1.Gate, error) {
+		return r.Gates.Gates(namespace).Get(name)
+	})
+	return &promotion.GateVerdict{Allowed: v.Allowed, Message: v.Message}
+}
+
+// statusIndex maps key -> sha -> phases of the CommitStatuses of one repository.
+type statusIndex map[string]map[string][]promotion.Phase
+
+func (r *Reconciler) statusIndex(ns, repo string) statusIndex {
+	sel, _ := labels.Parse(commitstatusv1alpha1.KeyLabel)
+	list, _ := r.CommitStatuses.CommitStatuses(ns).List(sel)
+	idx := statusIndex{}
+	for _, cs := range list {
+		if cs.Spec.RepositoryRef.Name != repo {
+			continue
+		}
+		k := cs.Labels[commitstatusv1alpha1.KeyLabel]
+		if idx[k] == nil {
+			idx[k] = map[string][]promotion.Phase{}
+		}
+		idx[k][cs.Spec.SHA] = append(idx[k][cs.Spec.SHA], cs.Spec.Phase)
+	}
+	return idx
+}
+
+// checks is the phase of each key on sha; "" (missing) when no CommitStatus of the key names it.
+func (idx statusIndex) checks(keys []string, sha string) []promotion.Check {
+	out := make([]promotion.Check, len(keys))
+	for i, k := range keys {
+		out[i] = promotion.Check{Key: k}
+		if sha != "" && len(idx[k][sha]) > 0 {
+			out[i].Phase = promotion.KeyPhase(idx[k][sha])
+		}
+	}
+	return out
+}
+
+// statusKeys merges lists of commit-status selectors into their keys, each once, in order.
+func statusKeys(lists ...[]promoterv1alpha1.CommitStatusSelector) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range lists {
+		for _, s := range l {
+			if !seen[s.Key] {
+				seen[s.Key] = true
+				out = append(out, s.Key)
+			}
+		}
+	}
+	return out
+}
+
+// dryOrder answers promotion.DryOrder from comparisons made while observing, so the rules are
+// evaluated without touching git.
+type dryOrder map[[2]string]orderResult
+
+type orderResult struct {
+	Order promotion.Order
+	Err   error
+}
+
+func (o dryOrder) Compare(x, y string) (promotion.Order, error) {
+	if x == y {
+		return promotion.Same, nil
+	}
+	if r, ok := o[[2]string{x, y}]; ok {
+		return r.Order, r.Err
+	}
+	return 0, fmt.Errorf("dry %s was not compared with %s", x, y)
+}
+
+// compareDryCommits makes every comparison the rules will ask for: each proposed dry commit
+// against the active dry commit of every later environment, and against each rollback hold.
+func compareDryCommits(repo *git.Repository, branch string, g *promotion.Graph, envs []environment) dryOrder {
+	order := dryOrder{}
+	compare := func(x, y string) {
+		if x == "" || y == "" || x == y {
+			return
+		}
+		if _, done := order[[2]string{x, y}]; !done {
+			o, err := repository.CompareDry(repo, branch, x, y)
+			order[[2]string{x, y}] = orderResult{Order: o, Err: err}
+		}
+	}
+	for i, e := range envs {
+		dry := e.Proposed.DrySHA
+		if e.ProposedMerged {
+			dry = e.Active.DrySHA
+		}
+		for _, j := range g.After(i) {
+			compare(dry, envs[j].Active.DrySHA)
+		}
+		for _, h := range e.Holds {
+			compare(dry, h.DrySHA)
+		}
+	}
+	return order
+}

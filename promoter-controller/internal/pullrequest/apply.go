@@ -1,0 +1,107 @@
+package pullrequest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/git"
+	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
+)
+
+// mergeRetries is how many times a merge whose push lost a race is redone on the new target.
+const mergeRetries = 3
+
+// notMergeableRetry is how soon a merge the SCM refused for now (checks running, mergeability
+// not computed yet) is tried again.
+const notMergeableRetry = 500 * time.Millisecond
+
+// apply makes the plan's writes in order and returns the status they lead to. On an error the
+// status is what was reached before it.
+func (r *Reconciler) apply(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest, p *plan) (promoterv1alpha1.PullRequestStatus, error) {
+	st := *p.Status.DeepCopy()
+	for _, a := range p.Actions {
+		var err error
+		switch a {
+		case actCreate:
+			err = r.create(ctx, repo, pr, &st)
+		case actUpdateText:
+			_, err = repo.Provider.UpdatePullRequest(ctx, repo.SCM, number(st), pr.Spec.Title, pr.Spec.Description)
+		case actClose:
+			if err = repo.Provider.ClosePullRequest(ctx, repo.SCM, number(st)); err == nil {
+				st.State = promoterv1alpha1.PullRequestClosed
+				conditions.MarkReady(&st.Conditions, pr.Generation, ReasonClosed, "closed without merging")
+			}
+		case actMergeSCM:
+			err = r.mergeSCM(ctx, repo, pr, &st, p)
+		case actMergeGit:
+			err = r.mergeGit(ctx, repo.Git, pr, &st, p.Target)
+		}
+		if err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+func number(st promoterv1alpha1.PullRequestStatus) int64 {
+	n, _ := strconv.ParseInt(st.ID, 10, 64)
+	return n
+}
+
+func (r *Reconciler) create(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest, st *promoterv1alpha1.PullRequestStatus) error {
+	created, err := repo.Provider.CreatePullRequest(ctx, repo.SCM, scm.NewPullRequest{
+		Title: pr.Spec.Title, Body: pr.Spec.Description, Head: pr.Spec.SourceBranch, Base: pr.Spec.TargetBranch,
+	})
+	if err != nil {
+		return err
+	}
+	st.ID, st.URL = strconv.FormatInt(created.Number, 10), created.URL
+	return nil
+}
+
+func (r *Reconciler) mergeSCM(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest, st *promoterv1alpha1.PullRequestStatus, p *plan) error {
+	res, err := repo.Provider.MergePullRequest(ctx, repo.SCM, number(*st), scm.MergeOptions{ExpectedHeadSHA: pr.Spec.ExpectedHeadSHA})
+	switch {
+	case scm.IsHeadMoved(err):
+		headMoved(st, pr)
+		return nil
+	case scm.IsNotMergeable(err), err != nil && scm.KindOf(err) == scm.KindTransient:
+		// Checks still running, or mergeability not computed yet (Gitea answers 5xx
+		// meanwhile): try again soon rather than backing off for minutes.
+		conditions.MarkReconciling(&st.Conditions, pr.Generation, ReasonNotMergeableYet, err.Error())
+		p.Requeue = notMergeableRetry
+		return nil
+	case err != nil:
+		return err
+	}
+	markMerged(st, pr, pr.Spec.ExpectedHeadSHA, res.MergeCommitSHA, false, r.Clock())
+	return nil
+}
+
+func (r *Reconciler) mergeGit(ctx context.Context, repo *git.Repository, pr *promoterv1alpha1.PullRequest, st *promoterv1alpha1.PullRequestStatus, target string) error {
+	src, dst := pr.Spec.SourceBranch, pr.Spec.TargetBranch
+	start := time.Now()
+	res, err := repo.MergeAndPush(ctx, src, dst, target, mergeRetries, git.MergeOptions{
+		ExpectedSourceSHA: pr.Spec.ExpectedHeadSHA,
+		Message:           fmt.Sprintf("Merge %s into %s\n\n%s", src, dst, pr.Spec.Title),
+	})
+	r.Metrics.ObserveGit("merge", start, err)
+	switch {
+	case errors.Is(err, git.ErrSourceMoved):
+		// Not merged: the head is not what was checked. Its creator checks the new head.
+		headMoved(st, pr)
+		return nil
+	case err != nil:
+		return fmt.Errorf("merge %s into %s: %w", src, dst, err)
+	}
+	// An up-to-date target after Sluice was asked to merge is a merge from an earlier attempt
+	// (its reply lost in a crash), not someone else's: either way it is merged once.
+	markMerged(st, pr, res.SourceSHA, res.SHA, false, r.Clock())
+	return nil
+}

@@ -1,0 +1,26 @@
+package pullrequest
+
+// FieldManager is the field manager of every write.
+const FieldManager = "promoter-controller"
+
+// Condition reasons.
+const (
+	// ReasonOpen: the pull request is open and waits.
+	ReasonOpen = "Open"
+	// ReasonMerged: the pull request is merged.
+	ReasonMerged = "Merged"
+	// ReasonClosed: the pull request was closed without merging.
+	ReasonClosed = "Closed"
+	// ReasonHeadMoved: the source branch moved away from spec.expectedHeadSHA; nothing is merged
+	// until the new head is checked.
+	ReasonHeadMoved = "HeadMoved"
+	// ReasonNotMergeableYet: the SCM refused the merge for now (checks running, mergeability not
+	// computed yet); it is tried again soon.
+	ReasonNotMergeableYet = "NotMergeableYet"
+	// ReasonFailed: the last attempt failed and is retried.
+	ReasonFailed = "Failed"
+	// ReasonSCMRefused: the SCM refused for good (Stalled=True).
+	ReasonSCMRefused = "SCMRefused"
+	// ReasonInvalidConfiguration: the repository or provider named must be fixed (Stalled=True).
+	ReasonInvalidConfiguration = "InvalidConfiguration"
+)

@@ -1,0 +1,196 @@
+package pullrequest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/git"
+	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
+	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
+)
+
+// reconcileTimeout bounds the git and SCM work of one reconcile.
+const reconcileTimeout = 2 * time.Minute
+
+// Resolver gives the repository a PullRequest names.
+type Resolver interface {
+	Resolve(ctx context.Context, namespace, name string) (*repository.Repository, error)
+}
+
+// Reconciler keeps PullRequest objects and their pull requests in step.
+type Reconciler struct {
+	Client       sluice.Interface
+	PullRequests promoterlisters.PullRequestLister
+	Repositories Resolver
+	Recorder     record.EventRecorder
+	Metrics      *metrics.Metrics
+	Log          *slog.Logger
+	Clock        func() time.Time
+}
+
+// Reconcile implements controller.Reconciler: observe, decide, apply.
+func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return controller.Result{}, controller.Permanent(err)
+	}
+	cur, err := r.PullRequests.PullRequests(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if finished(cur) {
+		return controller.Result{}, r.alignSpec(ctx, cur)
+	}
+	pr := cur.DeepCopy()
+	s := suspend.Get(pr, false)
+	suspend.Report(&pr.Status.Conditions, pr.Generation, s)
+	if s.Suspended {
+		return controller.Result{}, r.writeStatus(ctx, cur, pr.Status)
+	}
+	repo, err := r.Repositories.Resolve(ctx, ns, pr.Spec.RepositoryRef.Name)
+	if repository.IsConfigError(err) {
+		return controller.Result{}, r.stall(ctx, cur, pr, err)
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	opCtx, cancel := context.WithTimeout(ctx, reconcileTimeout)
+	defer cancel()
+	obs, err := r.observe(opCtx, repo, pr)
+	if err != nil {
+		return r.fail(ctx, cur, pr, pr.Status, err)
+	}
+	pl := decideGit
+	if obs.SCM != nil {
+		pl = decideSCM
+	}
+	return r.act(ctx, opCtx, cur, pr, repo, pl(obs))
+}
+
+// act applies a plan and writes the status it leads to.
+func (r *Reconciler) act(ctx, opCtx context.Context, cur, pr *promoterv1alpha1.PullRequest, repo *repository.Repository, pl plan) (controller.Result, error) {
+	if pl.Err != nil {
+		return r.fail(ctx, cur, pr, pl.Status, pl.Err)
+	}
+	status, err := r.apply(opCtx, repo, pr, &pl)
+	if err != nil {
+		return r.fail(ctx, cur, pr, status, err)
+	}
+	if err := r.writeStatus(ctx, cur, status); err != nil {
+		return controller.Result{}, err
+	}
+	return controller.Result{RequeueAfter: pl.Requeue}, nil
+}
+
+// observe reads the git heads (plain git) or the pull request on the SCM.
+func (r *Reconciler) observe(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest) (*observation, error) {
+	o := &observation{PR: pr, Now: r.Clock()}
+	if !repo.HasPullRequests() {
+		heads, err := r.gitHeads(ctx, repo.Git, pr.Spec.SourceBranch, pr.Spec.TargetBranch)
+		o.Git = heads
+		return o, err
+	}
+	o.SCM = &remote{}
+	if pr.Status.ID == "" {
+		found, err := repo.Provider.FindOpenPullRequest(ctx, repo.SCM, pr.Spec.SourceBranch, pr.Spec.TargetBranch)
+		o.SCM.PR = found
+		return o, err
+	}
+	number, err := strconv.ParseInt(pr.Status.ID, 10, 64)
+	if err != nil {
+		return nil, controller.Permanent(fmt.Errorf("status.id %q is not a pull request number", pr.Status.ID))
+	}
+	o.SCM.PR, err = repo.Provider.GetPullRequest(ctx, repo.SCM, number)
+	return o, err
+}
+
+func (r *Reconciler) gitHeads(ctx context.Context, repo *git.Repository, src, dst string) (*gitHeads, error) {
+	start := time.Now()
+	err := repo.Fetch(ctx, src, dst)
+	r.Metrics.ObserveGit("fetch", start, err)
+	var missing *git.BranchNotFoundError
+	if err != nil && !errors.As(err, &missing) {
+		return nil, err
+	}
+	h := &gitHeads{}
+	h.Head, _ = repo.Resolve(src)
+	h.Target, _ = repo.Resolve(dst)
+	if h.Head != "" && h.Target != "" {
+		h.HeadInTarget, _ = repo.IsAncestor(h.Head, h.Target)
+	}
+	return h, nil
+}
+
+// stall reports a repository or provider a person must fix, with a Warning Event once per new problem.
+func (r *Reconciler) stall(ctx context.Context, cur, pr *promoterv1alpha1.PullRequest, problem error) error {
+	conditions.MarkStalled(&pr.Status.Conditions, pr.Generation, ReasonInvalidConfiguration, problem.Error())
+	pr.Status.ObservedGeneration = pr.Generation
+	if err := r.writeStatus(ctx, cur, pr.Status); err != nil {
+		return err
+	}
+	if was := conditions.Get(cur.Status.Conditions, conditions.Stalled); was == nil || was.Message != problem.Error() {
+		r.Recorder.Event(pr, corev1.EventTypeWarning, ReasonInvalidConfiguration, problem.Error())
+	}
+	return nil
+}
+
+// fail writes status with the error, Stalled when retrying cannot help.
+func (r *Reconciler) fail(ctx context.Context, cur, pr *promoterv1alpha1.PullRequest, status promoterv1alpha1.PullRequestStatus, problem error) (controller.Result, error) {
+	permanent := scm.IsPermanent(problem) || controller.IsPermanent(problem)
+	failed(&status, pr, problem, permanent)
+	if err := r.writeStatus(ctx, cur, status); err != nil {
+		return controller.Result{}, err
+	}
+	if permanent {
+		return controller.Result{}, controller.Permanent(problem)
+	}
+	return controller.Result{}, problem
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, cur *promoterv1alpha1.PullRequest, status promoterv1alpha1.PullRequestStatus) error {
+	if equality.Semantic.DeepEqual(cur.Status, status) {
+		return nil
+	}
+	next := cur.DeepCopy()
+	next.Status = status
+	_, err := r.Client.PromoterV1alpha1().PullRequests(cur.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
+	return err
+}
+
+// alignSpec sets the spec.state of a finished pull request to what happened to it.
+func (r *Reconciler) alignSpec(ctx context.Context, cur *promoterv1alpha1.PullRequest) error {
+	spec, changed := alignedSpec(cur)
+	if !changed {
+		return nil
+	}
+	next := cur.DeepCopy()
+	next.Spec = spec
+	_, err := r.Client.PromoterV1alpha1().PullRequests(cur.Namespace).Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
+	if apierrors.IsConflict(err) {
+		// The status write just made is not in the cache yet, or someone changed the spec:
+		// the next event brings the object back.
+		return nil
+	}
+	return err
+}

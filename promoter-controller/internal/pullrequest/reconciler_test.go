@@ -1,0 +1,149 @@
+package pullrequest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
+	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
+	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/git"
+	"github.com/sluicehq/sluice/pkg/git/gittest"
+	_ "github.com/sluicehq/sluice/pkg/scm/plaingit" // the "git" provider
+	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
+	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
+)
+
+// rig is a Reconciler on fake clients, over a real git repository served by the test, with dev
+// and dev-next one commit apart.
+type rig struct {
+	t        *testing.T
+	r        *Reconciler
+	client   *fake.Clientset
+	prs      cache.Indexer
+	repo     *gittest.Repo
+	proposed string
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	srv := gittest.NewServer(t)
+	namespaced := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	g := &rig{t: t, client: fake.NewSimpleClientset(), prs: cache.NewIndexer(cache.MetaNamespaceKeyFunc, namespaced), repo: srv.CreateRepo(t, "app")}
+	repos, providers := cache.NewIndexer(cache.MetaNamespaceKeyFunc, namespaced), cache.NewIndexer(cache.MetaNamespaceKeyFunc, namespaced)
+	require.NoError(t, providers.Add(&scmv1alpha1.ScmProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "git"},
+		Spec: scmv1alpha1.ScmProviderSpec{Type: scmv1alpha1.ScmProviderGit}}))
+	require.NoError(t, repos.Add(&scmv1alpha1.ScmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "app"},
+		Spec: scmv1alpha1.ScmRepositorySpec{URL: srv.URL("app"), AllowInsecureLoopbackHTTP: true, ProviderRef: scmv1alpha1.LocalObjectReference{Name: "git"}, Owner: "acme", Name: "app"}}))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	gitCache, err := git.NewCache(t.TempDir(), log)
+	require.NoError(t, err)
+	g.r = &Reconciler{
+		Client: g.client, PullRequests: promoterlisters.NewPullRequestLister(g.prs),
+		Repositories: &repository.Resolver{Kube: kubefake.NewClientset(), Repos: scmlisters.NewScmRepositoryLister(repos),
+			Providers: scmlisters.NewScmProviderLister(providers), Cache: gitCache},
+		Recorder: record.NewFakeRecorder(10), Metrics: metrics.New(prometheus.NewRegistry()), Log: log, Clock: func() time.Time { return now },
+	}
+	base := g.repo.CommitFiles(t, "dev", map[string]string{"manifest.yaml": "v: 0\n"}, "initial")
+	g.repo.SetBranch(t, "dev-next", base)
+	g.proposed = g.repo.CommitFiles(t, "dev-next", map[string]string{"manifest.yaml": "v: 1\n"}, "change")
+	return g
+}
+
+// put stores pr in the fake API and the cache.
+func (g *rig) put(pr *promoterv1alpha1.PullRequest) {
+	_, err := g.client.PromoterV1alpha1().PullRequests("team").Create(context.Background(), pr, metav1.CreateOptions{})
+	require.NoError(g.t, err)
+	require.NoError(g.t, g.prs.Add(pr))
+}
+
+// sync makes the cache hold what the fake API holds and returns it.
+func (g *rig) sync() *promoterv1alpha1.PullRequest {
+	pr, err := g.client.PromoterV1alpha1().PullRequests("team").Get(context.Background(), "app-dev", metav1.GetOptions{})
+	require.NoError(g.t, err)
+	require.NoError(g.t, g.prs.Update(pr))
+	return pr
+}
+
+func (g *rig) reconcile() {
+	_, err := g.r.Reconcile(context.Background(), "team/app-dev")
+	require.NoError(g.t, err)
+}
+
+func gitPullRequest(state promoterv1alpha1.PullRequestState, head string) *promoterv1alpha1.PullRequest {
+	return &promoterv1alpha1.PullRequest{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "app-dev", Generation: 1},
+		Spec: promoterv1alpha1.PullRequestSpec{RepositoryRef: promoterv1alpha1.LocalReference{Name: "app"}, Title: "Promote",
+			SourceBranch: "dev-next", TargetBranch: "dev", ExpectedHeadSHA: head, State: state},
+	}
+}
+
+func TestReconcileMergesOnPlainGit(t *testing.T) {
+	g := newRig(t)
+	g.put(gitPullRequest(promoterv1alpha1.PullRequestMerged, g.proposed))
+	g.reconcile()
+	pr := g.sync()
+	assert.Equal(t, promoterv1alpha1.PullRequestMerged, pr.Status.State)
+	assert.False(t, pr.Status.MergedExternally)
+	assert.Equal(t, g.proposed, pr.Status.MergedHeadSHA)
+	assert.Equal(t, g.proposed, g.repo.Branch(t, "dev"), "a fast-forward")
+	assert.Equal(t, ReasonMerged, conditions.Get(pr.Status.Conditions, conditions.Ready).Reason)
+}
+
+// A pull request merged by hand is recorded as external, and its spec.state follows.
+func TestReconcileMergedByAPersonAlignsTheSpec(t *testing.T) {
+	g := newRig(t)
+	g.put(gitPullRequest(promoterv1alpha1.PullRequestOpen, g.proposed))
+	g.reconcile()
+	assert.Equal(t, promoterv1alpha1.PullRequestOpen, g.sync().Status.State)
+
+	g.repo.SetBranch(t, "dev", g.proposed)
+	g.reconcile()
+	pr := g.sync()
+	assert.Equal(t, promoterv1alpha1.PullRequestMerged, pr.Status.State)
+	assert.True(t, pr.Status.MergedExternally)
+	assert.Equal(t, promoterv1alpha1.PullRequestOpen, pr.Spec.State, "the spec follows on the next reconcile, once the status is written")
+
+	g.reconcile()
+	assert.Equal(t, promoterv1alpha1.PullRequestMerged, g.sync().Spec.State)
+}
+
+// Sluice never merges a head it did not check.
+func TestReconcileRefusesAMovedHead(t *testing.T) {
+	g := newRig(t)
+	checked := g.proposed
+	g.repo.CommitFiles(t, "dev-next", map[string]string{"manifest.yaml": "v: 2\n"}, "pushed after the check")
+	g.put(gitPullRequest(promoterv1alpha1.PullRequestMerged, checked))
+	g.reconcile()
+	pr := g.sync()
+	assert.Equal(t, promoterv1alpha1.PullRequestOpen, pr.Status.State)
+	assert.Equal(t, ReasonHeadMoved, conditions.Get(pr.Status.Conditions, conditions.Ready).Reason)
+	assert.NotEqual(t, checked, g.repo.Branch(t, "dev"))
+}
+
+// A suspended PullRequest is left alone and says why.
+func TestReconcileSkipsASuspendedPullRequest(t *testing.T) {
+	g := newRig(t)
+	pr := gitPullRequest(promoterv1alpha1.PullRequestMerged, g.proposed)
+	pr.Annotations = map[string]string{"reconcile.fluxcd.io/suspended": "release freeze"}
+	g.put(pr)
+	g.reconcile()
+	got := g.sync()
+	assert.Empty(t, got.Status.State)
+	assert.Equal(t, "release freeze", conditions.Get(got.Status.Conditions, conditions.Suspended).Message)
+	assert.NotEqual(t, g.proposed, g.repo.Branch(t, "dev"))
+}

@@ -1,0 +1,86 @@
+package integration
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/git/gittest"
+	"github.com/sluicehq/sluice/rollback-controller/internal/revertcommit"
+	"github.com/sluicehq/sluice/rollback-controller/internal/rollbackpolicy"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/charts"
+)
+
+// The controller runs as the chart's ServiceAccount, by impersonation, through an automatic
+// rollback on a repository that needs credentials: the chart's RBAC is enough, and no more than
+// that is granted.
+func TestRollbackUnderTheChartsServiceAccount(t *testing.T) {
+	testenv.SkipIfShort(t)
+	ctx := context.Background()
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	helm, err := charts.NewHelm(env)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = helm.Close() })
+	// The test environment installed the CRDs: the chart must not own them too.
+	require.NoError(t, helm.Install(ctx, "rollback-controller", "sluice-system", filepath.Join(root, "charts", "rollback-controller"), "crds.enabled=false"))
+	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), "rollback-controller", "sluice-system") })
+	sa := env.Impersonate("sluice-system", "rollback-controller")
+	saClient, err := kubernetes.NewForConfig(sa)
+	require.NoError(t, err)
+	for _, a := range []authorizationv1.ResourceAttributes{
+		{Verb: "list", Resource: "secrets"}, {Verb: "watch", Resource: "secrets"},
+		{Verb: "update", Group: "promoter.sluice.dev", Resource: "promotionstrategies"},
+		{Verb: "delete", Group: "promoter.sluice.dev", Resource: "pullrequests"},
+		{Verb: "update", Group: "promoter.sluice.dev", Resource: "pullrequests", Subresource: "status"},
+		{Verb: "create", Group: "commitstatus.sluice.dev", Resource: "commitstatuses"},
+		{Verb: "update", Group: "rollback.sluice.dev", Resource: "rollbackpolicies"},
+	} {
+		ok, err := charts.Can(ctx, saClient, a)
+		require.NoError(t, err)
+		assert.False(t, ok, "the chart must not allow %s %s/%s", a.Verb, a.Resource, a.Subresource)
+	}
+
+	f := newFixture(t)
+	authed := gittest.NewServer(t, gittest.WithBasicAuth("sluice", "s3cret"))
+	f.srv, f.repo = authed, authed.CreateRepo(t, "app")
+	_, err = env.Kube.CoreV1().Secrets(f.ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "git-creds"},
+		Data:       map[string][]byte{scmv1alpha1.GitSecretKeyUsername: []byte("sluice"), scmv1alpha1.GitSecretKeyPassword: []byte("s3cret")},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = testenv.Update(ctx, env.Sluice.ScmV1alpha1().ScmRepositories(f.ns), "app", func(gr *scmv1alpha1.ScmRepository) {
+		gr.Spec.URL = authed.URL("app")
+		gr.Spec.Auth = &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthBasic, SecretRef: scmv1alpha1.LocalObjectReference{Name: "git-creds"}}
+	})
+	require.NoError(t, err)
+
+	f.bootstrap("prod")
+	f.strategy("prod")
+	startPromoter(t, f.ns)
+	startRollback(t, sa, f.ns, time.Second)
+	f.policy(0, time.Hour, time.Hour)
+	d1 := f.dryCommit("web 1")
+	f.promote("prod", d1, "web:1", success)
+	d2 := f.dryCommit("web 2")
+	f.promote("prod", d2, "web:2", failure)
+
+	name := rollbackpolicy.RevertCommitName("prod", "prod", d2)
+	rc := f.waitRevert(name, "merged under the chart's RBAC", inPhase(rollbackv1alpha1.RevertMerged))
+	assert.Equal(t, d1, rc.Status.TargetDrySHA)
+	f.waitPolicy("already reverted")
+	require.NoError(t, testenv.Wait(ctx, 20*time.Second, func(context.Context) (bool, error) {
+		return len(f.events(revertcommit.EventRollbackMerged)) == 1 && len(f.events(rollbackpolicy.EventRevertCommitCreated)) == 1, nil
+	}), "events recorded under the chart's RBAC")
+}

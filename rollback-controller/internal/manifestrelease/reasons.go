@@ -1,0 +1,35 @@
+package manifestrelease
+
+// FieldManager writes ManifestRelease status and every object a release applies.
+const FieldManager = "rollback-controller"
+
+// Condition reasons and Event reasons.
+const (
+	ReasonInvalidSpec        = "InvalidSpec"
+	ReasonSourceNotFound     = "SourceNotFound"
+	ReasonSourceUnavailable  = "SourceUnavailable"
+	ReasonNoManifests        = "NoManifests"
+	ReasonInvalidManifests   = "InvalidManifests"
+	ReasonSnapshotTooLarge   = "SnapshotTooLarge"
+	ReasonUpgrading          = "Upgrading"
+	ReasonRollingBack        = "RollingBack"
+	ReasonDeployed           = "Deployed"
+	ReasonUpgradeSucceeded   = "UpgradeSucceeded"
+	ReasonUpgradeFailed      = "UpgradeFailed"
+	ReasonInstallFailed      = "InstallFailed"
+	ReasonRolledBack         = "RolledBack"
+	ReasonRolledBackByHand   = "RolledBackByHand"
+	ReasonRollbackFailed     = "RollbackFailed"
+	ReasonRollbackRefused    = "RollbackRefused"
+	ReasonHeld               = "VersionHeld"
+	ReasonTestsPassed        = "TestsPassed"
+	ReasonTestFailed         = "TestFailed"
+	ReasonTestsNotRun        = "TestsNotRun"
+	ReasonResumed            = "OperationResumed"
+	ReasonPruneFailed        = "PruneFailed"
+	ReasonSnapshotMissing    = "SnapshotMissing"
+	ReasonApplyFailed        = "ApplyFailed"
+	ReasonHealthCheckFailed  = "HealthCheckFailed"
+	ReasonUpgradeStarted     = "UpgradeStarted"
+	ReasonManualRollbackDone = "ManualRollback"
+)

@@ -1,0 +1,251 @@
+// Package manifestrelease reconciles ManifestReleases (RFC-0002 for any manifest set): it reads
+// the desired version from its source, keeps it as a numbered snapshot, applies it, waits for
+// health, runs the tests, and rolls back to the previous snapshot when any of that fails.
+package manifestrelease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
+	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/apply"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/manifest"
+	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/snapshot"
+	"github.com/sluicehq/sluice/pkg/suspend"
+)
+
+// Reconciler reconciles ManifestReleases. An operation (an upgrade with its tests, or a
+// rollback) runs within one reconcile, holding one worker until it ends.
+type Reconciler struct {
+	Releases  rollbacklisters.ManifestReleaseLister
+	Client    sluice.Interface
+	Kube      kubernetes.Interface
+	Sources   *Sources
+	Snapshots *snapshot.Store
+	Applier   *apply.Applier
+	Recorder  record.EventRecorder
+	Metrics   *Metrics
+	// StalledRecheck is how soon a release blocked on something a person must do in the cluster
+	// (a CRD that still has objects) is looked at again.
+	StalledRecheck time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Reconcile converges one ManifestRelease, keyed "namespace/name".
+func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return controller.Result{}, controller.Permanent(err)
+	}
+	if _, err := r.Releases.ManifestReleases(ns).Get(name); apierrors.IsNotFound(err) {
+		r.Metrics.Forget(ns, name)
+		return controller.Result{}, nil
+	}
+	// The cache may not hold this controller's last status write yet, and acting on an older
+	// status could repeat an operation that ended: read the release itself.
+	mr, err := r.Client.RollbackV1alpha1().ManifestReleases(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		r.Metrics.Forget(ns, name)
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if s := suspend.Get(mr, mr.Spec.Suspend); s.Suspended {
+		return r.suspended(ctx, mr)
+	}
+	if mr.Status.Operation != nil {
+		return r.resume(ctx, mr)
+	}
+	if err := validateSpec(mr); err != nil {
+		return r.stall(ctx, mr, ReasonInvalidSpec, err.Error(), 0)
+	}
+	if req, ok := rollbackRequest(mr); ok {
+		return r.manualRollback(ctx, mr, req)
+	}
+	if _, asked := mr.Annotations[rollbackv1.RollbackToAnnotation]; !asked && mr.Status.LastHandledRollback != "" {
+		if mr, err = r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, _ int64) { st.LastHandledRollback = "" }); err != nil {
+			return controller.Result{}, err
+		}
+	}
+	res, err := r.sync(ctx, mr)
+	if err != nil {
+		return res, err
+	}
+	return res, r.markHandled(ctx, mr)
+}
+
+// markHandled records the requestedAt annotation acted on, so `kubectl wait` or a test can see
+// that a requested refresh happened.
+func (r *Reconciler) markHandled(ctx context.Context, mr *rollbackv1.ManifestRelease) error {
+	requested, ok := mr.Annotations[rollbackv1.RequestedAtAnnotation]
+	if !ok || requested == mr.Status.LastHandledReconcileAt {
+		return nil
+	}
+	_, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, _ int64) { st.LastHandledReconcileAt = requested })
+	return err
+}
+
+// sync reads the source and upgrades when it gives manifests that are neither deployed nor held.
+func (r *Reconciler) sync(ctx context.Context, mr *rollbackv1.ManifestRelease) (controller.Result, error) {
+	interval := durationOr(mr.Spec.Interval, 5*time.Minute)
+	fetched, err := r.Sources.Fetch(ctx, mr)
+	var srcErr *SourceError
+	if errors.As(err, &srcErr) {
+		return r.sourceFailed(ctx, mr, srcErr, interval)
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	digest, err := snapshot.Digest(fetched.Files, r.Snapshots.Options)
+	if err != nil {
+		return r.stall(ctx, mr, ReasonInvalidManifests, err.Error(), interval)
+	}
+	if fetched.Version == "" {
+		fetched.Version = short(digest)
+	}
+	st := mr.Status
+	switch {
+	case digest == st.DeployedDigest:
+		return r.deployed(ctx, mr, interval)
+	case st.LastAttemptFailed && digest == st.LastAttemptedDigest && st.LastAttemptedGeneration == mr.Generation:
+		return r.held(ctx, mr, interval)
+	}
+	return r.upgrade(ctx, mr, fetched, digest)
+}
+
+func validateSpec(mr *rollbackv1.ManifestRelease) error {
+	if t := mr.Spec.Test; t != nil {
+		if err := manifest.ValidateFilters(filters(t)); err != nil {
+			return fmt.Errorf("spec.test.%v", err)
+		}
+	}
+	return snapshot.ValidateMeta(snapshot.Meta{Release: mr.Name, Number: 1})
+}
+
+// deployed reports a release whose source gives what runs. A version held back before is no
+// longer what the source gives, so it is released.
+func (r *Reconciler) deployed(ctx context.Context, mr *rollbackv1.ManifestRelease, interval time.Duration) (controller.Result, error) {
+	st := mr.Status
+	message := describe(st.DeployedVersion, st.UpgradeNumber) + " is deployed"
+	ready := conditions.Get(st.Conditions, conditions.Ready)
+	if ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == mr.Generation && !stalledOrReconciling(st) && !st.LastAttemptFailed {
+		return controller.Result{RequeueAfter: interval}, nil
+	}
+	_, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
+		st.LastAttemptFailed = false
+		conditions.MarkReady(&st.Conditions, gen, ReasonDeployed, message)
+	})
+	return controller.Result{RequeueAfter: interval}, err
+}
+
+// held keeps a failed version from being tried again until its source changes.
+func (r *Reconciler) held(ctx context.Context, mr *rollbackv1.ManifestRelease, interval time.Duration) (controller.Result, error) {
+	if mr.Status.ObservedGeneration != mr.Generation {
+		_, err := r.writeStatus(ctx, mr, func(*rollbackv1.ManifestReleaseStatus, int64) {})
+		return controller.Result{RequeueAfter: interval}, err
+	}
+	return controller.Result{RequeueAfter: interval}, nil
+}
+
+func stalledOrReconciling(st rollbackv1.ManifestReleaseStatus) bool {
+	return conditions.Get(st.Conditions, conditions.Stalled) != nil || conditions.Get(st.Conditions, conditions.Reconciling) != nil
+}
+
+// stall records a problem a person must fix. recheck > 0 looks again after it.
+func (r *Reconciler) stall(ctx context.Context, mr *rollbackv1.ManifestRelease, reason, message string, recheck time.Duration) (controller.Result, error) {
+	message = truncate(message, 2048)
+	if c := conditions.Get(mr.Status.Conditions, conditions.Stalled); c == nil || c.Message != message || c.ObservedGeneration != mr.Generation {
+		if _, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
+			conditions.MarkStalled(&st.Conditions, gen, reason, message)
+		}); err != nil {
+			return controller.Result{}, err
+		}
+		r.Recorder.Event(mr, corev1.EventTypeWarning, reason, message)
+	}
+	return controller.Result{RequeueAfter: recheck}, nil
+}
+
+func (r *Reconciler) sourceFailed(ctx context.Context, mr *rollbackv1.ManifestRelease, err *SourceError, interval time.Duration) (controller.Result, error) {
+	if err.NeedsPerson {
+		return r.stall(ctx, mr, err.Reason, err.Message, interval)
+	}
+	message := truncate(err.Message, 2048)
+	if c := conditions.Get(mr.Status.Conditions, conditions.Ready); c == nil || c.Message != message {
+		if _, werr := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
+			conditions.MarkNotReady(&st.Conditions, gen, err.Reason, message)
+		}); werr != nil {
+			return controller.Result{}, werr
+		}
+	}
+	return controller.Result{RequeueAfter: min(interval, time.Minute)}, nil
+}
+
+func (r *Reconciler) suspended(ctx context.Context, mr *rollbackv1.ManifestRelease) (controller.Result, error) {
+	s := suspend.Get(mr, mr.Spec.Suspend)
+	if c := conditions.Get(mr.Status.Conditions, conditions.Suspended); c == nil || c.Message != s.Message {
+		_, err := r.writeStatus(ctx, mr, func(*rollbackv1.ManifestReleaseStatus, int64) {})
+		return controller.Result{}, err
+	}
+	return controller.Result{}, nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// ownerLabels mark the objects of mr; tests adds the test label.
+func ownerLabels(mr *rollbackv1.ManifestRelease, tests bool) map[string]string {
+	labels := map[string]string{rollbackv1.ReleaseNameLabel: mr.Name, rollbackv1.ReleaseNamespaceLabel: mr.Namespace}
+	if tests {
+		labels[rollbackv1.TestLabel] = "true"
+	}
+	return labels
+}
+
+// prepare parses files into objects in apply order, namespaced into the target namespace.
+func (r *Reconciler) prepare(mr *rollbackv1.ManifestRelease, files []snapshot.File) ([]*unstructured.Unstructured, error) {
+	raw := make(map[string][]byte, len(files))
+	var all []*unstructured.Unstructured
+	for _, f := range files {
+		raw[f.Name] = f.Data
+		objs, err := manifest.ParseFile(f.Name, f.Data)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, objs...)
+	}
+	return manifest.Prepare(raw, manifest.ScopeFrom(r.Applier.Mapper, all), targetNamespace(mr))
+}
+
+func targetNamespace(mr *rollbackv1.ManifestRelease) string {
+	if mr.Spec.TargetNamespace != "" {
+		return mr.Spec.TargetNamespace
+	}
+	return mr.Namespace
+}
+
+func durationOr(d *metav1.Duration, fallback time.Duration) time.Duration {
+	if d == nil || d.Duration <= 0 {
+		return fallback
+	}
+	return d.Duration
+}

@@ -1,0 +1,148 @@
+package manifestrelease_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/snapshot"
+	"github.com/sluicehq/sluice/testenv"
+)
+
+// The RFC-0002 story on ConfigMap sources: v1 installs and passes its test; v2 adds an object
+// and fails its test, so v1 comes back and v2's object goes; v2 is not tried again until the
+// source changes; v3 passes. Test objects never outlive their run.
+func TestUpgradeTestFailureRollsBackAndPrunesWhatTheNewVersionAdded(t *testing.T) {
+	f := newFixture(t)
+	f.setJobOutcome(f.failWhenImage(":2.0"))
+	f.configMap("tests", map[string]string{"smoke.yaml": smokeTest})
+	f.configMap("web-src", app("nginx:1.0"))
+	f.start(nil)
+	f.createRelease("web", rollbackv1.ManifestReleaseSpec{Source: configMapSource("web-src"), Version: "v1", Test: smokeTests(false), Timeout: seconds(60)})
+
+	mr := f.waitRelease("web", "v1 deployed", deployed(1))
+	assert.Equal(t, "v1", mr.Status.DeployedVersion)
+	assert.Equal(t, metav1.ConditionTrue, condition(mr, rollbackv1.ConditionTestSuccess).Status)
+	assert.Equal(t, []int64{1}, f.snapshotNumbers("web"))
+	assert.Equal(t, []string{"ConfigMap/web-config", "Deployment/web"}, f.liveObjects("web"), "the test Job is deleted after its run")
+	head, err := env.Kube.CoreV1().Secrets(f.ns).Get(f.ctx, "web.1", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, snapshot.SecretType, head.Type)
+	assert.True(t, *head.Immutable)
+	assert.Equal(t, "v1", head.Annotations[rollbackv1.VersionAnnotation])
+
+	f.configMap("web-src", app("nginx:2.0", "extra"))
+	f.patchVersion("web", "v2")
+	mr = f.waitRelease("web", "v2 rolled back", rolledBackFrom(2))
+	assert.Equal(t, int64(1), mr.Status.UpgradeNumber)
+	assert.Equal(t, "v1", mr.Status.DeployedVersion)
+	rolledBack := condition(mr, rollbackv1.ConditionRolledBack)
+	assert.Contains(t, rolledBack.Message, "rolled back to v1 (snapshot 1)")
+	assert.Contains(t, rolledBack.Message, "Job.batch/"+f.ns+"/smoke failed", "names the test that failed")
+	assert.Equal(t, metav1.ConditionFalse, condition(mr, rollbackv1.ConditionTestSuccess).Status)
+	assert.True(t, conditions.IsTrue(mr.Status.Conditions, conditions.Stalled), "nothing more happens until the source changes")
+	assert.Equal(t, "nginx:1.0", f.deploymentImage("web"))
+	assert.Equal(t, []string{"ConfigMap/web-config", "Deployment/web"}, f.liveObjects("web"), "v2's extra ConfigMap is deleted, the test Job too")
+	assert.Equal(t, []int64{1, 2}, f.snapshotNumbers("web"))
+	assert.Equal(t, rollbackv1.TestFailed, mr.Status.History[0].Test)
+	assert.Equal(t, "v2", mr.Status.LastAttemptedVersion)
+
+	// The same manifests again: not retried. A spec change retries; here only a refresh.
+	mr = f.refresh("web")
+	assert.Equal(t, int64(1), mr.Status.UpgradeNumber)
+	assert.Equal(t, []int64{1, 2}, f.snapshotNumbers("web"), "a failed version is not tried again")
+
+	f.configMap("web-src", app("nginx:3.0", "extra"))
+	f.patchVersion("web", "v3")
+	mr = f.waitRelease("web", "v3 deployed", deployed(3))
+	assert.Equal(t, "v3", mr.Status.DeployedVersion)
+	assert.Equal(t, metav1.ConditionFalse, condition(mr, rollbackv1.ConditionRolledBack).Status, "RolledBack turns False once an upgrade succeeds")
+	assert.True(t, conditions.IsTrue(mr.Status.Conditions, conditions.Ready))
+	assert.Equal(t, []string{"ConfigMap/extra", "ConfigMap/web-config", "Deployment/web"}, f.liveObjects("web"))
+	assert.Equal(t, []int64{3, 2, 1}, historyNumbers(mr))
+	reasons := strings.Join(f.events("web"), "\n")
+	for _, reason := range []string{"UpgradeStarted", "UpgradeSucceeded", "UpgradeFailed", "RolledBack"} {
+		assert.Contains(t, reasons, reason+":")
+	}
+}
+
+// With ignoreFailures a failed test is reported and the upgrade kept.
+func TestFailedTestWithIgnoreFailuresKeepsTheUpgrade(t *testing.T) {
+	f := newFixture(t)
+	f.setJobOutcome(f.failWhenImage(":2.0"))
+	f.configMap("tests", map[string]string{"smoke.yaml": smokeTest})
+	f.configMap("web-src", app("nginx:1.0"))
+	f.start(nil)
+	f.createRelease("web", rollbackv1.ManifestReleaseSpec{Source: configMapSource("web-src"), Version: "v1", Test: smokeTests(true), Timeout: seconds(60)})
+	f.waitRelease("web", "v1 deployed", deployed(1))
+
+	f.configMap("web-src", app("nginx:2.0"))
+	f.patchVersion("web", "v2")
+	mr := f.waitRelease("web", "v2 deployed", deployed(2))
+	assert.Equal(t, "nginx:2.0", f.deploymentImage("web"))
+	assert.True(t, conditions.IsTrue(mr.Status.Conditions, conditions.Ready))
+	tests := condition(mr, rollbackv1.ConditionTestSuccess)
+	assert.Equal(t, metav1.ConditionFalse, tests.Status)
+	assert.Contains(t, tests.Message, "smoke")
+	assert.Equal(t, "absent", string(condition(mr, rollbackv1.ConditionRolledBack).Status))
+	assert.Equal(t, rollbackv1.TestFailed, mr.Status.History[0].Test)
+}
+
+// A version whose Deployment never becomes healthy is rolled back when the timeout passes, and
+// the message names the Deployment.
+func TestHealthTimeoutRollsBack(t *testing.T) {
+	f := newFixture(t)
+	f.configMap("web-src", app("nginx:1.0"))
+	f.start(nil)
+	f.createRelease("web", rollbackv1.ManifestReleaseSpec{Source: configMapSource("web-src"), Version: "v1", Timeout: seconds(3)})
+	f.waitRelease("web", "v1 deployed", deployed(1))
+
+	f.setNotReady("web", true)
+	f.configMap("web-src", app("nginx:2.0"))
+	f.patchVersion("web", "v2")
+	mr := f.waitRelease("web", "v2 rolled back", rolledBackFrom(2))
+	rolledBack := condition(mr, rollbackv1.ConditionRolledBack)
+	assert.Contains(t, rolledBack.Message, "Deployment.apps/"+f.ns+"/web")
+	assert.Contains(t, mr.Status.History[0].Message, "not healthy after 3s")
+	assert.Equal(t, "nginx:1.0", f.deploymentImage("web"))
+}
+
+// The first version has nothing to roll back to: it stays, Stalled, held until the source changes.
+func TestFailedFirstInstallStaysAndIsHeld(t *testing.T) {
+	f := newFixture(t)
+	f.setJobOutcome(func(*batchv1.Job) string { return "fail" })
+	f.configMap("tests", map[string]string{"smoke.yaml": smokeTest})
+	f.configMap("web-src", app("nginx:1.0"))
+	f.start(nil)
+	f.createRelease("web", rollbackv1.ManifestReleaseSpec{Source: configMapSource("web-src"), Version: "v1", Test: smokeTests(false), Timeout: seconds(60)})
+	mr := f.waitRelease("web", "v1 failed", func(m *rollbackv1.ManifestRelease) bool {
+		return m.Status.LastAttemptFailed && m.Status.Operation == nil
+	})
+	stalled := condition(mr, "Stalled")
+	assert.Equal(t, "InstallFailed", stalled.Reason)
+	assert.Contains(t, stalled.Message, "no earlier version to roll back to")
+	assert.Zero(t, mr.Status.UpgradeNumber)
+	assert.Equal(t, []string{"ConfigMap/web-config", "Deployment/web"}, f.liveObjects("web"))
+}
+
+func (f *fixture) patchVersion(name, version string) {
+	f.t.Helper()
+	_, err := testenv.Update(f.ctx, env.Sluice.RollbackV1alpha1().ManifestReleases(f.ns), name, func(mr *rollbackv1.ManifestRelease) {
+		mr.Spec.Version = version
+	})
+	require.NoError(f.t, err)
+}
+
+func historyNumbers(mr *rollbackv1.ManifestRelease) []int64 {
+	var out []int64
+	for _, h := range mr.Status.History {
+		out = append(out, h.Number)
+	}
+	return out
+}

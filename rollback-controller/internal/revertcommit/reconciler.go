@@ -1,0 +1,209 @@
+// Package revertcommit reconciles RevertCommits: it writes one commit restoring an environment
+// branch to the hydrated manifests of an earlier dry commit, pushes it to a revert branch, and
+// hands it to the promoter-controller as a PullRequest, which opens (on an SCM) and merges it.
+//
+// Each step is found again from git and the cluster after a crash: the revert branch's tip
+// carries the RevertCommit's uid, the commit is the same for the same inputs, and the
+// PullRequest's name comes from the RevertCommit's.
+package revertcommit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
+	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/scmgit"
+	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/rollback-controller/internal/metrics"
+)
+
+// FieldManager is the field manager of every write.
+const FieldManager = "rollback-controller"
+
+// Event reasons.
+const (
+	EventRollbackStarted = "RollbackStarted"
+	EventRollbackMerged  = "RollbackMerged"
+	EventRollbackFailed  = "RollbackFailed"
+)
+
+// Defaults.
+const (
+	// DefaultPollInterval is how often an open revert looks at git for a merge made outside
+	// Sluice, besides the PullRequest and PromotionStrategy events that usually tell it first.
+	DefaultPollInterval = time.Minute
+	// DefaultStalledRecheck is how soon a revert stalled on something not watched (a Secret)
+	// looks again.
+	DefaultStalledRecheck = time.Minute
+	// DefaultHistoryLimit is how many commits of an environment's first-parent history are
+	// searched for the target dry SHA.
+	DefaultHistoryLimit = 1000
+)
+
+// reconcileTimeout bounds the git work of one reconcile.
+const reconcileTimeout = 2 * time.Minute
+
+// Reconciler reconciles RevertCommits.
+type Reconciler struct {
+	Client        sluice.Interface
+	RevertCommits rollbacklisters.RevertCommitLister
+	Strategies    promoterlisters.PromotionStrategyLister
+	Opener        *scmgit.Opener
+	Recorder      record.EventRecorder
+	Metrics       *metrics.Rollbacks
+	Log           *slog.Logger
+	// PromoterCRDs reports whether the promoter.sluice.dev CRDs are served; without them no
+	// revert can be made, and RevertCommits say so.
+	PromoterCRDs func() bool
+
+	PollInterval   time.Duration
+	StalledRecheck time.Duration
+	HistoryLimit   int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// stall is input a person must fix: reported as Stalled with its reason and message.
+type stall struct {
+	reason, message string
+	// recheck > 0 looks again after it, for causes no watch reports (a Secret, a CRD).
+	recheck time.Duration
+}
+
+func (s *stall) Error() string { return s.message }
+
+// pass is one reconcile of one RevertCommit: the copy being changed, and what to announce once
+// its status is written.
+type pass struct {
+	rc     *rollbackv1alpha1.RevertCommit
+	events []func()
+}
+
+// announce queues an Event and metrics for after the status write, so a reconcile that started
+// from a stale cache never announces the same change twice.
+func (p *pass) announce(f func()) { p.events = append(p.events, f) }
+
+// Reconcile implements controller.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return controller.Result{}, controller.Permanent(err)
+	}
+	cur, err := r.RevertCommits.RevertCommits(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if final(cur.Status.Phase) {
+		return controller.Result{}, nil
+	}
+	p := &pass{rc: cur.DeepCopy()}
+	st, gen := &p.rc.Status, p.rc.Generation
+	s := suspend.Get(p.rc, p.rc.Spec.Suspend)
+	suspend.Report(&st.Conditions, gen, s)
+	st.ObservedGeneration = gen
+	if st.Phase == "" {
+		st.Phase = rollbackv1alpha1.RevertPending
+	}
+	if s.Suspended {
+		return controller.Result{}, r.write(ctx, cur, p)
+	}
+
+	opCtx, cancel := context.WithTimeout(ctx, reconcileTimeout)
+	defer cancel()
+	res, err := r.advance(opCtx, p)
+	var stalled *stall
+	switch {
+	case errors.As(err, &stalled):
+		conditions.MarkStalled(&st.Conditions, gen, stalled.reason, stalled.message)
+		if werr := r.write(ctx, cur, p); werr != nil {
+			return controller.Result{}, werr
+		}
+		return controller.Result{RequeueAfter: stalled.recheck}, nil
+	case err != nil:
+		conditions.MarkNotReady(&st.Conditions, gen, "Retrying", err.Error())
+		if werr := r.write(ctx, cur, p); werr != nil {
+			r.Log.Info("cannot write status", "revertcommit", key, "error", werr)
+		}
+		return controller.Result{}, err
+	}
+	return res, r.write(ctx, cur, p)
+}
+
+// write stores the status when it changed, then announces what the pass did.
+func (r *Reconciler) write(ctx context.Context, cur *rollbackv1alpha1.RevertCommit, p *pass) error {
+	if !equality.Semantic.DeepEqual(cur.Status, p.rc.Status) {
+		_, err := r.Client.RollbackV1alpha1().RevertCommits(p.rc.Namespace).UpdateStatus(ctx, p.rc, metav1.UpdateOptions{FieldManager: FieldManager})
+		if err != nil {
+			return err
+		}
+	}
+	for _, f := range p.events {
+		f()
+	}
+	return nil
+}
+
+func final(phase rollbackv1alpha1.RevertPhase) bool {
+	return phase == rollbackv1alpha1.RevertMerged || phase == rollbackv1alpha1.RevertFailed
+}
+
+// fail ends the revert: nothing more will happen to it.
+func (r *Reconciler) fail(p *pass, reason, message string) {
+	rc := p.rc
+	rc.Status.Phase = rollbackv1alpha1.RevertFailed
+	conditions.MarkStalled(&rc.Status.Conditions, rc.Generation, reason, message)
+	p.announce(func() {
+		r.Recorder.Event(rc, corev1.EventTypeWarning, EventRollbackFailed, message)
+		r.count(rc, metrics.ResultFailed)
+	})
+}
+
+func (r *Reconciler) count(rc *rollbackv1alpha1.RevertCommit, result string) {
+	r.Metrics.Total.WithLabelValues(rc.Namespace, rc.Spec.PromotionStrategyRef.Name, rc.Spec.ActiveBranch, trigger(rc), result).Inc()
+}
+
+func trigger(rc *rollbackv1alpha1.RevertCommit) string {
+	if rc.Spec.Trigger != nil {
+		return metrics.TriggerAutomatic
+	}
+	return metrics.TriggerManual
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func shortSHA(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+func configStall(err error, recheck time.Duration) error {
+	if scmgit.IsConfigError(err) {
+		return &stall{reason: "InvalidRepository", message: err.Error(), recheck: recheck}
+	}
+	return fmt.Errorf("open the repository: %w", err)
+}

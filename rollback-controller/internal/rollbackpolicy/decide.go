@@ -1,0 +1,198 @@
+package rollbackpolicy
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+)
+
+// Decisions about a failing check, as the decisions metric counts them.
+const (
+	DecisionFired           = "fired"
+	DecisionCooldown        = "cooldown"
+	DecisionOutsideWindow   = "outside_window"
+	DecisionAlreadyReverted = "already_reverted"
+	DecisionRunsARevert     = "runs_a_revert"
+	DecisionNoPromotion     = "no_promotion"
+	DecisionNoTarget        = "no_target"
+	DecisionWaiting         = "waiting"
+)
+
+// Failure is a failing check on the environment's active commit.
+type Failure struct {
+	Key         string
+	Description string
+}
+
+// Rules are the policy's trigger settings.
+type Rules struct {
+	Threshold, Window, Cooldown time.Duration
+}
+
+// Observed is what one reconcile knows of one environment.
+type Observed struct {
+	Env promoterv1alpha1.EnvironmentStatus
+	// Failure is the first failing key on Env.Active.HydratedSHA, nil when none fails.
+	Failure *Failure
+	// Previous is this environment's entry in the policy's status.
+	Previous rollbackv1alpha1.PolicyEnvironmentStatus
+	// Reverts are the RevertCommits of this strategy's environment, any author.
+	Reverts []*rollbackv1alpha1.RevertCommit
+	// Policy names the policy, to find the rollbacks it made.
+	Policy string
+}
+
+// Verdict is what to do for one environment.
+type Verdict struct {
+	Status rollbackv1alpha1.PolicyEnvironmentStatus
+	// Fire is set when a RevertCommit must be created now.
+	Fire *Fire
+	// Decision is the metric's label when a check fails ("" when none does).
+	Decision string
+	// RequeueAfter > 0 asks to look again then (the threshold or the cooldown ends).
+	RequeueAfter time.Duration
+}
+
+// Fire describes the RevertCommit to create.
+type Fire struct {
+	BadDrySHA string
+	Key       string
+	Reason    string
+	Since     metav1.MicroTime
+}
+
+// Decide applies the policy to one environment. It is pure: everything it needs is in o.
+func Decide(o Observed, rules Rules, now time.Time) Verdict {
+	active := o.Env.Active
+	v := Verdict{Status: rollbackv1alpha1.PolicyEnvironmentStatus{
+		Branch: o.Env.Branch, RevertedDrySHAs: o.Previous.RevertedDrySHAs, LastRollback: lastRollback(o),
+	}}
+	if active.DrySHA == "" || active.HydratedSHA == "" {
+		v.Status.Message = "waiting for the strategy to report the environment's active dry commit"
+		return v
+	}
+	if o.Failure == nil {
+		v.Status.Message = fmt.Sprintf("no check failing on dry %s", short(active.DrySHA))
+		return v
+	}
+	since := metav1.NewMicroTime(now)
+	if f := o.Previous.Failing; f != nil && f.HydratedSHA == active.HydratedSHA {
+		since = f.Since
+	}
+	v.Status.Failing = &rollbackv1alpha1.ObservedFailure{DrySHA: active.DrySHA, HydratedSHA: active.HydratedSHA, Key: o.Failure.Key, Since: since}
+	failing := fmt.Sprintf("%s failing on dry %s since %s", o.Failure.Key, short(active.DrySHA), since.UTC().Format(time.RFC3339))
+
+	if name := revertOf(o.Reverts, active.DrySHA); name != "" {
+		return v.hold(DecisionAlreadyReverted, fmt.Sprintf("%s; already reverted by RevertCommit %s, never twice", failing, name))
+	}
+	promoted, ok := promotionOf(o.Env, active.DrySHA)
+	if !ok {
+		return v.hold(DecisionNoPromotion, fmt.Sprintf("%s; no promotion of it is in the strategy's history, so it is left to people", failing))
+	}
+	if name := restoredBy(o.Reverts, active.DrySHA, promoted); name != "" {
+		return v.hold(DecisionRunsARevert, fmt.Sprintf("%s; the environment runs the revert made by RevertCommit %s, and a revert is never rolled back automatically", failing, name))
+	}
+	if since.Sub(promoted.Time.Time) > rules.Window {
+		return v.hold(DecisionOutsideWindow, fmt.Sprintf("%s; it started more than %s after the promotion merged (%s), outside the window",
+			failing, rules.Window, promoted.Time.UTC().Format(time.RFC3339)))
+	}
+	if due := since.Add(rules.Threshold); now.Before(due) {
+		v.Decision, v.RequeueAfter = DecisionWaiting, due.Sub(now)
+		v.Status.Message = fmt.Sprintf("%s; rolls back at %s unless it recovers", failing, due.UTC().Format(time.RFC3339))
+		return v
+	}
+	if last := v.Status.LastRollback; last != nil && now.Before(last.Time.Add(rules.Cooldown)) {
+		end := last.Time.Add(rules.Cooldown)
+		v = v.hold(DecisionCooldown, fmt.Sprintf("%s; in cooldown after RevertCommit %s until %s", failing, last.RevertCommit, end.UTC().Format(time.RFC3339)))
+		v.RequeueAfter = end.Sub(now)
+		return v
+	}
+	if !hasTarget(o.Env, active.DrySHA) {
+		return v.hold(DecisionNoTarget, fmt.Sprintf("%s; no other healthy dry SHA is recorded for the environment to go back to", failing))
+	}
+	v.Decision = DecisionFired
+	v.Fire = &Fire{BadDrySHA: active.DrySHA, Key: o.Failure.Key, Since: since,
+		Reason: fmt.Sprintf("%s failed in %s on dry %s: %s", o.Failure.Key, o.Env.Branch, short(active.DrySHA), o.Failure.Description)}
+	v.Status.Message = failing + "; rolling back"
+	return v
+}
+
+func (v Verdict) hold(decision, message string) Verdict {
+	v.Decision, v.Status.Message = decision, message
+	return v
+}
+
+// lastRollback is the newest RevertCommit this policy made for the environment. It is read
+// from the cluster, not from the policy's status, so a crash after a create cannot lose it.
+func lastRollback(o Observed) *rollbackv1alpha1.PolicyRollback {
+	var last *rollbackv1alpha1.PolicyRollback
+	for _, rc := range o.Reverts {
+		if rc.Labels[rollbackv1alpha1.PolicyLabel] != o.Policy {
+			continue
+		}
+		if last == nil || rc.CreationTimestamp.After(last.Time.Time) {
+			last = &rollbackv1alpha1.PolicyRollback{RevertCommit: rc.Name, BadDrySHA: badOf(rc), Time: rc.CreationTimestamp}
+		}
+	}
+	return last
+}
+
+// revertOf names a RevertCommit, by anyone, that reverts (or reverted, or was refused to revert)
+// bad dry SHA dry.
+func revertOf(reverts []*rollbackv1alpha1.RevertCommit, dry string) string {
+	for _, rc := range reverts {
+		if badOf(rc) == dry {
+			return rc.Name
+		}
+	}
+	return ""
+}
+
+func badOf(rc *rollbackv1alpha1.RevertCommit) string {
+	if rc.Status.BadDrySHA != "" {
+		return rc.Status.BadDrySHA
+	}
+	return rc.Spec.BadDrySHA
+}
+
+// promotionOf is the newest promotion of dry into the environment.
+func promotionOf(env promoterv1alpha1.EnvironmentStatus, dry string) (promoterv1alpha1.PromotionRecord, bool) {
+	for _, h := range env.History {
+		if h.DrySHA == dry {
+			return h, true
+		}
+	}
+	return promoterv1alpha1.PromotionRecord{}, false
+}
+
+// restoredBy names a merged RevertCommit that brought the environment back to dry after its
+// last promotion: the environment then runs a revert, not a promotion.
+func restoredBy(reverts []*rollbackv1alpha1.RevertCommit, dry string, promoted promoterv1alpha1.PromotionRecord) string {
+	for _, rc := range reverts {
+		st := rc.Status
+		if st.Phase == rollbackv1alpha1.RevertMerged && st.TargetDrySHA == dry && st.MergeTime != nil && !st.MergeTime.Before(&promoted.Time) {
+			return rc.Name
+		}
+	}
+	return ""
+}
+
+func hasTarget(env promoterv1alpha1.EnvironmentStatus, bad string) bool {
+	for _, h := range env.LastHealthyDrySHAs {
+		if h.SHA != bad {
+			return true
+		}
+	}
+	return false
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}

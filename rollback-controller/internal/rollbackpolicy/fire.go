@@ -1,0 +1,74 @@
+package rollbackpolicy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+)
+
+var notNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// RevertCommitName is the name of the RevertCommit a policy creates for a bad dry SHA of an
+// environment: <policy>-<env>-<bad dry SHA, 10>-<hash of policy and env, 6>. The same inputs
+// always give the same name, so a create repeated after a crash finds the first one and the same
+// bad dry SHA is never reverted twice; the hash keeps policy "a" on "b-c" apart from policy
+// "a-b" on "c".
+func RevertCommitName(policy, env, badDrySHA string) string {
+	short := badDrySHA
+	if len(short) > 10 {
+		short = short[:10]
+	}
+	sum := sha256.Sum256([]byte(policy + "\x00" + env))
+	suffix := "-" + short + "-" + hex.EncodeToString(sum[:])[:6]
+	n := strings.Trim(notNameChars.ReplaceAllString(strings.ToLower(policy+"-"+env), "-"), "-")
+	if max := 63 - len(suffix); len(n) > max {
+		n = strings.Trim(n[:max], "-")
+	}
+	return n + suffix
+}
+
+// fire creates the RevertCommit, or finds the one an earlier attempt created.
+func (r *Reconciler) fire(ctx context.Context, p *rollbackv1alpha1.RollbackPolicy, ps *promoterv1alpha1.PromotionStrategy, env string, f *Fire) (*rollbackv1alpha1.RevertCommit, error) {
+	client := r.Client.RollbackV1alpha1().RevertCommits(p.Namespace)
+	name := RevertCommitName(p.Name, env, f.BadDrySHA)
+	autoMerge := p.Spec.AutoMerge == nil || *p.Spec.AutoMerge
+	rc := &rollbackv1alpha1.RevertCommit{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: map[string]string{rollbackv1alpha1.PolicyLabel: p.Name}},
+		Spec: rollbackv1alpha1.RevertCommitSpec{
+			PromotionStrategyRef: rollbackv1alpha1.PromotionStrategyReference{Name: ps.Name},
+			ActiveBranch:         env,
+			BadDrySHA:            f.BadDrySHA,
+			Reason:               truncate(f.Reason, 1024),
+			AutoMerge:            &autoMerge,
+			Trigger:              &rollbackv1alpha1.RollbackTrigger{Policy: p.Name, Key: f.Key, FailingSince: f.Since},
+		},
+	}
+	created, err := client.Create(ctx, rc, metav1.CreateOptions{FieldManager: FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		created, err = client.Get(ctx, name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create RevertCommit %s: %w", name, err)
+	}
+	return created, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	for len(string(r)) > n-3 {
+		r = r[:len(r)-1]
+	}
+	return string(r) + "..."
+}
