@@ -4,12 +4,13 @@ SHELL := /usr/bin/env bash
 
 MODULES     := api testenv pkg gate-controller health-controller promoter-controller commitstatus-controller rollback-controller dev
 # Tool modules outside go.work that have tests of their own; built and tested with GOWORK=off.
-TOOL_MODULES := hack/tools/images
+# hack/monitoring runs the demo story and scrapes the controllers: it needs make build.
+TOOL_MODULES := hack/tools/images hack/chart-common/chartgen hack/monitoring
 CONTROLLERS := gate health promoter commitstatus rollback
 GOTEST_FLAGS ?= -count=1
 LOCK        := .cache/codegen.lock
 
-.PHONY: all generate verify build images test unit bench lint charts testbin testbin-kube testbin-gitea demo controlplane clean
+.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea demo controlplane clean
 
 all: build
 
@@ -64,9 +65,14 @@ lint:
 	@# Each controller also builds alone, through its replace of ../pkg.
 	@for c in $(CONTROLLERS); do (cd $$c-controller && GOWORK=off go build ./...) || exit 1; done
 
-## charts: lint every chart and install it into the local control plane, alone and all together.
-charts: testbin
-	cd testenv && go test $(GOTEST_FLAGS) -run TestCharts ./charts/...
+## charts: lint every chart and install it into the local control plane, alone, together and
+## through the umbrella chart sluice; CRD ownership, schemas, sharding and least privilege.
+charts: testbin-kube
+	cd testenv && go test $(GOTEST_FLAGS) ./charts/...
+
+## monitoring: every alert and dashboard expression checked against the controllers' real /metrics.
+monitoring: testbin build
+	cd hack/monitoring && GOWORK=off go test $(GOTEST_FLAGS) ./...
 
 ## demo: the whole story on the embedded local control plane. No cluster, no Docker.
 demo: testbin build

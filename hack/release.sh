@@ -21,7 +21,7 @@ set -o errexit -o nounset -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 IMAGES=bin/images
-DIST=dist
+DIST="${DIST:-dist}"
 VERSION_PKG=github.com/sluicehq/sluice/pkg/version
 VERSION="${VERSION:-$(jq -r .version "${IMAGES}/images.json" 2>/dev/null || true)}"
 VERSION="${VERSION#v}"
@@ -100,11 +100,25 @@ binaries() {
 }
 
 charts() {
-  local chart
+  local chart stage
   rm -rf "${DIST}/charts" && mkdir -p "${DIST}/charts"
-  for chart in charts/*/; do
-    "${HELM}" package "${chart}" --version "${VERSION}" --app-version "${VERSION}" -d "${DIST}/charts"
+  # A copy where every chart, and every dependency of the umbrella chart sluice, is at the
+  # release's version, so the umbrella chart carries the controller charts of this release.
+  stage="$(mktemp -d)"
+  cp -R charts/. "${stage}/"
+  rm -rf "${stage}/sluice/charts" "${stage}/sluice/Chart.lock"
+  for chart in "${stage}"/*/Chart.yaml; do
+    sed -i.orig -E -e "s/^version: .*/version: ${VERSION}/" -e "s/^appVersion: .*/appVersion: \"${VERSION}\"/" \
+      -e "s/^    version: .*/    version: ${VERSION}/" \
+      -e "s#(image: ghcr.io/sluicehq/[a-z-]+):[^ ]+#\1:${VERSION}#" "${chart}"
+    rm -f "${chart}.orig"
   done
+  # file:// dependencies need no network; --skip-refresh leaves helm's repository indexes alone.
+  "${HELM}" dependency build --skip-refresh "${stage}/sluice"
+  for chart in "${stage}"/*/; do
+    "${HELM}" package "${chart}" -d "${DIST}/charts"
+  done
+  rm -rf "${stage}"
 }
 
 push_charts() {

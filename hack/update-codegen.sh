@@ -37,24 +37,33 @@ rm -rf "${ROOT}/api/crds"/*.yaml
 mkdir -p "${ROOT}/api/crds"
 (cd "${ROOT}/api" && "${GOBIN}/controller-gen" crd:crdVersions=v1 paths=./... output:crd:artifacts:config=crds)
 
-# Charts: each ships the CRDs of the groups it owns or cannot work without, in crds/ so Helm
-# installs them once, never takes ownership (no conflicts between charts) and keeps them on
-# uninstall. The shared templates are copied so every chart renders the same workload.
-declare -A CHART_GROUPS=(
-  [gate-controller]="gating.sluice.dev"
-  [health-controller]="health.sluice.dev"
-  [commitstatus-controller]="commitstatus.sluice.dev scm.sluice.dev"
-  [promoter-controller]="promoter.sluice.dev commitstatus.sluice.dev scm.sluice.dev gating.sluice.dev"
-  [rollback-controller]="rollback.sluice.dev promoter.sluice.dev commitstatus.sluice.dev scm.sluice.dev"
+# Charts: every CRD has exactly one owner chart, which ships it in files/crds/ and renders it as a
+# template (hack/chart-common/_sluice.tpl, sluice.crds), so `helm upgrade` upgrades it and
+# crds.keep keeps it on uninstall. A chart that needs another chart's kinds says so in its README;
+# no CRD is copied into a second chart. The shared templates are copied into every controller
+# chart, and values.yaml and values.schema.json are written from hack/chart-common and the chart's
+# values.own.yaml and values.own.schema.json.
+declare -A CRD_OWNER=(
+  [gating.sluice.dev]=gate-controller
+  [health.sluice.dev]=health-controller
+  [commitstatus.sluice.dev]=commitstatus-controller
+  [scm.sluice.dev]=commitstatus-controller
+  [promoter.sluice.dev]=promoter-controller
+  [rollback.sluice.dev]=rollback-controller
 )
-for chart in "${!CHART_GROUPS[@]}"; do
-  dir="${ROOT}/charts/${chart}"
-  [ -d "${dir}" ] || continue
-  rm -rf "${dir}/crds"
-  for group in ${CHART_GROUPS[${chart}]}; do
-    for crd in "${ROOT}/api/crds/${group}"_*.yaml; do
-      if [ -e "${crd}" ]; then mkdir -p "${dir}/crds" && cp "${crd}" "${dir}/crds/"; fi
-    done
-  done
+for dir in "${ROOT}"/charts/*-controller; do
+  rm -rf "${dir}/crds" "${dir}/files/crds"
   cp "${ROOT}/hack/chart-common/_sluice.tpl" "${dir}/templates/_sluice.tpl"
 done
+for crd in "${ROOT}/api/crds"/*.yaml; do
+  group="$(basename "${crd}")"
+  group="${group%%_*}"
+  owner="${CRD_OWNER[${group}]:-}"
+  if [ -z "${owner}" ]; then
+    echo "no chart owns the CRDs of API group ${group}: add it to CRD_OWNER in hack/update-codegen.sh" >&2
+    exit 1
+  fi
+  mkdir -p "${ROOT}/charts/${owner}/files/crds"
+  cp "${crd}" "${ROOT}/charts/${owner}/files/crds/"
+done
+(cd "${ROOT}/hack/chart-common/chartgen" && GOWORK=off go run . -common .. -charts ../../../charts)

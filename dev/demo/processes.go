@@ -53,6 +53,7 @@ func startControllers(ctx context.Context, binDir, kubeconfig, logDir string, s 
 			return procs, fmt.Errorf("start %s: %w", name, err)
 		}
 		procs = append(procs, cmd)
+		s.Metrics[name] = metrics
 		s.Say("%-24s pid %-7d metrics http://%s/metrics", name, cmd.Process.Pid, metrics)
 	}
 	return procs, nil

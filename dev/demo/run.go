@@ -23,6 +23,9 @@ type Options struct {
 	Out io.Writer
 	// LogDir receives each controller's log file; empty uses a temporary folder.
 	LogDir string
+	// AfterStory, when set, runs after the last chapter while the controllers still run, with
+	// the story's state (Story.Metrics gives each controller's /metrics address).
+	AfterStory func(context.Context, *Story) error
 }
 
 // chapters run in order; each controller adds its own.
@@ -41,7 +44,7 @@ var chapters = []struct {
 
 // Run tells the whole story and stops every process it started, also when ctx is cancelled.
 func Run(ctx context.Context, opts Options) (err error) {
-	s := &Story{out: opts.Out, start: time.Now(), Namespace: "demo"}
+	s := &Story{out: opts.Out, start: time.Now(), Namespace: "demo", Metrics: map[string]string{}}
 	s.Chapter("Sluice demo")
 	s.Step("starting the local control plane (kube-apiserver + etcd built from Go modules)")
 	env, err := testenv.Start(testenv.Options{})
@@ -75,6 +78,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 		s.Chapter(ch.title)
 		if err := ch.run(ctx, s); err != nil {
 			return fmt.Errorf("%s: %w", ch.title, err)
+		}
+	}
+	if opts.AfterStory != nil {
+		if err := opts.AfterStory(ctx, s); err != nil {
+			return fmt.Errorf("after the story: %w", err)
 		}
 	}
 	s.Chapter("The end")

@@ -21,9 +21,11 @@ import (
 type Story struct {
 	Env       *testenv.Env
 	Namespace string
-	out       io.Writer
-	start     time.Time
-	kubectl   string
+	// Metrics maps each running controller to the address of its /metrics.
+	Metrics map[string]string
+	out     io.Writer
+	start   time.Time
+	kubectl string
 }
 
 // Step prints a timeline entry.

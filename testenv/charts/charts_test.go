@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -17,14 +19,14 @@ import (
 	"github.com/sluicehq/sluice/testenv"
 )
 
-// Every chart must lint, install alone on an empty cluster and uninstall, keeping its CRDs; then
-// all charts must install together without Helm ownership conflicts.
+// Every controller chart must lint, install alone on an empty cluster and uninstall, keeping its
+// CRDs; then all of them must install together without Helm ownership conflicts.
 func TestChartsInstallAloneAndTogether(t *testing.T) {
 	testenv.SkipIfShort(t)
 	ctx := context.Background()
-	dirs, err := All()
+	dirs, err := Controllers()
 	require.NoError(t, err)
-	require.NotEmpty(t, dirs)
+	require.Len(t, dirs, 5)
 
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
@@ -32,13 +34,14 @@ func TestChartsInstallAloneAndTogether(t *testing.T) {
 			env := startEmpty(t)
 			helm := newHelm(t, env)
 			require.NoError(t, helm.Lint(ctx, dir))
-			require.NoError(t, helm.Lint(ctx, dir, "metrics.serviceMonitor.enabled=true", "podDisruptionBudget.enabled=true", "replicaCount=2"))
+			require.NoError(t, helm.Lint(ctx, dir, "metrics.serviceMonitor.enabled=true", "podDisruptionBudget.enabled=true",
+				"networkPolicy.enabled=true", "networkPolicy.egress.enabled=true", "replicaCount=2"))
 
 			require.NoError(t, helm.Install(ctx, name, "sluice-system", dir))
 			_, err := env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, name, metav1.GetOptions{})
 			require.NoError(t, err, "the chart creates its Deployment")
-			crds := chartCRDs(t, env, dir)
-			assertLeastPrivilege(t, env, name)
+			crds := waitCRDs(t, env, ownedCRDs(t, dir))
+			assertLeastPrivilege(t, env, "sluice-system", name)
 
 			require.NoError(t, helm.Uninstall(ctx, name, "sluice-system"))
 			for _, crd := range crds {
@@ -57,23 +60,50 @@ func TestChartsInstallAloneAndTogether(t *testing.T) {
 		}
 		for _, dir := range dirs {
 			name := filepath.Base(dir)
-			assertLeastPrivilege(t, env, name)
+			assertLeastPrivilege(t, env, "sluice-system", name)
 			require.NoError(t, helm.Uninstall(ctx, name, "sluice-system"))
 		}
 	})
 }
 
-func TestValuesSchemaRejectsBadValues(t *testing.T) {
+// The umbrella chart installs every controller chart from this checkout with no network, each one
+// switchable, and keeps the CRDs on uninstall.
+func TestUmbrellaChartInstallsEveryController(t *testing.T) {
 	testenv.SkipIfShort(t)
-	dirs, err := All()
+	ctx := context.Background()
+	umbrella := buildUmbrella(t)
+	dirs, err := Controllers()
 	require.NoError(t, err)
 	env := startEmpty(t)
 	helm := newHelm(t, env)
+	require.NoError(t, helm.Lint(ctx, umbrella, "monitoring.dashboard.enabled=true", "monitoring.prometheusRules.enabled=true",
+		"global.imageRegistry=registry.example", "gate-controller.podDisruptionBudget.enabled=true"))
+
+	require.NoError(t, helm.Install(ctx, "sluice", "sluice-system", umbrella, "monitoring.dashboard.enabled=true"))
+	var crds []string
 	for _, dir := range dirs {
-		err := helm.Lint(context.Background(), dir, "workers=0")
-		assert.ErrorContains(t, err, "workers", "%s: values.schema.json rejects workers=0", filepath.Base(dir))
-		err = helm.Lint(context.Background(), dir, "log.format=xml")
-		assert.ErrorContains(t, err, "format", "%s: values.schema.json rejects log.format=xml", filepath.Base(dir))
+		name := filepath.Base(dir)
+		deployment, err := env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, "sluice-"+name, metav1.GetOptions{})
+		require.NoError(t, err, "the umbrella chart installs %s", name)
+		assert.Contains(t, deployment.Spec.Template.Spec.Containers[0].Image, "ghcr.io/sluicehq/"+name+":")
+		assertLeastPrivilege(t, env, "sluice-system", "sluice-"+name)
+		crds = append(crds, waitCRDs(t, env, ownedCRDs(t, dir))...)
+	}
+	dashboard, err := env.Kube.CoreV1().ConfigMaps("sluice-system").Get(ctx, "sluice-dashboard", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "1", dashboard.Labels["grafana_dashboard"], "Grafana's sidecar finds it")
+
+	// Switching one controller off removes it and nothing else.
+	require.NoError(t, helm.Upgrade(ctx, "sluice", "sluice-system", umbrella, "promoter-controller.enabled=false"))
+	_, err = env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, "sluice-promoter-controller", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "promoter-controller.enabled=false removes the promoter")
+	_, err = env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, "sluice-gate-controller", metav1.GetOptions{})
+	assert.NoError(t, err, "the gate-controller stays")
+
+	require.NoError(t, helm.Uninstall(ctx, "sluice", "sluice-system"))
+	for _, crd := range crds {
+		_, err := env.Dynamic.Resource(crdGVR).Get(ctx, crd, metav1.GetOptions{})
+		assert.NoError(t, err, "CRD %s is kept on uninstall", crd)
 	}
 }
 
@@ -95,18 +125,37 @@ func newHelm(t *testing.T, env *testenv.Env) *Helm {
 	return helm
 }
 
-// chartCRDs returns the names of the CRDs the chart installed, after checking each is served.
-func chartCRDs(t *testing.T, env *testenv.Env, dir string) []string {
+// buildUmbrella packages the controller charts into the umbrella chart's charts/ folder, as the
+// README's install from a checkout does, and returns the umbrella chart's folder.
+func buildUmbrella(t *testing.T) string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "crds", "*.yaml"))
+	umbrella, err := Umbrella()
+	require.NoError(t, err)
+	helm, err := NewHelm(&testenv.Env{})
+	require.NoError(t, err)
+	defer helm.Close()
+	require.NoError(t, helm.DependencyBuild(context.Background(), umbrella))
+	return umbrella
+}
+
+// ownedCRDs returns the names of the CRDs in the chart's files/crds, the API groups it owns.
+func ownedCRDs(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "files", "crds", "*.yaml"))
 	require.NoError(t, err)
 	var names []string
 	for _, f := range files {
 		// Files are named <group>_<plural>.yaml by controller-gen.
-		base := filepath.Base(f)
-		group, plural := splitCRDFile(base)
+		group, plural, ok := strings.Cut(strings.TrimSuffix(filepath.Base(f), ".yaml"), "_")
+		require.True(t, ok, "CRD file %s is named <group>_<plural>.yaml", f)
 		names = append(names, plural+"."+group)
 	}
+	return names
+}
+
+// waitCRDs waits until every named CRD is served, and returns the names.
+func waitCRDs(t *testing.T, env *testenv.Env, names []string) []string {
+	t.Helper()
 	for _, name := range names {
 		err := testenv.Wait(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
 			_, err := env.Dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
@@ -117,25 +166,16 @@ func chartCRDs(t *testing.T, env *testenv.Env, dir string) []string {
 	return names
 }
 
-func splitCRDFile(base string) (group, plural string) {
-	base = base[:len(base)-len(".yaml")]
-	for i := len(base) - 1; i >= 0; i-- {
-		if base[i] == '_' {
-			return base[:i], base[i+1:]
-		}
-	}
-	return "", base
-}
-
-// assertLeastPrivilege proves through impersonation that the chart's ServiceAccount can hold its
-// Lease and cannot read Secrets cluster-wide, write RBAC, or delete namespaces.
-func assertLeastPrivilege(t *testing.T, env *testenv.Env, release string) {
+// assertLeastPrivilege proves through impersonation that the ServiceAccount sa can hold its own
+// Lease and no other, and cannot read Secrets cluster-wide, write RBAC, or delete namespaces.
+func assertLeastPrivilege(t *testing.T, env *testenv.Env, namespace, sa string) {
 	t.Helper()
-	client, err := kubernetes.NewForConfig(env.Impersonate("sluice-system", release))
+	client, err := kubernetes.NewForConfig(env.Impersonate(namespace, sa))
 	require.NoError(t, err)
 	ctx := context.Background()
 	allowed := []authorizationv1.ResourceAttributes{
-		{Namespace: "sluice-system", Verb: "update", Group: "coordination.k8s.io", Resource: "leases"},
+		{Namespace: namespace, Verb: "create", Group: "coordination.k8s.io", Resource: "leases"},
+		{Namespace: namespace, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: sa + "-leader"},
 		{Namespace: "apps", Verb: "create", Resource: "events"},
 	}
 	denied := []authorizationv1.ResourceAttributes{
@@ -143,19 +183,24 @@ func assertLeastPrivilege(t *testing.T, env *testenv.Env, release string) {
 		{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"},
 		{Verb: "delete", Resource: "namespaces"},
 		{Namespace: "kube-system", Verb: "update", Group: "coordination.k8s.io", Resource: "leases"},
+		{Namespace: namespace, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: "another-release-leader"},
 	}
 	for _, a := range allowed {
 		ok, err := Can(ctx, client, a)
 		require.NoError(t, err)
-		assert.True(t, ok, "%s may %s", release, describe(a))
+		assert.True(t, ok, "%s may %s", sa, describe(a))
 	}
 	for _, a := range denied {
 		ok, err := Can(ctx, client, a)
 		require.NoError(t, err)
-		assert.False(t, ok, "%s must not %s", release, describe(a))
+		assert.False(t, ok, "%s must not %s", sa, describe(a))
 	}
 }
 
 func describe(a authorizationv1.ResourceAttributes) string {
-	return fmt.Sprintf("%s %s.%s in %q", a.Verb, a.Resource, a.Group, a.Namespace)
+	name := ""
+	if a.Name != "" {
+		name = " " + a.Name
+	}
+	return fmt.Sprintf("%s %s.%s%s in %q", a.Verb, a.Resource, a.Group, name, a.Namespace)
 }

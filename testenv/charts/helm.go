@@ -1,5 +1,5 @@
-// Package charts lints and installs the Sluice Helm charts into the local control plane with a
-// helm binary built from its Go module, and checks what a chart's ServiceAccount may do.
+// Package charts lints, renders and installs the Sluice Helm charts into the local control plane
+// with a helm binary built from its Go module, and checks what a chart's ServiceAccount may do.
 package charts
 
 import (
@@ -14,6 +14,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/sluicehq/sluice/testenv"
 )
@@ -23,9 +24,11 @@ type Helm struct {
 	bin        string
 	kubeconfig string
 	home       string
+	proxy      *versionProxy
 }
 
-// NewHelm returns a Helm for env. Call Close to remove its home folder.
+// NewHelm returns a Helm for env, or for rendering and linting only when env has no control
+// plane. Call Close to stop its proxy and remove its home folder.
 func NewHelm(env *testenv.Env) (*Helm, error) {
 	bin, err := testenv.Tool("helm")
 	if err != nil {
@@ -35,11 +38,29 @@ func NewHelm(env *testenv.Env) (*Helm, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Helm{bin: bin, kubeconfig: env.Kubeconfig, home: home}, nil
+	h := &Helm{bin: bin, home: home}
+	if env.Config == nil {
+		return h, nil
+	}
+	if h.proxy, err = startVersionProxy(env.Config); err != nil {
+		_ = os.RemoveAll(home)
+		return nil, err
+	}
+	h.kubeconfig = filepath.Join(home, "kubeconfig")
+	if err := testenv.WriteKubeconfig(&rest.Config{Host: h.proxy.URL}, h.kubeconfig); err != nil {
+		_ = h.Close()
+		return nil, err
+	}
+	return h, nil
 }
 
-// Close removes helm's home folder.
-func (h *Helm) Close() error { return os.RemoveAll(h.home) }
+// Close stops the proxy and removes helm's home folder.
+func (h *Helm) Close() error {
+	if h.proxy != nil {
+		_ = h.proxy.Close()
+	}
+	return os.RemoveAll(h.home)
+}
 
 // Run runs helm with args and returns its combined output.
 func (h *Helm) Run(ctx context.Context, args ...string) (string, error) {
@@ -60,8 +81,14 @@ func (h *Helm) Run(ctx context.Context, args ...string) (string, error) {
 
 // Lint runs `helm lint --strict`, which also validates values against values.schema.json.
 func (h *Helm) Lint(ctx context.Context, chart string, set ...string) error {
-	_, err := h.Run(ctx, append([]string{"lint", "--strict", chart}, setArgs(set)...)...)
+	_, err := h.LintOutput(ctx, chart, set...)
 	return err
+}
+
+// LintOutput is Lint with helm's output, which names a value the schema refuses (the error also
+// repeats the arguments, so test a refusal on the output).
+func (h *Helm) LintOutput(ctx context.Context, chart string, set ...string) (string, error) {
+	return h.Run(ctx, append([]string{"lint", "--strict", chart, "--kube-version", KubeVersion}, setArgs(set)...)...)
 }
 
 // Install installs chart as release into namespace, creating the namespace.
@@ -71,9 +98,34 @@ func (h *Helm) Install(ctx context.Context, release, namespace, chart string, se
 	return err
 }
 
-// Uninstall removes release; CRDs from a chart's crds/ folder stay, by Helm's design.
+// Upgrade upgrades release to chart with the values in set (the chart's defaults otherwise).
+func (h *Helm) Upgrade(ctx context.Context, release, namespace, chart string, set ...string) error {
+	args := []string{"upgrade", release, chart, "--namespace", namespace}
+	_, err := h.Run(ctx, append(args, setArgs(set)...)...)
+	return err
+}
+
+// Uninstall removes release. Resources marked helm.sh/resource-policy: keep stay.
 func (h *Helm) Uninstall(ctx context.Context, release, namespace string) error {
 	_, err := h.Run(ctx, "uninstall", release, "--namespace", namespace, "--wait")
+	return err
+}
+
+// KubeVersion is the Kubernetes version `helm template` renders for: the local control plane's.
+// A helm built from its Go module without release ldflags would otherwise assume v1.20.
+const KubeVersion = "1.36.3"
+
+// Template renders chart as release in namespace, with extra flags (such as --api-versions)
+// before the values in set.
+func (h *Helm) Template(ctx context.Context, release, namespace, chart string, extra []string, set ...string) (string, error) {
+	args := append([]string{"template", release, chart, "--namespace", namespace, "--kube-version", KubeVersion}, extra...)
+	return h.Run(ctx, append(args, setArgs(set)...)...)
+}
+
+// DependencyBuild packages the file:// dependencies of the umbrella chart into its charts/
+// folder, without network: --skip-refresh leaves helm's repository indexes alone.
+func (h *Helm) DependencyBuild(ctx context.Context, chart string) error {
+	_, err := h.Run(ctx, "dependency", "build", "--skip-refresh", chart)
 	return err
 }
 
@@ -85,13 +137,13 @@ func setArgs(set []string) []string {
 	return args
 }
 
-// All returns the folder of every chart under charts/, sorted.
-func All() ([]string, error) {
+// Controllers returns the folder of every controller chart (charts/*-controller), sorted.
+func Controllers() ([]string, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	matches, err := filepath.Glob(filepath.Join(root, "charts", "*", "Chart.yaml"))
+	matches, err := filepath.Glob(filepath.Join(root, "charts", "*-controller", "Chart.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +153,15 @@ func All() ([]string, error) {
 	}
 	sort.Strings(dirs)
 	return dirs, nil
+}
+
+// Umbrella returns the folder of the sluice chart, which installs every controller chart.
+func Umbrella() (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "charts", "sluice"), nil
 }
 
 // Can asks the API server whether the client's user may perform verb on resource. With an

@@ -1,4 +1,4 @@
 {{/* The commitstatus-controller adds nothing to the shared Deployment: its flags go in extraArgs
-(see sluice.controller in _sluice.tpl). */}}
-{{- define "sluice.controller" -}}
+(see sluice.controllerParts in _sluice.tpl). */}}
+{{- define "commitstatus-controller.controller" -}}
 {{- end -}}

@@ -36,16 +36,36 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 
-{{/* sluice.controller is the hook through which a chart adds what its own controller needs to
-the shared Deployment: every chart defines it in templates/_controller.tpl, empty when it needs
-nothing (Helm fails on the include of an undefined template, so it cannot be optional). It renders
-a YAML map with any of the lists args (flags), ports (container ports), volumeMounts and volumes.
-The user's extraArgs, extraPorts, extraVolumeMounts and extraVolumes come after the chart's, so a
-flag in extraArgs overrides the chart's one. */}}
+{{/* sluice.image is the image reference: global.imageRegistry or image.registry, the repository,
+global.imageTag or image.tag (the chart's appVersion by default) and, when set, the digest that
+pins it. */}}
+{{- define "sluice.image" -}}
+{{- $global := .Values.global | default dict -}}
+{{- $registry := $global.imageRegistry | default .Values.image.registry -}}
+{{- $ref := .Values.image.repository -}}
+{{- if $registry }}{{ $ref = printf "%s/%s" $registry $ref }}{{ end -}}
+{{- $ref = printf "%s:%s" $ref ($global.imageTag | default .Values.image.tag | default .Chart.AppVersion) -}}
+{{- if .Values.image.digest }}{{ $ref = printf "%s@%s" $ref .Values.image.digest }}{{ end -}}
+{{- $ref -}}
+{{- end -}}
+
+{{/* sluice.leaseName is the leader-election Lease of this release: named after the release, so
+two releases of a chart in one namespace (shards) never share one. For the default release name,
+such as gate-controller, it is the binary's default, gate-controller-leader. */}}
+{{- define "sluice.leaseName" -}}
+{{- printf "%s-leader" (include "sluice.fullname" . | trunc 56 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/* <chart>.controller is the hook through which a chart adds what its own controller needs to
+the shared Deployment: every chart defines it in templates/_controller.tpl, named after the chart
+(template names are global across a parent chart and its subcharts), empty when it needs nothing.
+It renders a YAML map with any of the lists args (flags), ports (container ports), volumeMounts
+and volumes. The user's extraArgs, extraPorts, extraVolumeMounts and extraVolumes come after the
+chart's, so a flag in extraArgs overrides the chart's one. */}}
 {{- define "sluice.controllerParts" -}}
-{{- $parts := include "sluice.controller" . | fromYaml -}}
+{{- $parts := include (printf "%s.controller" .Chart.Name) . | fromYaml -}}
 {{- if hasKey $parts "Error" -}}
-{{- fail (printf "the sluice.controller template of chart %s is not a YAML map: %s" .Chart.Name $parts.Error) -}}
+{{- fail (printf "the %s.controller template is not a YAML map: %s" .Chart.Name $parts.Error) -}}
 {{- end -}}
 {{- $merged := dict -}}
 {{- range $key, $extra := dict "args" "extraArgs" "ports" "extraPorts" "volumeMounts" "extraVolumeMounts" "volumes" "extraVolumes" -}}
@@ -55,7 +75,7 @@ flag in extraArgs overrides the chart's one. */}}
 {{- end -}}
 
 {{/* sluice.workload renders the ServiceAccount, Deployment, metrics Service, leader-election
-Role, and the opt-in ServiceMonitor and PodDisruptionBudget. */}}
+Role, and the opt-in ServiceMonitor, PodDisruptionBudget and NetworkPolicy. */}}
 {{- define "sluice.workload" -}}
 {{- $parts := include "sluice.controllerParts" . | fromYaml -}}
 {{- if .Values.serviceAccount.create }}
@@ -83,20 +103,30 @@ spec:
     matchLabels: {{- include "sluice.selectorLabels" . | nindent 6 }}
   template:
     metadata:
-      labels: {{- include "sluice.selectorLabels" . | nindent 8 }}
+      labels: {{- include "sluice.labels" . | nindent 8 }}
+        {{- with .Values.podLabels }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
       {{- with .Values.podAnnotations }}
       annotations: {{- toYaml . | nindent 8 }}
       {{- end }}
     spec:
       serviceAccountName: {{ include "sluice.serviceAccountName" . }}
+      {{- with concat ((.Values.global | default dict).imagePullSecrets | default list) .Values.imagePullSecrets }}
+      imagePullSecrets: {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with .Values.priorityClassName }}
+      priorityClassName: {{ . }}
+      {{- end }}
       securityContext: {{- toYaml .Values.podSecurityContext | nindent 8 }}
       containers:
         - name: controller
-          image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"
+          image: {{ include "sluice.image" . | quote }}
           imagePullPolicy: {{ .Values.image.pullPolicy }}
           args:
             - --leader-elect={{ .Values.leaderElection.enabled }}
             - --leader-election-namespace={{ .Release.Namespace }}
+            - --leader-election-id={{ include "sluice.leaseName" . }}
             - --namespace={{ .Values.watchNamespace }}
             - --watch-label-selector={{ .Values.watchLabelSelector }}
             - --workers={{ .Values.workers }}
@@ -150,6 +180,16 @@ spec:
       {{- with .Values.affinity }}
       affinity: {{- toYaml . | nindent 8 }}
       {{- end }}
+      {{- with .Values.topologySpreadConstraints }}
+      topologySpreadConstraints:
+        {{- range . }}
+        {{- $constraint := . }}
+        {{- if not .labelSelector }}
+        {{- $constraint = merge (dict "labelSelector" (dict "matchLabels" (include "sluice.selectorLabels" $ | fromYaml))) . }}
+        {{- end }}
+        - {{ toYaml $constraint | nindent 10 | trim }}
+        {{- end }}
+      {{- end }}
 ---
 apiVersion: v1
 kind: Service
@@ -164,7 +204,8 @@ spec:
       port: {{ .Values.metrics.port }}
       targetPort: metrics
 ---
-# Leader election and Events need only the release namespace.
+# Leader election: this release's Lease only. RBAC cannot name the object of a create, so create
+# is granted on Leases in the release namespace; get and update only on this release's Lease.
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
@@ -174,7 +215,11 @@ metadata:
 rules:
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    verbs: [get, create, update]
+    verbs: [create]
+  - apiGroups: [coordination.k8s.io]
+    resources: [leases]
+    resourceNames: [{{ include "sluice.leaseName" . | quote }}]
+    verbs: [get, update]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -207,6 +252,9 @@ spec:
   endpoints:
     - port: metrics
       interval: {{ .Values.metrics.serviceMonitor.interval }}
+      # The Sluice series label objects by namespace and name: keep those over the target's own
+      # namespace label, as for kube-state-metrics, so dashboards and alerts name the object.
+      honorLabels: true
 {{- end }}
 {{- if .Values.podDisruptionBudget.enabled }}
 ---
@@ -217,9 +265,75 @@ metadata:
   namespace: {{ .Release.Namespace }}
   labels: {{- include "sluice.labels" . | nindent 4 }}
 spec:
-  minAvailable: {{ .Values.podDisruptionBudget.minAvailable }}
+  # Never minAvailable: at one replica it would forbid every eviction and block node drains.
+  maxUnavailable: {{ .Values.podDisruptionBudget.maxUnavailable }}
   selector:
     matchLabels: {{- include "sluice.selectorLabels" . | nindent 6 }}
+{{- end }}
+{{- if .Values.networkPolicy.enabled }}
+---
+{{ include "sluice.networkPolicy" (dict "root" . "ports" $parts.ports) }}
+{{- end }}
+{{- end -}}
+
+{{/* sluice.networkPolicy admits ingress to the metrics and probe ports and the chart's own ports
+(such as the promoter's webhook), and with egress.enabled limits egress to DNS and the listed
+ports. Called with a dict: root (the chart's context) and ports (its container ports). */}}
+{{- define "sluice.networkPolicy" -}}
+{{- $np := .root.Values.networkPolicy -}}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ include "sluice.fullname" .root }}
+  namespace: {{ .root.Release.Namespace }}
+  labels: {{- include "sluice.labels" .root | nindent 4 }}
+spec:
+  podSelector:
+    matchLabels: {{- include "sluice.selectorLabels" .root | nindent 6 }}
+  policyTypes: [Ingress{{ if $np.egress.enabled }}, Egress{{ end }}]
+  ingress:
+    - ports: [{port: metrics, protocol: TCP}]
+      {{- with $np.metricsFrom }}
+      from: {{- toYaml . | nindent 8 }}
+      {{- end }}
+    # kubelet probes come from the node; most network plugins never filter them, some need this.
+    - ports: [{port: probes, protocol: TCP}]
+    {{- range .ports }}
+    - ports: [{port: {{ .containerPort }}, protocol: TCP}]
+    {{- end }}
+  {{- if $np.egress.enabled }}
+  egress:
+    - ports: [{port: 53, protocol: UDP}, {port: 53, protocol: TCP}]
+    {{- with $np.egress.ports }}
+    - ports:
+        {{- range . }}
+        - {port: {{ . }}, protocol: TCP}
+        {{- end }}
+    {{- end }}
+    {{- with $np.egress.extraRules }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- end }}
+{{- end -}}
+
+{{/* sluice.crds renders the CRDs in the chart's files/crds (the API groups it owns, copied there
+by make generate) as ordinary templates, so upgrades upgrade them, with crds.keep's annotations
+that keep them when Helm uninstalls the release or Argo CD prunes or deletes its Application. */}}
+{{- define "sluice.crds" -}}
+{{- if .Values.crds.enabled }}
+{{- range $path, $_ := .Files.Glob "files/crds/*.yaml" }}
+{{- $crd := $.Files.Get $path | fromYaml }}
+{{- $meta := $crd.metadata }}
+{{- $_ := set $meta "labels" (merge ($meta.labels | default dict) (include "sluice.labels" $ | fromYaml)) }}
+{{- $annotations := $meta.annotations | default dict }}
+{{- if $.Values.crds.keep }}
+{{- $_ := set $annotations "helm.sh/resource-policy" "keep" }}
+{{- $_ := set $annotations "argocd.argoproj.io/sync-options" "Prune=false,Delete=false" }}
+{{- end }}
+{{- $_ := set $meta "annotations" $annotations }}
+---
+{{ toYaml $crd }}
+{{- end }}
 {{- end }}
 {{- end -}}
 

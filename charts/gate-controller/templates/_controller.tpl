@@ -1,7 +1,7 @@
 {{/* The gate-controller's --targets flag, rendered from the targets value and added to the shared
-Deployment (see sluice.controller in _sluice.tpl); a --targets in the user's extraArgs comes after
+Deployment (see sluice.controllerParts in _sluice.tpl); a --targets in the user's extraArgs comes after
 it and wins. */}}
-{{- define "sluice.controller" -}}
+{{- define "gate-controller.controller" -}}
 {{- $targets := list -}}
 {{- range .Values.targets -}}
 {{- $target := . -}}

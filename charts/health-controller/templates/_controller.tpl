@@ -1,6 +1,6 @@
-{{/* The health-controller's own flags, added to the shared Deployment (see sluice.controller in
+{{/* The health-controller's own flags, added to the shared Deployment (see sluice.controllerParts in
 _sluice.tpl); the user's extraArgs come after them and can override them. */}}
-{{- define "sluice.controller" -}}
+{{- define "health-controller.controller" -}}
 args:
   - {{ printf "--library-configmap-name=%s" .Values.library.name | quote }}
   - {{ printf "--library-configmap-namespace=%s" .Release.Namespace | quote }}

@@ -1,7 +1,7 @@
-{{/* What the promoter adds to the shared Deployment (see sluice.controller in _sluice.tpl): a
+{{/* What the promoter adds to the shared Deployment (see sluice.controllerParts in _sluice.tpl): a
 writable emptyDir for its git cache, as the root filesystem is read-only, and the webhook
 receiver's flag and port. */}}
-{{- define "sluice.controller" -}}
+{{- define "promoter-controller.controller" -}}
 args:
   - --git-cache-dir=/var/cache/sluice-git
   {{- if .Values.webhook.enabled }}

@@ -1,7 +1,7 @@
-{{/* What the rollback-controller adds to the shared Deployment (see sluice.controller in
+{{/* What the rollback-controller adds to the shared Deployment (see sluice.controllerParts in
 _sluice.tpl): writable emptyDirs for the git cache of RevertCommits and for the git repositories
 ManifestRelease sources are read from, as the root filesystem is read-only. */}}
-{{- define "sluice.controller" -}}
+{{- define "rollback-controller.controller" -}}
 args:
   - --git-cache-dir=/var/cache/sluice-git
   - --manifest-git-cache-dir=/var/cache/sluice-manifests-git

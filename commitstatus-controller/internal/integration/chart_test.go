@@ -39,7 +39,7 @@ func TestTheChartRBACIsEnoughAndLimitsSecretAccess(t *testing.T) {
 	t.Cleanup(func() { _ = helm.Close() })
 	const release, releaseNS = "commitstatus-controller", "sluice-system"
 	require.NoError(t, helm.Install(ctx, release, releaseNS, filepath.Join(root, "charts", "commitstatus-controller"),
-		"secretAccess.namespaces={"+allowed+"}"))
+		"secretAccess.namespaces={"+allowed+"}", "crds.enabled=false")) // the test environment installed the CRDs
 	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), release, releaseNS) })
 
 	startController(t, controllerOptions{

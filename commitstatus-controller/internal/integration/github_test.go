@@ -158,7 +158,7 @@ func TestTheSameStateIsSentOnlyOnce(t *testing.T) {
 	remaining, ok := metric(t, second.m.Metrics, "sluice_scm_ratelimit_remaining", map[string]string{"provider": key})
 	require.True(t, ok)
 	assert.Equal(t, float64(1000-srv.StatusPosts()), remaining)
-	_, ok = metric(t, second.m.Metrics, "sluice_workqueue_adds_total", map[string]string{"name": "commitstatuses"})
+	_, ok = metric(t, second.m.Metrics, "workqueue_adds_total", map[string]string{"name": "commitstatuses"})
 	assert.True(t, ok, "workqueue metrics come from the runtime")
 
 	events, err := env.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=health"})

@@ -109,6 +109,8 @@ func installChart(t *testing.T, release, namespace string, set ...string) {
 	helm, err := charts.NewHelm(env)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = helm.Close() })
+	// The test environment installed the CRDs: the chart must not own them too.
+	set = append(set, "crds.enabled=false")
 	require.NoError(t, helm.Install(context.Background(), release, namespace, filepath.Join(root, "charts", "commitstatus-controller"), set...))
 	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), release, namespace) })
 }

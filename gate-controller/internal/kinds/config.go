@@ -41,7 +41,9 @@ func Defaults() []Target {
 		Target{Group: "image.toolkit.fluxcd.io", Resource: "imageupdateautomations", Mode: hold.ModeBoth},
 	)
 	for _, g := range SluiceGroups {
-		targets = append(targets, Target{Group: g, Resource: AllResources, Mode: hold.ModeAnnotation})
+		for _, r := range SluiceResources[g] {
+			targets = append(targets, Target{Group: g, Resource: r, Mode: hold.ModeAnnotation})
+		}
 	}
 	return targets
 }
@@ -50,6 +52,18 @@ func Defaults() []Target {
 var SluiceGroups = []string{
 	"gating.sluice.dev", "health.sluice.dev", "commitstatus.sluice.dev",
 	"scm.sluice.dev", "promoter.sluice.dev", "rollback.sluice.dev",
+}
+
+// SluiceResources are the resources of every Sluice kind by group, named rather than "*" so the
+// chart's RBAC (rendered from the same list) grants patch on them and on no subresource. The
+// chart tests check that it covers every CRD in api/crds.
+var SluiceResources = map[string][]string{
+	"gating.sluice.dev":       {"gates"},
+	"health.sluice.dev":       {"healthchecks"},
+	"commitstatus.sluice.dev": {"commitstatuses"},
+	"scm.sluice.dev":          {"scmproviders", "scmrepositories"},
+	"promoter.sluice.dev":     {"promotionstrategies", "proposedcommits", "pullrequests"},
+	"rollback.sluice.dev":     {"manifestreleases", "revertcommits", "rollbackpolicies"},
 }
 
 // FormatTargets is the flag form of targets.

@@ -27,7 +27,10 @@ func TestDefaultsRoundTripThroughTheFlag(t *testing.T) {
 		assert.Contains(t, groups, g)
 	}
 	for _, g := range SluiceGroups {
-		assert.Contains(t, defaults, Target{Group: g, Resource: AllResources, Mode: hold.ModeAnnotation})
+		require.NotEmpty(t, SluiceResources[g], g)
+		for _, r := range SluiceResources[g] {
+			assert.Contains(t, defaults, Target{Group: g, Resource: r, Mode: hold.ModeAnnotation})
+		}
 	}
 }
 

@@ -169,6 +169,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		if err := m.waitForCaches(ctx); err != nil {
 			return err
 		}
+		m.trackConditions(ctx)
 		m.Log.Info("caches synced; ready")
 		m.Probes.SetReady()
 		if !m.Options.LeaderElect {

@@ -272,12 +272,17 @@ func TestProbesAndMetrics(t *testing.T) {
 		body = string(b)
 		return strings.Contains(body, `sluice_controller_reconcile_total{controller="test-gates",result="success"}`), err
 	}), body)
+	// client-go's names and labels, as the usual mixins query them, beside Sluice's own. The
+	// rest_client_* and leader_election_* hooks are taken by controller-runtime's init in this
+	// test binary (envtest imports it); pkg/runtime/metrics tests them, and the monitoring test
+	// scrapes them from the real controller binaries.
 	for _, want := range []string{
-		`sluice_workqueue_adds_total{name="test-gates"}`,
-		`sluice_workqueue_depth{name="test-gates"}`,
-		`sluice_workqueue_queue_duration_seconds_bucket{name="test-gates"`,
-		`sluice_workqueue_retries_total{name="test-gates"}`,
+		`workqueue_adds_total{controller="test-gates",name="test-gates"}`,
+		`workqueue_depth{controller="test-gates",name="test-gates"}`,
+		`workqueue_queue_duration_seconds_bucket{controller="test-gates",name="test-gates"`,
+		`workqueue_retries_total{controller="test-gates",name="test-gates"}`,
 		`sluice_controller_reconcile_duration_seconds_bucket{controller="test-gates"`,
+		fmt.Sprintf(`sluice_object_condition{kind="Gate",name="metered",namespace=%q,reason="Succeeded",status="True",type="Ready"} 1`, ns),
 	} {
 		assert.Contains(t, body, want)
 	}

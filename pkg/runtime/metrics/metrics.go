@@ -1,5 +1,7 @@
-// Package metrics owns the process-wide Prometheus registry and the metrics every Sluice
-// controller shares: workqueue metrics and reconcile counters and durations.
+// Package metrics owns the Prometheus registry of a controller process and the metrics every
+// Sluice controller shares: client-go's workqueue_*, rest_client_* and leader_election_* under
+// their ecosystem names, sluice_controller_reconcile_* per controller and result, and
+// sluice_object_condition for the objects in the caches.
 package metrics
 
 import (
@@ -8,21 +10,27 @@ import (
 )
 
 // Registry is the one registry served on /metrics. A private registry (not the global default)
-// keeps tests that start several managers in one process from colliding.
+// keeps tests that start several managers in one process from colliding; only the client-go
+// collectors, which client-go accepts once per process, are shared between registries.
 type Registry struct {
 	*prometheus.Registry
-	Reconcile *ReconcileMetrics
-	Workqueue *WorkqueueProvider
+	Reconcile  *ReconcileMetrics
+	Workqueue  *WorkqueueProvider
+	Conditions *Conditions
 }
 
 // NewRegistry returns a registry with the Go and process collectors plus the shared metrics.
 func NewRegistry() *Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	clientGo.register(reg)
+	conds := &Conditions{}
+	reg.MustRegister(conds)
 	return &Registry{
-		Registry:  reg,
-		Reconcile: newReconcileMetrics(reg),
-		Workqueue: newWorkqueueProvider(reg),
+		Registry:   reg,
+		Reconcile:  newReconcileMetrics(reg),
+		Workqueue:  newWorkqueueProvider(reg),
+		Conditions: conds,
 	}
 }
 

@@ -40,7 +40,8 @@ func TestPromotionUnderTheChartsServiceAccount(t *testing.T) {
 	helm, err := charts.NewHelm(env)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = helm.Close() })
-	require.NoError(t, helm.Install(ctx, "promoter-controller", "sluice-system", filepath.Join(root, "charts", "promoter-controller")))
+	// The test environment installed the CRDs: the chart must not own them too.
+	require.NoError(t, helm.Install(ctx, "promoter-controller", "sluice-system", filepath.Join(root, "charts", "promoter-controller"), "crds.enabled=false"))
 	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), "promoter-controller", "sluice-system") })
 	sa := env.Impersonate("sluice-system", "promoter-controller")
 	saClient, err := kubernetes.NewForConfig(sa)

@@ -33,7 +33,8 @@ func TestRollbackUnderTheChartsServiceAccount(t *testing.T) {
 	helm, err := charts.NewHelm(env)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = helm.Close() })
-	require.NoError(t, helm.Install(ctx, "rollback-controller", "sluice-system", filepath.Join(root, "charts", "rollback-controller")))
+	// The test environment installed the CRDs: the chart must not own them too.
+	require.NoError(t, helm.Install(ctx, "rollback-controller", "sluice-system", filepath.Join(root, "charts", "rollback-controller"), "crds.enabled=false"))
 	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), "rollback-controller", "sluice-system") })
 	sa := env.Impersonate("sluice-system", "rollback-controller")
 	saClient, err := kubernetes.NewForConfig(sa)
