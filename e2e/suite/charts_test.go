@@ -1,0 +1,90 @@
+package suite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sluicehq/sluice/testenv"
+)
+
+// Every controller chart installs alone on an empty cluster (no peer's CRDs), and its pod
+// becomes Ready from the imported image under the chart's security context, probes and RBAC.
+// Uninstalling keeps its CRDs; they are then deleted, so the next chart starts from nothing.
+func TestEveryChartAloneBecomesReady(t *testing.T) {
+	for _, name := range controllers {
+		t.Run(name, func(t *testing.T) {
+			ns := cluster.namespace(t, "e2e-"+name)
+			set := cluster.imageValues("", cluster.Images.Version)
+			took := cluster.helmWait(t, append([]string{"install", name, cluster.chart(name), "--namespace", ns}, setFlags(set)...)...)
+			figures.add("helm install --wait, "+name+" alone", took)
+			cluster.checkControllerPods(t, ns, name, name, cluster.Images.Refs[name])
+
+			crds := cluster.chartCRDs(t, name)
+			_, err := cluster.Helm.Run(context.Background(), "uninstall", name, "--namespace", ns, "--wait")
+			require.NoError(t, err)
+			cluster.requireCRDs(t, crds)
+			cluster.deleteCRDs(t, crds)
+		})
+	}
+}
+
+func setFlags(set []string) []string {
+	var args []string
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	return args
+}
+
+// chartCRDs are the names of the CRDs a chart owns (its files/crds).
+func (c *Cluster) chartCRDs(t *testing.T, chart string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(c.chart(chart), "files", "crds", "*.yaml"))
+	require.NoError(t, err)
+	var names []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var crd struct {
+			Metadata struct{ Name string } `json:"metadata"`
+		}
+		require.NoError(t, yaml.Unmarshal(b, &crd))
+		names = append(names, crd.Metadata.Name)
+	}
+	require.NotEmpty(t, names, "chart %s owns CRDs", chart)
+	return names
+}
+
+// requireCRDs fails unless every CRD exists and is not being deleted.
+func (c *Cluster) requireCRDs(t *testing.T, names []string) {
+	t.Helper()
+	for _, name := range names {
+		crd, err := c.apiextensions().Get(context.Background(), name, metav1.GetOptions{})
+		if assert.NoError(t, err, "CRD %s is kept after helm uninstall", name) {
+			assert.Nil(t, crd.DeletionTimestamp, "CRD %s is not being deleted", name)
+		}
+	}
+}
+
+func (c *Cluster) deleteCRDs(t *testing.T, names []string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, name := range names {
+		require.NoError(t, c.apiextensions().Delete(ctx, name, metav1.DeleteOptions{}))
+	}
+	for _, name := range names {
+		testenv.WaitFor(t, 2*time.Minute, func() (bool, error) {
+			_, err := c.apiextensions().Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		}, "CRD %s is deleted", name)
+	}
+}
