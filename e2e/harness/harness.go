@@ -26,9 +26,13 @@ type Images struct {
 	Archives []string
 }
 
-// ReadImages reads the images `make images` built into <root>/bin/images.
+// ReadImages reads the images `make images` built into <root>/bin/images, or into the folder
+// $SLUICE_IMAGES names.
 func ReadImages(root string) (Images, error) {
 	dir := filepath.Join(root, "bin", "images")
+	if env := os.Getenv("SLUICE_IMAGES"); env != "" {
+		dir = env
+	}
 	b, err := os.ReadFile(filepath.Join(dir, "images.json"))
 	if err != nil {
 		return Images{}, fmt.Errorf("read the images: %w (run make images)", err)

@@ -12,11 +12,11 @@ import (
 
 // diagnose describes every pod that is not Ready, with its events and the end of its logs, and
 // the end of the kubelet's log: what a failed install or wait needs to be understood.
-func (c *Cluster) diagnose(context_ any) string {
+func (c *Cluster) diagnose(what any) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var b strings.Builder
-	fmt.Fprintf(&b, "diagnosis after %v:\n", context_)
+	fmt.Fprintf(&b, "diagnosis after %v:\n", what)
 	pods, err := c.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return b.String() + err.Error()
@@ -75,4 +75,19 @@ func indent(s, prefix string) string {
 		lines[i] = prefix + lines[i]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// controllerLogs is the end of the logs of every pod of a controller, in any namespace.
+func (c *Cluster) controllerLogs(chart string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pods, err := c.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + chart})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "logs of %s/%s:\n%s\n", p.Namespace, p.Name, indent(c.logs(ctx, p.Namespace, p.Name, "controller"), "  "))
+	}
+	return b.String()
 }
