@@ -110,7 +110,7 @@ type figureList struct {
 func (f *figureList) add(what string, d time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.items = append(f.items, fmt.Sprintf("%-70s %6.1fs", what, d.Seconds()))
+	f.items = append(f.items, fmt.Sprintf("%-84s %6.1fs", what, d.Seconds()))
 }
 
 func (f *figureList) print(w io.Writer) {

@@ -76,16 +76,24 @@ func (c *Cluster) failover(t *testing.T, p *promotion) {
 		"the standby took over within the lease duration (it acquired at %s, the leader was deleted at %s)", taken.Spec.AcquireTime, start)
 
 	for _, env := range environments {
-		e := p.waitEnvironment(t, env, "is promoted to "+d2[:7]+" by the new leader", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.DrySHA == d2 })
-		merges := 0
-		for _, h := range e.History {
-			if h.DrySHA == d2 {
-				merges++
-			}
-		}
-		assert.Equal(t, 1, merges, "%s records one promotion of %s: %+v", env, d2[:7], e.History)
+		// History follows the branch: it is written once the merged pull request is observed.
+		e := p.waitEnvironment(t, env, "is promoted to "+d2[:7]+" by the new leader, and records it", func(e promoterv1alpha1.EnvironmentStatus) bool {
+			return e.Active.DrySHA == d2 && promotionsOf(e, d2) > 0
+		})
+		assert.Equal(t, 1, promotionsOf(e, d2), "%s records one promotion of %s: %+v", env, d2[:7], e.History)
 	}
 	p.requirePulls(t, 2)
+}
+
+// promotionsOf counts the promotions of dry in an environment's history.
+func promotionsOf(e promoterv1alpha1.EnvironmentStatus, dry string) int {
+	n := 0
+	for _, h := range e.History {
+		if h.DrySHA == dry {
+			n++
+		}
+	}
+	return n
 }
 
 // requirePulls fails unless Gitea has exactly perEnv pull requests into each environment, all

@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +28,7 @@ const giteaIP = "10.96.100.10"
 
 // giteaPod runs Gitea (hack/tools/gitea/build.sh) as a pod behind a Service, over HTTPS with a
 // certificate from the node's CA. Gitea is linked against glibc and runs git, so the pod mounts
-// the node's /usr read-only into the pause image, beside the Gitea folder; it runs as 65532 with
+// the node's /usr (and /usr/bin as /bin, /usr/lib as /lib) read-only into the pause image, beside the Gitea folder; it runs as 65532 with
 // a read-only root filesystem like the charts. It returns a client for Gitea's API as its admin.
 func (c *Cluster) giteaPod(t *testing.T, ns string) (*gitea.Server, []byte) {
 	t.Helper()
@@ -64,12 +67,53 @@ func (c *Cluster) giteaPod(t *testing.T, ns string) (*gitea.Server, []byte) {
 		return err == nil && podReady(p), err
 	}, "the gitea pod is Ready\n%s", lazy(func() string { return c.diagnose("gitea") }))
 
+	// kube-proxy programs the Service once the pod is an endpoint: wait until it routes.
+	testenv.WaitFor(t, time.Minute, func() (bool, error) {
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(giteaIP, "443"), time.Second)
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err == nil, err
+	}, "the Gitea Service routes to the pod")
 	pool := x509.NewCertPool()
 	require.True(t, pool.AppendCertsFromPEM(caPEM))
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	served := &servedCertificates{}
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: served.config(pool)}}
 	srv, err := gitea.Remote(ctx, "https://"+giteaIP, "sluice", password, client)
-	require.NoError(t, err, "the host reaches Gitea through its Service")
+	require.NoError(t, err, "the host reaches Gitea through its Service; it served %s", served)
 	return srv, caPEM
+}
+
+// servedCertificates verifies servers against a pool, as the default does, and records what
+// each one presented, for a failure message.
+type servedCertificates struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (s *servedCertificates) config(pool *x509.CertPool) *tls.Config {
+	return &tls.Config{
+		// Verified below, exactly as crypto/tls would, after recording the certificate.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			leaf := cs.PeerCertificates[0]
+			s.mu.Lock()
+			s.seen = append(s.seen, fmt.Sprintf("%s (issuer %s, IPs %v, DNS %v, serial %s)", leaf.Subject, leaf.Issuer, leaf.IPAddresses, leaf.DNSNames, leaf.SerialNumber))
+			s.mu.Unlock()
+			inter := x509.NewCertPool()
+			for _, c := range cs.PeerCertificates[1:] {
+				inter.AddCert(c)
+			}
+			_, err := leaf.Verify(x509.VerifyOptions{DNSName: cs.ServerName, Roots: pool, Intermediates: inter})
+			return err
+		},
+	}
+}
+
+func (s *servedCertificates) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.seen, "; ")
 }
 
 func (c *Cluster) giteaPodSpec(dir, password string) *corev1.Pod {
@@ -85,6 +129,8 @@ func (c *Cluster) giteaPodSpec(dir, password string) *corev1.Pod {
 			VolumeMounts: []corev1.VolumeMount{
 				{Name: "gitea", MountPath: "/opt/gitea", ReadOnly: true},
 				{Name: "usr", MountPath: "/usr", ReadOnly: true},
+				// git runs local transports through /bin/sh.
+				{Name: "bin", MountPath: "/bin", ReadOnly: true},
 				{Name: "lib", MountPath: "/lib", ReadOnly: true},
 				{Name: "lib64", MountPath: "/lib64", ReadOnly: true},
 				{Name: "config", MountPath: "/etc/gitea", ReadOnly: true},
@@ -114,6 +160,7 @@ func (c *Cluster) giteaPodSpec(dir, password string) *corev1.Pod {
 			Volumes: []corev1.Volume{
 				hostPathVolume("gitea", dir),
 				hostPathVolume("usr", "/usr"),
+				hostPathVolume("bin", "/usr/bin"),
 				hostPathVolume("lib", "/usr/lib"),
 				hostPathVolume("lib64", "/usr/lib64"),
 				{Name: "config", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{

@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/sluicehq/sluice/e2e/harness"
 	"github.com/sluicehq/sluice/e2e/node"
 )
@@ -26,6 +29,8 @@ iptables and conntrack. Run it with: sudo make e2e (docs/e2e.md)`
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// testenv's CRD installer logs through controller-runtime, which otherwise complains.
+	ctrllog.SetLogger(logr.Discard())
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, requirement)
 		os.Exit(1)
