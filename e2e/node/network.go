@@ -53,12 +53,14 @@ func (c Config) setUpNetwork() error {
 	return c.writeCNIConfig()
 }
 
-// installEgressRules keeps every packet from a pod on this machine:
+// installEgressRules keeps every packet of the cluster on this machine:
 //   - raw PREROUTING, before any NAT: a pod may send only to the pod network, the service range
 //     (which kube-proxy then translates) and the node's address; everything else is dropped and
-//     counted (EgressDrops);
-//   - mangle POSTROUTING, after NAT: no packet with a pod's source address goes out of any link
-//     but the pod bridge, whatever a Service's endpoints say;
+//     counted (Drops(PodEgress));
+//   - mangle POSTROUTING, after NAT: no packet from a pod's address, or to a pod or service
+//     address, goes out of any link but the pod bridge, whatever a Service's endpoints say.
+//     This covers the host too: its connection to a Service kube-proxy has not programmed yet
+//     would otherwise follow the default route out of the machine (Drops(ClusterLeak));
 //   - IPv6: pods have no IPv6 addresses but link-local ones; nothing from the pod bridge passes.
 func installEgressRules() error {
 	pods := ClusterCIDR.String()
@@ -67,12 +69,14 @@ func installEgressRules() error {
 		{"iptables", "-w", "-t", "raw", "-A", EgressChain, "-d", pods, "-j", "RETURN"},
 		{"iptables", "-w", "-t", "raw", "-A", EgressChain, "-d", ServiceCIDR.String(), "-j", "RETURN"},
 		{"iptables", "-w", "-t", "raw", "-A", EgressChain, "-d", NodeIP.String() + "/32", "-j", "RETURN"},
-		{"iptables", "-w", "-t", "raw", "-A", EgressChain, "-m", "comment", "--comment", egressDropComment, "-j", "DROP"},
+		{"iptables", "-w", "-t", "raw", "-A", EgressChain, "-m", "comment", "--comment", string(PodEgress), "-j", "DROP"},
 		{"iptables", "-w", "-t", "raw", "-I", "PREROUTING", "1", "-s", pods, "-j", EgressChain},
 		{"iptables", "-w", "-t", "mangle", "-N", EgressChain},
 		{"iptables", "-w", "-t", "mangle", "-A", EgressChain, "-o", PodBridge, "-j", "RETURN"},
-		{"iptables", "-w", "-t", "mangle", "-A", EgressChain, "-j", "DROP"},
+		{"iptables", "-w", "-t", "mangle", "-A", EgressChain, "-m", "comment", "--comment", string(ClusterLeak), "-j", "DROP"},
 		{"iptables", "-w", "-t", "mangle", "-I", "POSTROUTING", "1", "-s", pods, "-j", EgressChain},
+		{"iptables", "-w", "-t", "mangle", "-I", "POSTROUTING", "1", "-d", pods, "-j", EgressChain},
+		{"iptables", "-w", "-t", "mangle", "-I", "POSTROUTING", "1", "-d", ServiceCIDR.String(), "-j", EgressChain},
 		{"ip6tables", "-w", "-t", "raw", "-N", EgressChain},
 		{"ip6tables", "-w", "-t", "raw", "-A", EgressChain, "-j", "DROP"},
 		{"ip6tables", "-w", "-t", "raw", "-I", "PREROUTING", "1", "-i", PodBridge, "-j", EgressChain},
@@ -85,16 +89,29 @@ func installEgressRules() error {
 	return nil
 }
 
-const egressDropComment = "sluice-e2e: pods may not leave the machine"
+// DropRule names one of the egress rules, by the comment it carries.
+type DropRule string
 
-// EgressDrops is how many packets from pods the egress rule has dropped so far.
-func EgressDrops() (int64, error) {
-	out, err := run("iptables-save", "-c", "-t", "raw")
+const (
+	// PodEgress drops what a pod sends outside the pod network, the service range and the node.
+	PodEgress DropRule = "sluice-e2e: pods may not leave the machine"
+	// ClusterLeak drops any pod-sourced packet, or any packet to a pod or service address,
+	// about to leave by a link other than the pod bridge.
+	ClusterLeak DropRule = "sluice-e2e: no cluster traffic leaves the machine"
+)
+
+// Drops is how many packets rule has dropped so far.
+func Drops(rule DropRule) (int64, error) {
+	table := "raw"
+	if rule == ClusterLeak {
+		table = "mangle"
+	}
+	out, err := run("iptables-save", "-c", "-t", table)
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(out, "\n") {
-		if !strings.Contains(line, egressDropComment) || !strings.HasPrefix(line, "[") {
+		if !strings.Contains(line, string(rule)) || !strings.HasPrefix(line, "[") {
 			continue
 		}
 		var pkts, bytes int64
@@ -103,7 +120,7 @@ func EgressDrops() (int64, error) {
 		}
 		return pkts, nil
 	}
-	return 0, fmt.Errorf("no egress drop rule in the raw table: is the node up?")
+	return 0, fmt.Errorf("no rule %q in the %s table: is the node up?", rule, table)
 }
 
 // writeCNIConfig configures one bridge network for the pods, with host-local addresses from

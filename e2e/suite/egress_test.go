@@ -38,15 +38,31 @@ func TestPodsCannotLeaveTheMachine(t *testing.T) {
 	}
 
 	for name, addr := range map[string]string{"to-outside": outside.addr, "to-internet": "1.1.1.1:443"} {
-		before, err := node.EgressDrops()
+		before, err := node.Drops(node.PodEgress)
 		require.NoError(t, err)
 		ok, out := cluster.dial(t, ns, name, addr)
 		assert.False(t, ok, "a pod must not reach %s:\n%s", addr, out)
-		after, err := node.EgressDrops()
+		after, err := node.Drops(node.PodEgress)
 		require.NoError(t, err)
 		assert.Greater(t, after, before, "the egress rule dropped the pod's packets to %s", addr)
 	}
 	assert.Equal(t, 1, outside.count(), "only the host reached the outside address, no pod did")
+}
+
+// The host's own connection to a service address that kube-proxy has not programmed (a Service
+// just created, or none) stays on the machine too, instead of following the default route: on a
+// machine whose egress is intercepted, it would otherwise reach whatever answers outside.
+func TestHostTrafficToTheServiceRangeStaysOnTheMachine(t *testing.T) {
+	before, err := node.Drops(node.ClusterLeak)
+	require.NoError(t, err)
+	conn, err := net.DialTimeout("tcp", "10.96.255.254:443", 3*time.Second)
+	if err == nil {
+		_ = conn.Close()
+	}
+	assert.Error(t, err, "nothing answers at an unprogrammed service address")
+	after, err := node.Drops(node.ClusterLeak)
+	require.NoError(t, err)
+	assert.Greater(t, after, before, "the leak rule dropped the host's packets to the service range")
 }
 
 // listener accepts TCP connections on an address of the node and records who connected.
