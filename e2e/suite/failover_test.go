@@ -83,6 +83,8 @@ func (c *Cluster) failover(t *testing.T, p *promotion) {
 		assert.Equal(t, 1, promotionsOf(e, d2), "%s records one promotion of %s: %+v", env, d2[:7], e.History)
 	}
 	p.requirePulls(t, 2)
+	t.Logf("webhook deliveries on the promoter pods now: %v accepted, %v refused by a standby",
+		c.webhookDeliveries(t, "accepted"), c.webhookDeliveries(t, "standby"))
 }
 
 // promotionsOf counts the promotions of dry in an environment's history.

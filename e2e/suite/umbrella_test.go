@@ -41,6 +41,7 @@ func TestUmbrellaChart(t *testing.T) {
 		require.NotNil(t, p, "needs the promotion")
 		c.failover(t, p)
 	})
+	t.Run("no controller was refused by the API server", c.noRefusals)
 	t.Run("helm upgrade to a re-tagged image", c.upgradeToRetaggedImages)
 	t.Run("helm uninstall keeps the CRDs and the objects", func(t *testing.T) {
 		var crds []string
