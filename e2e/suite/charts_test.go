@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -27,6 +28,7 @@ var peerCRDs = map[string][]string{"promoter-controller": {"commitstatus-control
 // chart starts from nothing.
 func TestEveryChartAloneBecomesReady(t *testing.T) {
 	ctx := context.Background()
+	figures.add("baseline: one bare pod of the pause image, created to Ready", cluster.barePodReady(t))
 	for _, name := range controllers {
 		t.Run(name, func(t *testing.T) {
 			ns := cluster.namespace(t, "e2e-"+name)
@@ -54,6 +56,30 @@ func TestEveryChartAloneBecomesReady(t *testing.T) {
 			cluster.deleteCRDs(t, crds)
 		})
 	}
+}
+
+// barePodReady creates one pod of the pause image, with no probe, and returns how long it took
+// to become Ready: the floor under any chart's install to Ready on this node.
+func (c *Cluster) barePodReady(t *testing.T) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	ns := c.namespace(t, "e2e-bare-pod")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pause"},
+		Spec: corev1.PodSpec{
+			SecurityContext: restrictedPod(),
+			Containers: []corev1.Container{{Name: "pause", Image: c.Images.Refs["pause"], ImagePullPolicy: corev1.PullNever,
+				SecurityContext: restrictedContainer()}},
+		},
+	}
+	start := time.Now()
+	_, err := c.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	require.NoError(t, err)
+	testenv.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		p, err := c.Kube.CoreV1().Pods(ns).Get(ctx, "pause", metav1.GetOptions{})
+		return err == nil && podReady(p), err
+	}, "a bare pod becomes Ready")
+	return time.Since(start)
 }
 
 func setFlags(set []string) []string {

@@ -74,6 +74,9 @@ func (c *Cluster) failover(t *testing.T, p *promotion) {
 	leaseDuration := time.Duration(*taken.Spec.LeaseDurationSeconds) * time.Second
 	assert.LessOrEqual(t, taken.Spec.AcquireTime.Sub(start), leaseDuration,
 		"the standby took over within the lease duration (it acquired at %s, the leader was deleted at %s)", taken.Spec.AcquireTime, start)
+	// The baseline: with one replica, the work waits for the Deployment's replacement pod.
+	testenv.WaitFor(t, 2*time.Minute, func() (bool, error) { return len(c.promoterPods(t)) == 2, nil }, "the replacement pod is Ready")
+	figures.add("baseline: delete the leader pod until its replacement pod is Ready (one replica)", time.Since(start))
 
 	for _, env := range environments {
 		// History follows the branch: it is written once the merged pull request is observed.
