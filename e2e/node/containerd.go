@@ -53,7 +53,7 @@ const registryHosts = `server = "http://127.0.0.1:9"
   capabilities = ["pull", "resolve"]
 `
 
-func (c Config) startContainerd() (*process, error) {
+func (c Config) startContainerd(ctx context.Context) (*process, error) {
 	hosts := filepath.Join(c.Work, "containerd-hosts")
 	if err := os.MkdirAll(filepath.Join(hosts, "_default"), 0o755); err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func (c Config) startContainerd() (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p, c.waitFor(p, time.Minute, func(context.Context) error {
+	return p, c.waitFor(ctx, p, time.Minute, func(context.Context) error {
 		conn, err := net.Dial("unix", c.ContainerdSocket())
 		if err != nil {
 			return err

@@ -3,15 +3,15 @@ package node
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"time"
 )
 
-// waitFor polls check every 100ms until it passes, the process p exits, or timeout passes.
-func (c Config) waitFor(p *process, timeout time.Duration, check func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// waitFor polls check every 100ms until it passes, the process p exits, ctx ends or timeout
+// passes.
+func (c Config) waitFor(ctx context.Context, p *process, timeout time.Duration, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -31,7 +31,7 @@ func (c Config) waitFor(p *process, timeout time.Duration, check func(context.Co
 	}
 }
 
-func (c Config) startEtcd() (*process, error) {
+func (c Config) startEtcd(ctx context.Context) (*process, error) {
 	client := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", etcdPeerPort)
 	p, err := c.start("etcd", c.bin("etcd"),
@@ -44,7 +44,7 @@ func (c Config) startEtcd() (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p, c.waitFor(p, time.Minute, func(ctx context.Context) error { return httpOK(ctx, nil, client+"/health") })
+	return p, c.waitFor(ctx, p, time.Minute, func(ctx context.Context) error { return httpOK(ctx, nil, client+"/health") })
 }
 
 func (c Config) startAPIServer() (*process, error) {
@@ -115,5 +115,3 @@ func httpOK(ctx context.Context, client *http.Client, url string) error {
 	}
 	return nil
 }
-
-func hostPort(port int) string { return net.JoinHostPort(NodeIP.String(), strconv.Itoa(port)) }

@@ -23,8 +23,8 @@ func (n *Node) Down() error {
 // failed, or was killed: the components (by their pid files), the pods' processes (by their
 // cgroups) and containerd's shims (by their socket), mounts, network namespaces, cgroups,
 // iptables chains, links and kernel settings, and the folders. Every step runs even when an
-// earlier one fails; it is safe to run when there is nothing to remove. It takes the node's lock
-// unless the caller holds it.
+// earlier one fails; it is safe to run when there is nothing to remove. The caller holds the
+// node's lock (Node.Down does; sluice-node down takes it with Paths.Lock).
 func (p Paths) Down() error {
 	s, _, err := p.readState()
 	errs := []error{err}

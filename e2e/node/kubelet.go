@@ -92,7 +92,7 @@ conntrack:
 
 // startKubeProxy starts kube-proxy and waits until it has programmed the kubernetes Service,
 // so that a pod's first packet to 10.96.0.1 already reaches the API server on the node.
-func (c Config) startKubeProxy() (*process, error) {
+func (c Config) startKubeProxy(ctx context.Context) (*process, error) {
 	var b strings.Builder
 	if err := kubeProxyConfig.Execute(&b, map[string]string{
 		"ClusterCIDR": ClusterCIDR.String(), "NodeName": NodeName, "NodeIP": NodeIP.String(),
@@ -108,7 +108,7 @@ func (c Config) startKubeProxy() (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p, c.waitFor(p, 2*time.Minute, func(context.Context) error { return kubernetesServiceProgrammed() })
+	return p, c.waitFor(ctx, p, 2*time.Minute, func(context.Context) error { return kubernetesServiceProgrammed() })
 }
 
 func kubernetesServiceProgrammed() error {

@@ -75,7 +75,7 @@ func (n *Node) up(ctx context.Context) error {
 }
 
 func (n *Node) startComponents(ctx context.Context) error {
-	if _, err := n.startEtcd(); err != nil {
+	if _, err := n.startEtcd(ctx); err != nil {
 		return err
 	}
 	apiserver, err := n.startAPIServer()
@@ -90,13 +90,13 @@ func (n *Node) startComponents(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := n.waitFor(apiserver, 2*time.Minute, func(ctx context.Context) error {
+	if err := n.waitFor(ctx, apiserver, 2*time.Minute, func(ctx context.Context) error {
 		_, err := kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err
 	}); err != nil {
 		return err
 	}
-	if _, err := n.startKubeProxy(); err != nil {
+	if _, err := n.startKubeProxy(ctx); err != nil {
 		return err
 	}
 	if _, err := n.startControllerManager(); err != nil {
@@ -105,7 +105,7 @@ func (n *Node) startComponents(ctx context.Context) error {
 	if _, err := n.startScheduler(); err != nil {
 		return err
 	}
-	if _, err := n.startContainerd(); err != nil {
+	if _, err := n.startContainerd(ctx); err != nil {
 		return err
 	}
 	if err := n.importImages(); err != nil {
@@ -115,7 +115,7 @@ func (n *Node) startComponents(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return n.waitFor(kubelet, 3*time.Minute, func(ctx context.Context) error { return ready(ctx, kube) })
+	return n.waitFor(ctx, kubelet, 3*time.Minute, func(ctx context.Context) error { return ready(ctx, kube) })
 }
 
 // ready checks that the node is Ready and that the controller manager has made the default
