@@ -37,6 +37,10 @@ func TestUmbrellaChart(t *testing.T) {
 	t.Run("promotion dev -> staging -> prod on the Gitea pod, woken by its webhook", func(t *testing.T) {
 		p = c.promotionByWebhook(t, appNS, srv, caPEM)
 	})
+	t.Run("health of a running Deployment, published as a commit status on the Gitea pod", func(t *testing.T) {
+		require.NotNil(t, p, "needs the promotion")
+		c.healthToGitea(t, p)
+	})
 	t.Run("leader failover in the middle of a promotion, with no duplicate pull request or merge", func(t *testing.T) {
 		require.NotNil(t, p, "needs the promotion")
 		c.failover(t, p)
