@@ -51,5 +51,7 @@ func (c *Cluster) healthToGitea(t *testing.T, p *promotion) {
 		}
 		return false, err
 	}, "Gitea shows health-dev=success on %s (statuses: %+v)\n%s", sha[:7], lazy(func() string { return fmt.Sprintf("%+v", statuses) }),
-		lazy(func() string { return c.controllerLogs("commitstatus-controller") + c.controllerLogs("health-controller") }))
+		lazy(func() string {
+			return c.controllerLogs("commitstatus-controller") + c.controllerLogs("health-controller")
+		}))
 }
