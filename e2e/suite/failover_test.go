@@ -44,9 +44,9 @@ func (c *Cluster) promotionByWebhook(t *testing.T, ns string, srv *gitea.Server,
 	return p
 }
 
-// failover: with two replicas, the leader's pod is deleted while a promotion runs; the standby
-// takes the Lease within the lease duration and finishes the promotion, and Gitea ends with one
-// merged pull request per environment and change.
+// failover: with two replicas, the leader's pod is deleted while a promotion runs; another
+// replica takes the Lease within the lease duration and finishes the promotion, and Gitea ends
+// with one merged pull request per environment and change.
 func (c *Cluster) failover(t *testing.T, p *promotion) {
 	ctx := context.Background()
 	c.helmWait(t, "upgrade", release, c.chart("sluice"), "--namespace", system, "--reuse-values", "--set", "promoter-controller.replicaCount=2")
@@ -66,14 +66,19 @@ func (c *Cluster) failover(t *testing.T, p *promotion) {
 	start := time.Now()
 	require.NoError(t, c.Kube.CoreV1().Pods(system).Delete(ctx, leader, metav1.DeleteOptions{}))
 	taken := testenv.WaitForObject(t, 2*time.Minute, leases, promoterLease, func(l *coordinationv1.Lease) bool {
-		return l.Spec.HolderIdentity != nil && strings.HasPrefix(*l.Spec.HolderIdentity, standby+"_")
+		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && !strings.HasPrefix(*l.Spec.HolderIdentity, leader+"_")
 	})
 	took := time.Since(start)
-	figures.add("leader failover: delete the leader pod until the standby holds the Lease", took)
+	// The leader releases the Lease on SIGTERM, so the first replica to ask gets it: usually the
+	// standby, which asks every retry period; sometimes the Deployment's replacement pod, which
+	// asks as soon as its caches are warm.
+	newLeader, _, _ := strings.Cut(*taken.Spec.HolderIdentity, "_")
+	t.Logf("%s took over from %s (the standby was %s)", newLeader, leader, standby)
+	figures.add("leader failover: delete the leader pod until another replica holds the Lease", took)
 	assert.Equal(t, *lease.Spec.LeaseTransitions+1, *taken.Spec.LeaseTransitions, "one handover")
 	leaseDuration := time.Duration(*taken.Spec.LeaseDurationSeconds) * time.Second
 	assert.LessOrEqual(t, taken.Spec.AcquireTime.Sub(start), leaseDuration,
-		"the standby took over within the lease duration (it acquired at %s, the leader was deleted at %s)", taken.Spec.AcquireTime, start)
+		"another replica took over within the lease duration (it acquired at %s, the leader was deleted at %s)", taken.Spec.AcquireTime, start)
 	// The baseline: with one replica, the work waits for the Deployment's replacement pod.
 	testenv.WaitFor(t, 2*time.Minute, func() (bool, error) { return len(c.promoterPods(t)) == 2, nil }, "the replacement pod is Ready")
 	figures.add("baseline: delete the leader pod until its replacement pod is Ready (one replica)", time.Since(start))
