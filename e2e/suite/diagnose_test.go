@@ -3,7 +3,10 @@ package suite
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,4 +93,54 @@ func (c *Cluster) controllerLogs(chart string) string {
 		fmt.Fprintf(&b, "logs of %s/%s:\n%s\n", p.Namespace, p.Name, indent(c.logs(ctx, p.Namespace, p.Name, "controller"), "  "))
 	}
 	return b.String()
+}
+
+// followedLogs collects the logs of pods as they are written, so the log of a pod that is
+// deleted later still shows in a failure message.
+type followedLogs struct {
+	mu   sync.Mutex
+	logs map[string]*strings.Builder
+}
+
+func (f *followedLogs) String() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var b strings.Builder
+	for name, l := range f.logs {
+		fmt.Fprintf(&b, "followed log of %s:\n%s\n", name, indent(l.String(), "  "))
+	}
+	return b.String()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// followPromoterLogs follows the log of every promoter pod of the release until the test ends.
+func (c *Cluster) followPromoterLogs(t *testing.T) *followedLogs {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	f := &followedLogs{logs: map[string]*strings.Builder{}}
+	for _, p := range c.promoterPods(t) {
+		stream, err := c.Kube.CoreV1().Pods(system).GetLogs(p.Name, &corev1.PodLogOptions{Container: "controller", Follow: true}).Stream(ctx)
+		if err != nil {
+			t.Logf("follow the log of %s: %v", p.Name, err)
+			continue
+		}
+		b := &strings.Builder{}
+		f.logs[p.Name] = b
+		go func() {
+			defer stream.Close()
+			_, _ = io.Copy(lockedWriter{mu: &f.mu, b: b}, stream)
+		}()
+	}
+	return f
 }

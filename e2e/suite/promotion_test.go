@@ -3,12 +3,14 @@ package suite
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
@@ -27,6 +29,8 @@ type promotion struct {
 	ns   string
 	srv  *gitea.Server
 	repo *git.Repository
+	// diagnostics, when set, adds to a failed wait's message (the logs of deleted pods).
+	diagnostics func() string
 }
 
 const webhookSecret = "e2e-webhook-secret"
@@ -156,8 +160,34 @@ func (p *promotion) waitEnvironment(t *testing.T, env, what string, cond func(pr
 		return false, nil
 	}, "environment %s %s (last: active dry %q, blocked %q)\n%s", env, what,
 		lazy(func() string { return last.Active.DrySHA }), lazy(func() string { return last.Blocked }),
-		lazy(func() string { return p.c.controllerLogs("promoter-controller") }))
+		lazy(p.describe))
 	return last
+}
+
+// describe is what a failed wait needs: the strategy's status, the PullRequest objects, the
+// pull requests on Gitea and the promoter's logs.
+func (p *promotion) describe() string {
+	ctx := context.Background()
+	var b strings.Builder
+	if s, err := p.c.Sluice.PromoterV1alpha1().PromotionStrategies(p.ns).Get(ctx, "web", metav1.GetOptions{}); err == nil {
+		out, _ := yaml.Marshal(s.Status)
+		fmt.Fprintf(&b, "PromotionStrategy web status:\n%s\n", out)
+	}
+	if prs, err := p.c.Sluice.PromoterV1alpha1().PullRequests(p.ns).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, pr := range prs.Items {
+			out, _ := yaml.Marshal(map[string]any{"spec": pr.Spec, "status": pr.Status, "uid": pr.UID, "resourceVersion": pr.ResourceVersion})
+			fmt.Fprintf(&b, "PullRequest %s:\n%s\n", pr.Name, out)
+		}
+	}
+	var prs []pull
+	if err := p.srv.API(ctx, "GET", "/repos/"+p.srv.AdminUser+"/web-deploy/pulls?state=all&limit=50", nil, &prs); err == nil {
+		fmt.Fprintf(&b, "pull requests on Gitea: %+v\n", prs)
+	}
+	if p.diagnostics != nil {
+		b.WriteString(p.diagnostics())
+	}
+	b.WriteString(p.c.controllerLogs("promoter-controller"))
+	return b.String()
 }
 
 // pull is what the suite reads of a pull request on Gitea.

@@ -67,6 +67,16 @@ func (r *Reconciler) create(ctx context.Context, repo *repository.Repository, pr
 
 func (r *Reconciler) mergeSCM(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest, st *promoterv1alpha1.PullRequestStatus, p *plan) error {
 	res, err := repo.Provider.MergePullRequest(ctx, repo.SCM, number(*st), scm.MergeOptions{ExpectedHeadSHA: pr.Spec.ExpectedHeadSHA})
+	if err != nil {
+		if target, held := r.targetHoldsHead(ctx, repo.Git, pr); held {
+			// A merge whose reply was lost: the process stopped while the SCM merged, and the
+			// SCM may have lost its own record of it with the request (Gitea then keeps the pull
+			// request open and answers "try again later" for ever). The target holds the head
+			// that was asked for, so it is merged, once, by that earlier attempt.
+			markMerged(st, pr, pr.Spec.ExpectedHeadSHA, target, false, r.Clock.Now())
+			return nil
+		}
+	}
 	switch {
 	case scm.IsHeadMoved(err):
 		headMoved(st, pr)
@@ -82,6 +92,27 @@ func (r *Reconciler) mergeSCM(ctx context.Context, repo *repository.Repository, 
 	}
 	markMerged(st, pr, pr.Spec.ExpectedHeadSHA, res.MergeCommitSHA, false, r.Clock.Now())
 	return nil
+}
+
+// targetHoldsHead fetches the target branch and reports whether it already holds the head the
+// pull request was asked to merge, and the target's commit.
+func (r *Reconciler) targetHoldsHead(ctx context.Context, repo *git.Repository, pr *promoterv1alpha1.PullRequest) (string, bool) {
+	head := pr.Spec.ExpectedHeadSHA
+	if head == "" || repo == nil {
+		return "", false
+	}
+	start := time.Now()
+	err := repo.Fetch(ctx, pr.Spec.TargetBranch)
+	r.Metrics.ObserveGit("fetch", start, err)
+	if err != nil {
+		return "", false
+	}
+	target, err := repo.Resolve(pr.Spec.TargetBranch)
+	if err != nil {
+		return "", false
+	}
+	held, err := repo.IsAncestor(head, target)
+	return target, err == nil && held
 }
 
 func (r *Reconciler) mergeGit(ctx context.Context, repo *git.Repository, pr *promoterv1alpha1.PullRequest, st *promoterv1alpha1.PullRequestStatus, target string) error {

@@ -1,0 +1,102 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/git"
+	"github.com/sluicehq/sluice/testenv"
+	giteatest "github.com/sluicehq/sluice/testenv/gitea"
+)
+
+// A merge on Gitea whose reply was lost: the promoter stopped (a leader's pod deleted) while
+// Gitea merged, and Gitea, its request cut short, pushed the merge but kept the pull request
+// open. Gitea then refuses to merge it ("try again later") for ever. The PullRequest is recorded
+// merged, by the earlier attempt, instead of being retried for ever; make e2e found this on a
+// real node.
+func TestMergeWhoseReplyWasLostOnGitea(t *testing.T) {
+	f := newFixture(t)
+	srv := giteatest.StartForTest(t)
+	ctx := f.ctx
+	cloneURL, err := srv.CreateRepo(ctx, "app")
+	require.NoError(t, err)
+	cache, err := git.NewCache(t.TempDir(), nil)
+	require.NoError(t, err)
+	repo, err := cache.Open(cloneURL, git.Auth{Username: srv.AdminUser, Password: srv.Token}, git.Options{})
+	require.NoError(t, err)
+	_ = repo.Fetch(ctx, "main")
+	d0, err := repo.CommitFiles(ctx, git.CommitRequest{Branch: "main", Files: map[string][]byte{"values.yaml": []byte("v: 0\n")}, Message: "initial"})
+	require.NoError(t, err)
+	base := hydrateTo(t, repo, "", "dev", d0, "v: 0\n")
+	head := hydrateTo(t, repo, "dev", "dev-next", d0, "v: 1\n")
+
+	var opened struct {
+		Number int64 `json:"number"`
+	}
+	require.NoError(t, srv.API(ctx, "POST", "/repos/"+srv.AdminUser+"/app/pulls",
+		map[string]string{"head": "dev-next", "base": "dev", "title": "Promote to dev"}, &opened))
+	// What Gitea's merge did before its request was cut short: the target holds the head.
+	require.NoError(t, repo.Push(ctx, "dev", head, base))
+	err = srv.API(ctx, "POST", fmt.Sprintf("/repos/%s/app/pulls/%d/merge", srv.AdminUser, opened.Number),
+		map[string]any{"Do": "merge", "head_commit_id": head}, nil)
+	require.Error(t, err, "the premise: Gitea refuses to merge a pull request whose head its target holds")
+	t.Logf("Gitea answers: %v", err)
+
+	giteaRepository(t, f, srv, cloneURL)
+	prs := env.Sluice.PromoterV1alpha1().PullRequests(f.ns)
+	pr, err := prs.Create(ctx, &promoterv1alpha1.PullRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "app-dev"},
+		Spec: promoterv1alpha1.PullRequestSpec{RepositoryRef: promoterv1alpha1.LocalReference{Name: "gitea-app"}, Title: "Promote to dev",
+			SourceBranch: "dev-next", TargetBranch: "dev", ExpectedHeadSHA: head, State: promoterv1alpha1.PullRequestMerged},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// The number recorded before the merge was asked for.
+	pr.Status.ID = fmt.Sprint(opened.Number)
+	_, err = prs.UpdateStatus(ctx, pr, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	startPromoter(t, env.Config, t.TempDir())
+	merged := testenv.WaitForObject(t, time.Minute, prs, "app-dev", func(p *promoterv1alpha1.PullRequest) bool {
+		return p.Status.State == promoterv1alpha1.PullRequestMerged
+	})
+	assert.Equal(t, head, merged.Status.MergedHeadSHA)
+	assert.Equal(t, head, merged.Status.MergeSHA, "the target's commit that holds the head")
+	assert.False(t, merged.Status.MergedExternally, "Sluice's own merge, finished after its reply was lost")
+}
+
+// giteaRepository creates the Secret, ScmProvider and ScmRepository gitea-app for a repository
+// on srv.
+func giteaRepository(t *testing.T, f *fixture, srv *giteatest.Server, cloneURL string) {
+	t.Helper()
+	_, err := env.Kube.CoreV1().Secrets(f.ns).Create(f.ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "gitea"},
+		Data: map[string][]byte{
+			scmv1alpha1.SecretKeyToken:       []byte(srv.Token),
+			scmv1alpha1.GitSecretKeyUsername: []byte(srv.AdminUser), scmv1alpha1.GitSecretKeyPassword: []byte(srv.Token),
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = env.Sluice.ScmV1alpha1().ScmProviders(f.ns).Create(f.ctx, &scmv1alpha1.ScmProvider{
+		ObjectMeta: metav1.ObjectMeta{Name: "gitea"},
+		Spec: scmv1alpha1.ScmProviderSpec{Type: scmv1alpha1.ScmProviderGitea, BaseURL: srv.URL, AllowInsecureLoopbackHTTP: true,
+			SecretRef: &scmv1alpha1.LocalObjectReference{Name: "gitea"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = env.Sluice.ScmV1alpha1().ScmRepositories(f.ns).Create(f.ctx, &scmv1alpha1.ScmRepository{
+		ObjectMeta: metav1.ObjectMeta{Name: "gitea-app"},
+		Spec: scmv1alpha1.ScmRepositorySpec{
+			URL: cloneURL, AllowInsecureLoopbackHTTP: true, ProviderRef: scmv1alpha1.LocalObjectReference{Name: "gitea"},
+			Owner: srv.AdminUser, Name: "app",
+			Auth: &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthBasic, SecretRef: scmv1alpha1.LocalObjectReference{Name: "gitea"}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
