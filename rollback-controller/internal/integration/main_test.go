@@ -105,10 +105,10 @@ func tail(b []byte, lines int) string {
 }
 
 // startPromoter runs the promoter-controller binary for namespace ns until the test ends.
-func startPromoter(t testing.TB, ns string) {
+func startPromoter(t testing.TB, ns string, flags ...string) {
 	t.Helper()
 	bin, _ := binaries(t)
-	runProcess(t, bin, ns, logFile(t, "promoter-controller"), "--git-cache-dir", t.TempDir())
+	runProcess(t, bin, ns, logFile(t, "promoter-controller"), append([]string{"--git-cache-dir", t.TempDir()}, flags...)...)
 }
 
 // rollbackController is the rollback-controller running in-process.

@@ -3,6 +3,7 @@ package revertcommit
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	promoterclient "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/promoter/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
@@ -37,6 +39,9 @@ func (r *Reconciler) syncPullRequest(ctx context.Context, p *pass, t *target) (*
 	if !metav1.IsControlledBy(pr, rc) {
 		return nil, &stall{reason: "PullRequestTaken", message: fmt.Sprintf(
 			"PullRequest %q exists and does not belong to this RevertCommit: delete it, or create the RevertCommit under another name", name)}
+	}
+	if pr, err = relabel(ctx, client, pr, pullRequestLabels(rc, t.strategy)); err != nil {
+		return nil, fmt.Errorf("label PullRequest %s: %w", name, err)
 	}
 	rc.Status.PullRequest = &rollbackv1alpha1.RevertPullRequest{Name: pr.Name, URL: pr.Status.URL}
 	open := pr.Status.State != promoterv1alpha1.PullRequestMerged && pr.Status.State != promoterv1alpha1.PullRequestClosed
@@ -71,7 +76,7 @@ func (r *Reconciler) newPullRequest(rc *rollbackv1alpha1.RevertCommit, t *target
 		ObjectMeta: metav1.ObjectMeta{
 			Name: PullRequestName(rc.Name), Namespace: rc.Namespace,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rc, rollbackv1alpha1.SchemeGroupVersion.WithKind("RevertCommit"))},
-			Labels:          map[string]string{rollbackv1alpha1.RevertCommitLabel: labelValue(rc.Name)},
+			Labels:          pullRequestLabels(rc, t.strategy),
 		},
 		Spec: promoterv1alpha1.PullRequestSpec{
 			RepositoryRef:   t.strategy.Spec.RepositoryRef,
@@ -83,6 +88,36 @@ func (r *Reconciler) newPullRequest(rc *rollbackv1alpha1.RevertCommit, t *target
 			State:           state,
 		},
 	}
+}
+
+// pullRequestLabels are the strategy's own labels plus the RevertCommit's name. A promoter
+// sharded by --watch-label-selector selects on the strategy's labels, and only merges the
+// PullRequests it watches.
+func pullRequestLabels(rc *rollbackv1alpha1.RevertCommit, ps *promoterv1alpha1.PromotionStrategy) map[string]string {
+	out := make(map[string]string, len(ps.Labels)+1)
+	maps.Copy(out, ps.Labels)
+	out[rollbackv1alpha1.RevertCommitLabel] = labelValue(rc.Name)
+	return out
+}
+
+// relabel adds the labels pr lacks, such as the strategy's shard label added after the revert
+// began, and leaves labels set by others alone.
+func relabel(ctx context.Context, client promoterclient.PullRequestInterface, pr *promoterv1alpha1.PullRequest, want map[string]string) (*promoterv1alpha1.PullRequest, error) {
+	missing := false
+	for k, v := range want {
+		if pr.Labels[k] != v {
+			missing = true
+		}
+	}
+	if !missing {
+		return pr, nil
+	}
+	next := pr.DeepCopy()
+	if next.Labels == nil {
+		next.Labels = map[string]string{}
+	}
+	maps.Copy(next.Labels, want)
+	return client.Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
 }
 
 // observe sets the phase from the pull request and from git: the environment branch holding

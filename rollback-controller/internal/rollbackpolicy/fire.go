@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 
@@ -42,7 +43,7 @@ func (r *Reconciler) fire(ctx context.Context, p *rollbackv1alpha1.RollbackPolic
 	name := RevertCommitName(p.Name, env, f.BadDrySHA)
 	autoMerge := p.Spec.AutoMerge == nil || *p.Spec.AutoMerge
 	rc := &rollbackv1alpha1.RevertCommit{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: map[string]string{rollbackv1alpha1.PolicyLabel: p.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: revertCommitLabels(p)},
 		Spec: rollbackv1alpha1.RevertCommitSpec{
 			PromotionStrategyRef: rollbackv1alpha1.PromotionStrategyReference{Name: ps.Name},
 			ActiveBranch:         env,
@@ -71,4 +72,13 @@ func truncate(s string, n int) string {
 		r = r[:len(r)-1]
 	}
 	return string(r) + "..."
+}
+
+// revertCommitLabels are the policy's own labels plus its name, so a rollback-controller
+// sharded by --watch-label-selector handles the RevertCommits of the policies it handles.
+func revertCommitLabels(p *rollbackv1alpha1.RollbackPolicy) map[string]string {
+	out := make(map[string]string, len(p.Labels)+1)
+	maps.Copy(out, p.Labels)
+	out[rollbackv1alpha1.PolicyLabel] = p.Name
+	return out
 }
