@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"path/filepath"
 	"regexp"
 	"testing"
 
@@ -27,15 +26,8 @@ func TestTheControllerWorksUnderTheChartsRBAC(t *testing.T) {
 	testenv.SkipIfShort(t)
 	t.Parallel()
 	ctx := context.Background()
-	root, err := testenv.RepoRoot()
-	require.NoError(t, err)
-	helm, err := charts.NewHelm(env)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = helm.Close() })
 	const release, system = "gate-controller", "sluice-system"
-	// The test environment installed the Gate CRD: the chart must not own it too.
-	require.NoError(t, helm.Install(ctx, release, system, filepath.Join(root, "charts", "gate-controller"), "crds.enabled=false"))
-	t.Cleanup(func() { assert.NoError(t, helm.Uninstall(ctx, release, system)) })
+	helm := charts.InstallForTest(t, env, release, system, "gate-controller")
 
 	manifest, err := helm.Run(ctx, "get", "manifest", release, "--namespace", system)
 	require.NoError(t, err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -35,14 +34,7 @@ import (
 func TestPromotionUnderTheChartsServiceAccount(t *testing.T) {
 	testenv.SkipIfShort(t)
 	ctx := context.Background()
-	root, err := testenv.RepoRoot()
-	require.NoError(t, err)
-	helm, err := charts.NewHelm(env)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = helm.Close() })
-	// The test environment installed the CRDs: the chart must not own them too.
-	require.NoError(t, helm.Install(ctx, "promoter-controller", "sluice-system", filepath.Join(root, "charts", "promoter-controller"), "crds.enabled=false"))
-	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), "promoter-controller", "sluice-system") })
+	charts.InstallForTest(t, env, "promoter-controller", "sluice-system", "promoter-controller")
 	sa := env.Impersonate("sluice-system", "promoter-controller")
 	saClient, err := kubernetes.NewForConfig(sa)
 	require.NoError(t, err)

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -89,19 +88,11 @@ func logFile(t testing.TB, name string) *os.File {
 		_ = f.Close()
 		if t.Failed() {
 			if out, err := os.ReadFile(f.Name()); err == nil {
-				t.Logf("%s log:\n%s", name, tail(out, 120))
+				t.Logf("%s log:\n%s", name, testenv.Tail(out, 120))
 			}
 		}
 	})
 	return f
-}
-
-func tail(b []byte, lines int) string {
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(all) > lines {
-		all = append([]string{fmt.Sprintf("... %d earlier lines", len(all)-lines)}, all[len(all)-lines:]...)
-	}
-	return strings.Join(all, "\n")
 }
 
 // startPromoter runs the promoter-controller binary for namespace ns until the test ends.
