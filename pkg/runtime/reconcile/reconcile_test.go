@@ -186,3 +186,35 @@ func TestStatusWriterReportsOtherErrors(t *testing.T) {
 	assert.False(t, wrote)
 	assert.Equal(t, 1, statusUpdates(client), "no retry but for conflicts")
 }
+
+// A status decided from a stale copy must not land on a live object that moved on: the conflict
+// comes back, and nothing is written over the live status.
+func TestStatusWriterReturnsConflictsWhenAsked(t *testing.T) {
+	stale := gate("prod", nil)
+	live := gate("prod", func(g *gatingv1alpha1.Gate) { g.ResourceVersion, g.Status.ObservedGeneration = "2", 3 })
+	client := fake.NewSimpleClientset(live) //nolint:staticcheck // see above
+	client.PrependReactor("update", "gates", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.UpdateAction).GetObject().(*gatingv1alpha1.Gate).ResourceVersion != "2" {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "gates"}, "prod", errors.New("modified"))
+		}
+		return false, nil, nil
+	})
+	writer := gateStatus
+	writer.ReturnConflicts = true
+	after := stale.DeepCopy()
+	after.Status.ObservedGeneration = 4
+	_, wrote, err := writer.Write(context.Background(), client.GatingV1alpha1().Gates("team"), stale, after)
+	assert.True(t, apierrors.IsConflict(err), "the conflict is returned: %v", err)
+	assert.False(t, wrote)
+	assert.Equal(t, 1, statusUpdates(client), "not retried on the live object")
+	got, err := client.GatingV1alpha1().Gates("team").Get(context.Background(), "prod", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), got.Status.ObservedGeneration, "the live status is left alone")
+
+	// The live object already holds the status (this controller's own earlier write): no error.
+	after.Status.ObservedGeneration = 3
+	stored, wrote, err := writer.Write(context.Background(), client.GatingV1alpha1().Gates("team"), stale, after)
+	require.NoError(t, err)
+	assert.False(t, wrote)
+	assert.Equal(t, "2", stored.ResourceVersion)
+}

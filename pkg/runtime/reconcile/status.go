@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -26,13 +27,19 @@ type StatusWriter[T Object[T], S any] struct {
 	FieldManager string
 	// Status points into an object's status.
 	Status func(T) *S
+	// ReturnConflicts, for a status that builds on what earlier reconciles decided (a phase, a
+	// history, the time a failure began), never puts after's status on a live object that moved
+	// on: a conflict is returned, and the reconcile it brings back decides again from the live
+	// object. A live object that already holds the status is still no error.
+	ReturnConflicts bool
 }
 
 // Write stores after's status unless it is semantically equal to before's: a reconcile that
 // changed nothing writes nothing. On a conflict (the cache was behind the controller's own last
 // write, or another write landed) it reads the live object and puts after's status on it, unless
-// the live object already holds it. It returns the object as stored and whether this call wrote
-// it: Events and metrics of a change belong after a write that happened.
+// the live object already holds it (with ReturnConflicts it returns the conflict instead). It
+// returns the object as stored and whether this call wrote it: Events and metrics of a change
+// belong after a write that happened.
 func (w StatusWriter[T, S]) Write(ctx context.Context, client StatusClient[T], before, after T) (T, bool, error) {
 	if equality.Semantic.DeepEqual(w.Status(before), w.Status(after)) {
 		return before, false, nil
@@ -56,13 +63,25 @@ func (w StatusWriter[T, S]) Write(ctx context.Context, client StatusClient[T], b
 			stored = live
 			return nil
 		}
+		if w.ReturnConflicts {
+			return stopRetrying{err}
+		}
 		next = live.DeepCopy()
 		*w.Status(next) = *w.Status(after)
 		return err
 	})
+	var stop stopRetrying
+	if errors.As(err, &stop) {
+		err = stop.err
+	}
 	if err != nil {
 		var zero T
 		return zero, false, fmt.Errorf("writing the status of %s %s/%s: %w", w.Kind, after.GetNamespace(), after.GetName(), err)
 	}
 	return stored, wrote, nil
 }
+
+// stopRetrying carries a conflict out of retry.RetryOnConflict, which would retry it.
+type stopRetrying struct{ err error }
+
+func (s stopRetrying) Error() string { return s.err.Error() }
