@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
@@ -217,4 +218,34 @@ func TestStatusWriterReturnsConflictsWhenAsked(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, wrote)
 	assert.Equal(t, "2", stored.ResourceVersion)
+}
+
+// Two changes written one after the other from the same copy: the second, refused as stale, is
+// applied again to the live object, and the first stays.
+func TestStatusWriterChangeAppliesItselfAgainToTheLiveObject(t *testing.T) {
+	ctx := context.Background()
+	start := gate("prod", nil)
+	client := fake.NewSimpleClientset(start) //nolint:staticcheck // see above
+	reconciletest.OptimisticConcurrency(client, gatingv1alpha1.SchemeGroupVersion.WithResource("gates"))
+	gates := client.GatingV1alpha1().Gates("team")
+
+	first, wrote, err := gateStatus.Change(ctx, gates, start, func(g *gatingv1alpha1.Gate) { g.Status.ObservedGeneration = 4 })
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	assert.Equal(t, int64(4), first.Status.ObservedGeneration)
+	assert.Zero(t, start.Status.ObservedGeneration, "the object given is not changed")
+
+	second, wrote, err := gateStatus.Change(ctx, gates, start, func(g *gatingv1alpha1.Gate) {
+		conditions.MarkReady(&g.Status.Conditions, g.Generation, "Open", "open")
+	})
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	assert.Equal(t, int64(4), second.Status.ObservedGeneration, "the first change is kept")
+	assert.True(t, conditions.IsTrue(second.Status.Conditions, conditions.Ready))
+	assert.Equal(t, 3, statusUpdates(client), "the second change conflicted once")
+
+	_, wrote, err = gateStatus.Change(ctx, gates, second, func(g *gatingv1alpha1.Gate) { g.Status.ObservedGeneration = 4 })
+	require.NoError(t, err)
+	assert.False(t, wrote, "a change that changes nothing writes nothing")
+	assert.Equal(t, 3, statusUpdates(client))
 }

@@ -81,6 +81,45 @@ func (w StatusWriter[T, S]) Write(ctx context.Context, client StatusClient[T], b
 	return stored, wrote, nil
 }
 
+// Change applies change to a copy of obj and writes the status it gives, unless that equals
+// obj's. On a conflict it reads the live object and applies change to it again: for a status
+// made of steps that each stand on their own (an operation's result, a request marked handled),
+// written one after another from a copy that the previous write already made stale, where putting
+// a whole status on the live object would undo the steps in between. change receives a copy to
+// change, never the cache's object. It returns the object as stored and whether this call wrote
+// it.
+func (w StatusWriter[T, S]) Change(ctx context.Context, client StatusClient[T], obj T, change func(T)) (T, bool, error) {
+	opts := metav1.UpdateOptions{FieldManager: w.FieldManager}
+	current, stored, wrote := obj, obj, false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		next := current.DeepCopy()
+		change(next)
+		if equality.Semantic.DeepEqual(w.Status(current), w.Status(next)) {
+			stored = current
+			return nil
+		}
+		written, err := client.UpdateStatus(ctx, next, opts)
+		if err == nil {
+			stored, wrote = written, true
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		live, gerr := client.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		current = live
+		return err
+	})
+	if err != nil {
+		var zero T
+		return zero, false, fmt.Errorf("writing the status of %s %s/%s: %w", w.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return stored, wrote, nil
+}
+
 // stopRetrying carries a conflict out of retry.RetryOnConflict, which would retry it.
 type stopRetrying struct{ err error }
 

@@ -91,6 +91,7 @@ func TestGitSourceSnapshotsSplitAndPruned(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, info.Chunks)
 	assert.Greater(t, info.CompressedSize, int64(snapshot.DefaultChunkBytes))
+	f.assertSnapshotMetrics("web", 2)
 	require.Len(t, files, len(big))
 	for _, file := range files {
 		assert.Equal(t, big[file.Name], string(file.Data), "%s comes back byte for byte", file.Name)

@@ -57,14 +57,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		r.Metrics.Forget(ns, name)
 		return controller.Result{}, nil
 	}
-	if l.ReportSuspend(&l.Next.Status.Conditions) {
-		l.Next.Status.ObservedGeneration = l.Next.Generation
-		_, _, err := releaseStatus.Write(ctx, r.Client.RollbackV1alpha1().ManifestReleases(l.Next.Namespace), l.Cached, l.Next)
-		return controller.Result{}, err
-	}
-	// A Suspended condition left from before goes first; an unchanged status writes nothing.
-	mr, _, err := releaseStatus.Write(ctx, r.Client.RollbackV1alpha1().ManifestReleases(l.Next.Namespace), l.Cached, l.Next)
-	if err != nil {
+	// The Suspended condition, set or removed, lands first; an unchanged status writes nothing.
+	suspended := l.Suspend.Suspended
+	mr, _, err := releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(l.Cached.Namespace), l.Cached, func(mr *rollbackv1.ManifestRelease) {
+		l.ReportSuspend(&mr.Status.Conditions)
+		if suspended {
+			mr.Status.ObservedGeneration = mr.Generation
+		}
+	})
+	if err != nil || suspended {
 		return controller.Result{}, err
 	}
 	if mr.Status.Operation != nil {

@@ -10,8 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -22,6 +24,7 @@ import (
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
+	"github.com/sluicehq/sluice/pkg/snapshot"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
@@ -210,4 +213,39 @@ func TestReleaseStatusSurvivesAConcurrentEdit(t *testing.T) {
 	assert.True(t, conditions.IsTrue(mr.Status.Conditions, conditions.Stalled))
 	assert.Equal(t, 2, g.statusWrites(), "the conflict, then the write onto the live release")
 	assert.Len(t, g.drainEvents(), 1)
+}
+
+// One reconcile writes the status in steps from the copy it started with: here Ready for the
+// version deployed, then the refresh request handled. The second step lands on top of the first,
+// never in its place.
+func TestReleaseStepsWrittenFromOneCopyAllLand(t *testing.T) {
+	ctx := context.Background()
+	src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web-src", ResourceVersion: "7"},
+		Data: map[string]string{"web.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n"}}
+	mr := release(func(mr *rollbackv1.ManifestRelease) {
+		mr.Annotations = map[string]string{rollbackv1.RequestedAtAnnotation: "now"}
+		mr.Status.UpgradeNumber, mr.Status.DeployedVersion = 1, "v1"
+	})
+	g := newUnitRig(t, mr)
+	g.r.Sources = &Sources{Kube: kubefake.NewClientset(src), Sluice: g.client, MaxSize: 1 << 20}
+	g.r.Snapshots = &snapshot.Store{}
+	fetched, err := g.r.Sources.Fetch(ctx, mr)
+	require.NoError(t, err)
+	digest, err := snapshot.Digest(fetched.Files, g.r.Snapshots.Options)
+	require.NoError(t, err)
+	deployed := g.live()
+	deployed.Status.DeployedDigest = digest
+	_, err = g.client.RollbackV1alpha1().ManifestReleases("team").UpdateStatus(ctx, deployed, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, g.cache.Update(g.live()))
+
+	requeue, err := g.reconcile()
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Minute, requeue, "looked at again after spec.interval's default")
+	live := g.live()
+	assert.Equal(t, "now", live.Status.LastHandledReconcileAt, "the request is marked handled")
+	ready := conditions.Get(live.Status.Conditions, conditions.Ready)
+	require.NotNil(t, ready, "and the step before it is still there")
+	assert.Equal(t, ReasonDeployed, ready.Reason)
+	assert.Equal(t, "v1 (snapshot 1) is deployed", ready.Message)
 }

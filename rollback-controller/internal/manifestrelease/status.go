@@ -14,25 +14,25 @@ import (
 	"github.com/sluicehq/sluice/pkg/text"
 )
 
-// releaseStatus writes ManifestRelease status. Each reconcile starts from the live release, and
-// the status is this controller's alone: on a conflict (someone edited the spec or metadata
-// meanwhile) the status goes onto the live object, so an operation's result is never lost to an
-// edit.
+// releaseStatus writes ManifestRelease status, which is this controller's alone. A reconcile
+// writes it in steps (the operation recorded, then its result, then the request handled), each
+// from the copy it holds; on a conflict (the step before, or someone editing the spec or metadata
+// meanwhile) a step is applied again to the live release, so no step is lost to another.
 var releaseStatus = reconcile.StatusWriter[*rollbackv1.ManifestRelease, rollbackv1.ManifestReleaseStatus]{
 	Kind: "ManifestRelease", FieldManager: FieldManager,
 	Status: func(mr *rollbackv1.ManifestRelease) *rollbackv1.ManifestReleaseStatus { return &mr.Status },
 }
 
-// writeStatus applies change to a copy of mr's status (with the generation it observes), writes
-// it unless nothing changed, and returns the release as stored. Then, and only after a write this
-// call made, it calls each announce with the stored release: Events and metrics follow a change
-// that happened.
+// writeStatus applies change to the status (with the generation it observes), writes it unless
+// nothing changed, and returns the release as stored. Then, and only after a write this call
+// made, it calls each announce with the stored release: Events and metrics follow a change that
+// happened.
 func (r *Reconciler) writeStatus(ctx context.Context, mr *rollbackv1.ManifestRelease, change func(*rollbackv1.ManifestReleaseStatus, int64),
 	announce ...func(*rollbackv1.ManifestRelease)) (*rollbackv1.ManifestRelease, error) {
-	next := mr.DeepCopy()
-	change(&next.Status, next.Generation)
-	next.Status.ObservedGeneration = next.Generation
-	stored, wrote, err := releaseStatus.Write(ctx, r.Client.RollbackV1alpha1().ManifestReleases(mr.Namespace), mr, next)
+	stored, wrote, err := releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(mr.Namespace), mr, func(next *rollbackv1.ManifestRelease) {
+		change(&next.Status, next.Generation)
+		next.Status.ObservedGeneration = next.Generation
+	})
 	if err != nil || !wrote {
 		return stored, err
 	}
