@@ -33,9 +33,9 @@ var (
 	crdGVR    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	widgetGVK = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
 	listKinds = map[schema.GroupVersionResource]string{
-		{Version: "v1", Resource: "configmaps"}:                       "ConfigMapList",
-		{Group: "apps", Version: "v1", Resource: "deployments"}:       "DeploymentList",
-		{Group: "example.com", Version: "v1", Resource: "widgets"}:    "WidgetList",
+		{Version: "v1", Resource: "configmaps"}:                    "ConfigMapList",
+		{Group: "apps", Version: "v1", Resource: "deployments"}:    "DeploymentList",
+		{Group: "example.com", Version: "v1", Resource: "widgets"}: "WidgetList",
 		crdGVR: "CustomResourceDefinitionList",
 	}
 	owner = map[string]string{"app.kubernetes.io/managed-by": "test"}
