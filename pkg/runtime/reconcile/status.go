@@ -41,44 +41,19 @@ type StatusWriter[T Object[T], S any] struct {
 // returns the object as stored and whether this call wrote it: Events and metrics of a change
 // belong after a write that happened.
 func (w StatusWriter[T, S]) Write(ctx context.Context, client StatusClient[T], before, after T) (T, bool, error) {
-	if equality.Semantic.DeepEqual(w.Status(before), w.Status(after)) {
-		return before, false, nil
-	}
-	opts := metav1.UpdateOptions{FieldManager: w.FieldManager}
-	stored, wrote, next := before, false, after
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		written, err := client.UpdateStatus(ctx, next, opts)
-		if err == nil {
-			stored, wrote = written, true
-			return nil
+	return w.update(ctx, client, before, func(current T, conflict error) (T, bool, error) {
+		switch {
+		case equality.Semantic.DeepEqual(w.Status(current), w.Status(after)):
+			return current, true, nil
+		case conflict == nil:
+			return after, false, nil
+		case w.ReturnConflicts:
+			return current, false, stopRetrying{conflict}
 		}
-		if !apierrors.IsConflict(err) {
-			return err
-		}
-		live, gerr := client.Get(ctx, after.GetName(), metav1.GetOptions{})
-		if gerr != nil {
-			return gerr
-		}
-		if equality.Semantic.DeepEqual(w.Status(live), w.Status(after)) {
-			stored = live
-			return nil
-		}
-		if w.ReturnConflicts {
-			return stopRetrying{err}
-		}
-		next = live.DeepCopy()
+		next := current.DeepCopy()
 		*w.Status(next) = *w.Status(after)
-		return err
+		return next, false, nil
 	})
-	var stop stopRetrying
-	if errors.As(err, &stop) {
-		err = stop.err
-	}
-	if err != nil {
-		var zero T
-		return zero, false, fmt.Errorf("writing the status of %s %s/%s: %w", w.Kind, after.GetNamespace(), after.GetName(), err)
-	}
-	return stored, wrote, nil
 }
 
 // Change applies change to a copy of obj and writes the status it gives, unless that equals
@@ -89,16 +64,28 @@ func (w StatusWriter[T, S]) Write(ctx context.Context, client StatusClient[T], b
 // change, never the cache's object. It returns the object as stored and whether this call wrote
 // it.
 func (w StatusWriter[T, S]) Change(ctx context.Context, client StatusClient[T], obj T, change func(T)) (T, bool, error) {
-	opts := metav1.UpdateOptions{FieldManager: w.FieldManager}
-	current, stored, wrote := obj, obj, false
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return w.update(ctx, client, obj, func(current T, _ error) (T, bool, error) {
 		next := current.DeepCopy()
 		change(next)
-		if equality.Semantic.DeepEqual(w.Status(current), w.Status(next)) {
+		return next, equality.Semantic.DeepEqual(w.Status(current), w.Status(next)), nil
+	})
+}
+
+// update writes the object next makes of current: obj first, then, after each conflict, the live
+// object, until a write is not refused as stale. next says skip when current needs no write, or
+// returns stopRetrying to end with a conflict; it is given the conflict that made it read again.
+func (w StatusWriter[T, S]) update(ctx context.Context, client StatusClient[T], obj T,
+	next func(current T, conflict error) (T, bool, error)) (T, bool, error) {
+	opts := metav1.UpdateOptions{FieldManager: w.FieldManager}
+	current, stored, wrote := obj, obj, false
+	var conflict error
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, skip, err := next(current, conflict)
+		if err != nil || skip {
 			stored = current
-			return nil
+			return err
 		}
-		written, err := client.UpdateStatus(ctx, next, opts)
+		written, err := client.UpdateStatus(ctx, n, opts)
 		if err == nil {
 			stored, wrote = written, true
 			return nil
@@ -110,9 +97,13 @@ func (w StatusWriter[T, S]) Change(ctx context.Context, client StatusClient[T], 
 		if gerr != nil {
 			return gerr
 		}
-		current = live
+		current, conflict = live, err
 		return err
 	})
+	var stop stopRetrying
+	if errors.As(err, &stop) {
+		err = stop.err
+	}
 	if err != nil {
 		var zero T
 		return zero, false, fmt.Errorf("writing the status of %s %s/%s: %w", w.Kind, obj.GetNamespace(), obj.GetName(), err)
