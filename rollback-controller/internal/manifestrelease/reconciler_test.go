@@ -83,28 +83,6 @@ func (g *unitRig) live() *rollbackv1.ManifestRelease {
 	return mr
 }
 
-func (g *unitRig) statusWrites() int {
-	n := 0
-	for _, a := range g.client.Actions() {
-		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
-			n++
-		}
-	}
-	return n
-}
-
-func (g *unitRig) drainEvents() []string {
-	var out []string
-	for {
-		select {
-		case e := <-g.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 // A spec a person must fix stalls with the reason and one Event; looking again changes nothing
 // and so writes and announces nothing.
 func TestInvalidReleaseStallsOnceWithOneEvent(t *testing.T) {
@@ -117,12 +95,12 @@ func TestInvalidReleaseStallsOnceWithOneEvent(t *testing.T) {
 	assert.Equal(t, ReasonInvalidSpec, stalled.Reason)
 	assert.Contains(t, stalled.Message, `spec.test.filters[0].name "smoke-[" is not a valid glob`)
 	assert.Equal(t, int64(2), mr.Status.ObservedGeneration)
-	assert.Equal(t, []string{"Warning InvalidSpec " + stalled.Message}, g.drainEvents())
+	assert.Equal(t, []string{"Warning InvalidSpec " + stalled.Message}, reconciletest.Events(g.events))
 
 	_, err = g.reconcile()
 	require.NoError(t, err)
-	assert.Equal(t, 1, g.statusWrites(), "an unchanged status is not written again")
-	assert.Empty(t, g.drainEvents(), "announced once")
+	assert.Equal(t, 1, reconciletest.StatusUpdates(g.client), "an unchanged status is not written again")
+	assert.Empty(t, reconciletest.Events(g.events), "announced once")
 }
 
 func TestSuspendedReleaseIsSkippedWithItsReason(t *testing.T) {
@@ -141,8 +119,8 @@ func TestSuspendedReleaseIsSkippedWithItsReason(t *testing.T) {
 
 	_, err = g.reconcile()
 	require.NoError(t, err)
-	assert.Equal(t, 1, g.statusWrites())
-	assert.Empty(t, g.drainEvents())
+	assert.Equal(t, 1, reconciletest.StatusUpdates(g.client))
+	assert.Empty(t, reconciletest.Events(g.events))
 }
 
 // Resumed by removing the annotation, a release loses its Suspended condition, even when
@@ -162,15 +140,15 @@ func TestResumedReleaseDropsItsSuspendedCondition(t *testing.T) {
 	require.NoError(t, err)
 	annotate(map[string]string{suspend.Annotation: "upgrading the cluster"})
 	require.NotNil(t, conditions.Get(g.live().Status.Conditions, conditions.Suspended))
-	g.drainEvents()
-	writes := g.statusWrites()
+	reconciletest.Events(g.events)
+	writes := reconciletest.StatusUpdates(g.client)
 
 	annotate(nil)
 	mr := g.live()
 	assert.Nil(t, conditions.Get(mr.Status.Conditions, conditions.Suspended))
 	assert.True(t, conditions.IsTrue(mr.Status.Conditions, conditions.Stalled), "stalled as before")
-	assert.Equal(t, writes+1, g.statusWrites())
-	assert.Empty(t, g.drainEvents(), "the same stall is not announced again")
+	assert.Equal(t, writes+1, reconciletest.StatusUpdates(g.client))
+	assert.Empty(t, reconciletest.Events(g.events), "the same stall is not announced again")
 }
 
 func TestMissingReleaseIsANoOpAndForgetsItsSeries(t *testing.T) {
@@ -211,8 +189,8 @@ func TestReleaseStatusSurvivesAConcurrentEdit(t *testing.T) {
 	mr := g.live()
 	assert.Equal(t, "payments", mr.Labels["team"])
 	assert.True(t, conditions.IsTrue(mr.Status.Conditions, conditions.Stalled))
-	assert.Equal(t, 2, g.statusWrites(), "the conflict, then the write onto the live release")
-	assert.Len(t, g.drainEvents(), 1)
+	assert.Equal(t, 2, reconciletest.StatusUpdates(g.client), "the conflict, then the write onto the live release")
+	assert.Len(t, reconciletest.Events(g.events), 1)
 }
 
 // One reconcile writes the status in steps from the copy it started with: here Ready for the

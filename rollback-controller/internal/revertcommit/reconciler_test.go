@@ -80,16 +80,6 @@ func (g *rig) sync() *rollbackv1alpha1.RevertCommit {
 	return rc
 }
 
-func (g *rig) statusWrites() int {
-	n := 0
-	for _, a := range g.client.Actions() {
-		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
-			n++
-		}
-	}
-	return n
-}
-
 // A revert whose strategy does not exist stalls with what to do, written once: the next
 // reconcile, which finds the same, writes nothing.
 func TestRevertStallsOnceOnAMissingStrategy(t *testing.T) {
@@ -107,7 +97,7 @@ func TestRevertStallsOnceOnAMissingStrategy(t *testing.T) {
 
 	_, err = g.reconcile()
 	require.NoError(t, err)
-	assert.Equal(t, 1, g.statusWrites(), "an unchanged status is not written again")
+	assert.Equal(t, 1, reconciletest.StatusUpdates(g.client), "an unchanged status is not written again")
 }
 
 func TestSuspendedRevertIsSkippedWithItsReason(t *testing.T) {
@@ -123,7 +113,7 @@ func TestSuspendedRevertIsSkippedWithItsReason(t *testing.T) {
 
 	_, err = g.reconcile()
 	require.NoError(t, err)
-	assert.Equal(t, 1, g.statusWrites())
+	assert.Equal(t, 1, reconciletest.StatusUpdates(g.client))
 }
 
 func TestMissingOrFinishedRevertIsANoOp(t *testing.T) {

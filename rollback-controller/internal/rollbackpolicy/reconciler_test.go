@@ -118,28 +118,14 @@ func (g *rig) syncReverts() {
 	}
 }
 
-func (g *rig) count(verb, resource, subresource string) int {
+func (g *rig) count(verb, resource string) int {
 	n := 0
 	for _, a := range g.client.Actions() {
-		if a.GetVerb() == verb && a.GetResource().Resource == resource && a.GetSubresource() == subresource {
+		if a.GetVerb() == verb && a.GetResource().Resource == resource {
 			n++
 		}
 	}
 	return n
-}
-
-func (g *rig) statusWrites() int { return g.count("update", "rollbackpolicies", "status") }
-
-func (g *rig) drainEvents() []string {
-	var out []string
-	for {
-		select {
-		case e := <-g.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
 }
 
 func (g *rig) fired() float64 {
@@ -156,7 +142,7 @@ func TestPolicyFiresOnceAndRewritesNothing(t *testing.T) {
 	requeue, err := g.reconcile()
 	require.NoError(t, err)
 	assert.Equal(t, time.Minute, requeue, "woken when the threshold ends")
-	assert.Equal(t, 1, g.statusWrites())
+	assert.Equal(t, 1, reconciletest.StatusUpdates(g.client))
 	p := g.syncPolicy()
 	require.Len(t, p.Status.Environments, 1)
 	assert.Contains(t, p.Status.Environments[0].Message, "rolls back at")
@@ -164,15 +150,15 @@ func TestPolicyFiresOnceAndRewritesNothing(t *testing.T) {
 
 	_, err = g.reconcile()
 	require.NoError(t, err)
-	assert.Equal(t, 1, g.statusWrites(), "an unchanged status is not written again")
+	assert.Equal(t, 1, reconciletest.StatusUpdates(g.client), "an unchanged status is not written again")
 
 	g.clock.SetTime(t0.Add(6 * time.Minute))
 	stale := p.DeepCopy()
 	_, err = g.reconcile()
 	require.NoError(t, err)
-	assert.Equal(t, 1, g.count("create", "revertcommits", ""))
-	assert.Equal(t, 2, g.statusWrites())
-	events := g.drainEvents()
+	assert.Equal(t, 1, g.count("create", "revertcommits"))
+	assert.Equal(t, 2, reconciletest.StatusUpdates(g.client))
+	events := reconciletest.Events(g.events)
 	require.Len(t, events, 1)
 	assert.Contains(t, events[0], "Warning RevertCommitCreated prod: created RevertCommit "+RevertCommitName("web", "prod", bad))
 	assert.Equal(t, 1.0, g.fired())
@@ -185,7 +171,7 @@ func TestPolicyFiresOnceAndRewritesNothing(t *testing.T) {
 	reverts, err := g.client.RollbackV1alpha1().RevertCommits("team").List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, reverts.Items, 1, "the create found the first RevertCommit")
-	assert.Empty(t, g.drainEvents(), "announced once")
+	assert.Empty(t, reconciletest.Events(g.events), "announced once")
 	assert.Equal(t, 1.0, g.fired(), "counted once")
 
 	// With the RevertCommit seen and the policy still stale, the pass decides "already
@@ -197,14 +183,14 @@ func TestPolicyFiresOnceAndRewritesNothing(t *testing.T) {
 	assert.Contains(t, live.Status.Environments[0].Message, "rolling back", "the live status is left alone")
 	require.NotNil(t, live.Status.Environments[0].LastRollback)
 
-	writes := g.statusWrites()
+	writes := reconciletest.StatusUpdates(g.client)
 	_, err = g.reconcile()
 	require.NoError(t, err)
 	assert.Contains(t, g.syncPolicy().Status.Environments[0].Message, "already reverted by RevertCommit")
 	_, err = g.reconcile()
 	require.NoError(t, err)
-	assert.Equal(t, writes+1, g.statusWrites(), "once up to date, nothing more is written")
-	assert.Empty(t, g.drainEvents())
+	assert.Equal(t, writes+1, reconciletest.StatusUpdates(g.client), "once up to date, nothing more is written")
+	assert.Empty(t, reconciletest.Events(g.events))
 	assert.Equal(t, 1.0, g.fired())
 }
 
@@ -223,12 +209,12 @@ func TestSuspendedPolicyIsSkippedWithItsReason(t *testing.T) {
 	assert.Equal(t, suspend.ReasonAnnotation, s.Reason)
 	assert.Equal(t, "change freeze", s.Message)
 	assert.Empty(t, p.Status.Environments, "nothing is evaluated")
-	assert.Zero(t, g.count("create", "revertcommits", ""))
+	assert.Zero(t, g.count("create", "revertcommits"))
 
 	_, err = g.reconcile()
 	require.NoError(t, err)
-	assert.Equal(t, 1, g.statusWrites(), "written once")
-	assert.Empty(t, g.drainEvents())
+	assert.Equal(t, 1, reconciletest.StatusUpdates(g.client), "written once")
+	assert.Empty(t, reconciletest.Events(g.events))
 }
 
 func TestMissingPolicyIsANoOp(t *testing.T) {
@@ -239,7 +225,7 @@ func TestMissingPolicyIsANoOp(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, res)
 	assert.Empty(t, g.client.Actions())
-	assert.Empty(t, g.drainEvents())
+	assert.Empty(t, reconciletest.Events(g.events))
 }
 
 // Without the peer CRDs the policy stalls with what to install, and looks again later.
@@ -257,7 +243,7 @@ func TestPolicyWithoutPeerCRDsSaysWhatToInstall(t *testing.T) {
 	assert.Contains(t, stalled.Message, "install the commitstatus-controller chart")
 	_, err = g.reconcile()
 	require.NoError(t, err)
-	assert.Equal(t, 1, g.statusWrites())
+	assert.Equal(t, 1, reconciletest.StatusUpdates(g.client))
 	reverts, _ := g.r.RevertCommits.List(labels.Everything())
 	assert.Empty(t, reverts)
 }

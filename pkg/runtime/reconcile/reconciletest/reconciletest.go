@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 )
 
 // Fake is what every generated fake clientset has: reactors and the object tracker.
@@ -56,4 +57,29 @@ func OptimisticConcurrency(c Fake, gvr schema.GroupVersionResource) {
 func version(rv string) int {
 	n, _ := strconv.Atoi(rv)
 	return n
+}
+
+// StatusUpdates counts the status updates c has received, of any resource: how a test sees that
+// a reconcile wrote, or did not write, its status.
+func StatusUpdates(c interface{ Actions() []k8stesting.Action }) int {
+	n := 0
+	for _, a := range c.Actions() {
+		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+			n++
+		}
+	}
+	return n
+}
+
+// Events takes the Events r holds now, in the order recorded, without waiting for more.
+func Events(r *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
 }

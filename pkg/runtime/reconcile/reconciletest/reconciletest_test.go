@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
@@ -22,6 +23,7 @@ func TestOptimisticConcurrency(t *testing.T) {
 
 	stale, err := gates.Get(ctx, "prod", metav1.GetOptions{})
 	require.NoError(t, err)
+	assert.Zero(t, reconciletest.StatusUpdates(client))
 	first := stale.DeepCopy()
 	first.Status.ObservedGeneration = 1
 	written, err := gates.UpdateStatus(ctx, first, metav1.UpdateOptions{})
@@ -33,6 +35,8 @@ func TestOptimisticConcurrency(t *testing.T) {
 	_, err = gates.UpdateStatus(ctx, second, metav1.UpdateOptions{})
 	assert.True(t, apierrors.IsConflict(err), "a write from a stale copy conflicts: %v", err)
 
+	assert.Equal(t, 2, reconciletest.StatusUpdates(client), "the refused one counts too")
+
 	written.Spec.Closed = true
 	written, err = gates.Update(ctx, written, metav1.UpdateOptions{})
 	require.NoError(t, err)
@@ -41,4 +45,15 @@ func TestOptimisticConcurrency(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, live.Spec.Closed)
 	assert.Equal(t, int64(1), live.Status.ObservedGeneration)
+	assert.Equal(t, 2, reconciletest.StatusUpdates(client), "a spec update is not a status update")
+}
+
+func TestEvents(t *testing.T) {
+	r := record.NewFakeRecorder(10)
+	assert.Empty(t, reconciletest.Events(r))
+	gate := &gatingv1alpha1.Gate{}
+	r.Event(gate, "Normal", "Opened", "open")
+	r.Event(gate, "Warning", "InvalidSpec", "bad")
+	assert.Equal(t, []string{"Normal Opened open", "Warning InvalidSpec bad"}, reconciletest.Events(r))
+	assert.Empty(t, reconciletest.Events(r), "taken")
 }
