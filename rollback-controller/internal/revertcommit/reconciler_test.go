@@ -74,10 +74,7 @@ func (g *rig) reconcile() (time.Duration, error) {
 // sync makes the cache hold what the fake API holds, as the informer would.
 func (g *rig) sync() *rollbackv1alpha1.RevertCommit {
 	g.t.Helper()
-	rc, err := g.client.RollbackV1alpha1().RevertCommits("team").Get(context.Background(), "web-prod", metav1.GetOptions{})
-	require.NoError(g.t, err)
-	require.NoError(g.t, g.reverts.Update(rc))
-	return rc
+	return reconciletest.Sync(g.t, g.reverts, g.client.RollbackV1alpha1().RevertCommits("team").Get, "web-prod")
 }
 
 // A revert whose strategy does not exist stalls with what to do, written once: the next

@@ -103,10 +103,7 @@ func (g *rig) reconcile() (time.Duration, error) {
 // syncPolicy makes the cache hold what the fake API holds, as the informer would.
 func (g *rig) syncPolicy() *rollbackv1alpha1.RollbackPolicy {
 	g.t.Helper()
-	p, err := g.client.RollbackV1alpha1().RollbackPolicies("team").Get(context.Background(), "web", metav1.GetOptions{})
-	require.NoError(g.t, err)
-	require.NoError(g.t, g.policies.Update(p))
-	return p
+	return reconciletest.Sync(g.t, g.policies, g.client.RollbackV1alpha1().RollbackPolicies("team").Get, "web")
 }
 
 func (g *rig) syncReverts() {

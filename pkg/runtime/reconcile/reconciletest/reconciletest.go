@@ -2,14 +2,18 @@
 package reconciletest
 
 import (
+	"context"
 	"fmt"
 	"strconv"
+	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -82,4 +86,18 @@ func Events(r *record.FakeRecorder) []string {
 			return out
 		}
 	}
+}
+
+// Sync reads the object name through get (a typed client's Get for one namespace) and puts it in
+// store, as an informer would once the watch delivers it; it returns the object.
+func Sync[T any](t testing.TB, store cache.Store, get func(context.Context, string, metav1.GetOptions) (T, error), name string) T {
+	t.Helper()
+	obj, err := get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("read %s: %v", name, err)
+	}
+	if err := store.Update(obj); err != nil {
+		t.Fatalf("cache %s: %v", name, err)
+	}
+	return obj
 }

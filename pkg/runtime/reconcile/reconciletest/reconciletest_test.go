@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
@@ -46,6 +47,17 @@ func TestOptimisticConcurrency(t *testing.T) {
 	assert.True(t, live.Spec.Closed)
 	assert.Equal(t, int64(1), live.Status.ObservedGeneration)
 	assert.Equal(t, 2, reconciletest.StatusUpdates(client), "a spec update is not a status update")
+}
+
+func TestSync(t *testing.T) {
+	client := fake.NewSimpleClientset(&gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "prod", Generation: 3}}) //nolint:staticcheck // see above
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	got := reconciletest.Sync(t, store, client.GatingV1alpha1().Gates("team").Get, "prod")
+	assert.Equal(t, int64(3), got.Generation)
+	cached, ok, err := store.GetByKey("team/prod")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Same(t, got, cached)
 }
 
 func TestEvents(t *testing.T) {
