@@ -123,26 +123,11 @@ func startRollback(t testing.TB, cfg *rest.Config, ns string, pollInterval time.
 	fs := flag.NewFlagSet("rollback-controller", flag.ContinueOnError)
 	rcfg.AddFlags(fs)
 	require.NoError(t, fs.Parse([]string{"--git-cache-dir", t.TempDir(), "--manifest-git-cache-dir", t.TempDir()}))
-	rcfg.Rollback.PollInterval, rcfg.Rollback.StalledRecheck = pollInterval, time.Second
+	rcfg.PollInterval, rcfg.StalledRecheck = pollInterval, time.Second
 	require.NoError(t, rcfg.Validate())
 	require.NoError(t, setup.Setup(m, rcfg))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				assert.NoError(t, err)
-			case <-time.After(30 * time.Second):
-				t.Error("rollback-controller did not stop within 30s")
-			}
-			assert.Zero(t, panics.count.Load(), "reconciles panicked")
-		})
-	}
-	t.Cleanup(stop)
+	t.Cleanup(func() { assert.Zero(t, panics.count.Load(), "reconciles panicked") })
+	stop := testenv.RunManager(t, m)
 	return &rollbackController{m: m, stop: stop}
 }
 

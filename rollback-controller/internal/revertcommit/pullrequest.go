@@ -15,6 +15,7 @@ import (
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/text"
 	"github.com/sluicehq/sluice/rollback-controller/internal/metrics"
 )
 
@@ -61,7 +62,7 @@ func (r *Reconciler) newPullRequest(rc *rollbackv1alpha1.RevertCommit, t *target
 	if autoMerge(rc, t.env) {
 		state = promoterv1alpha1.PullRequestMerged
 	}
-	title := fmt.Sprintf("Revert %s to dry %s (from %s)", t.env.Branch, shortSHA(st.TargetDrySHA), shortSHA(st.BadDrySHA))
+	title := fmt.Sprintf("Revert %s to dry %s (from %s)", t.env.Branch, text.ShortSHA(st.TargetDrySHA), text.ShortSHA(st.BadDrySHA))
 	if rc.Spec.Reason != "" {
 		title += ": " + rc.Spec.Reason
 	}
@@ -80,7 +81,7 @@ func (r *Reconciler) newPullRequest(rc *rollbackv1alpha1.RevertCommit, t *target
 		},
 		Spec: promoterv1alpha1.PullRequestSpec{
 			RepositoryRef:   t.strategy.Spec.RepositoryRef,
-			Title:           truncate(title, 256),
+			Title:           text.Truncate(title, 256),
 			Description:     body.String(),
 			SourceBranch:    st.RevertBranch,
 			TargetBranch:    t.env.Branch,
@@ -133,7 +134,7 @@ func (r *Reconciler) observe(p *pass, pr *promoterv1alpha1.PullRequest, inBranch
 		r.merged(p, tip, nil, pr.Spec.State != promoterv1alpha1.PullRequestMerged)
 	case pr.Status.State == promoterv1alpha1.PullRequestClosed:
 		r.fail(p, "PullRequestClosed", fmt.Sprintf("pull request %s was closed without merging: %s keeps dry %s; create another RevertCommit to try again",
-			pr.Name, rc.Spec.ActiveBranch, shortSHA(st.BadDrySHA)))
+			pr.Name, rc.Spec.ActiveBranch, text.ShortSHA(st.BadDrySHA)))
 	case pr.Spec.State != promoterv1alpha1.PullRequestMerged:
 		st.Phase = rollbackv1alpha1.RevertOpen
 		conditions.MarkNotReady(&st.Conditions, gen, "WaitingForMerge", fmt.Sprintf(
@@ -154,13 +155,13 @@ func (r *Reconciler) merged(p *pass, mergeSHA string, when *metav1.Time, externa
 	st := &rc.Status
 	st.Phase, st.MergeSHA, st.MergedExternally = rollbackv1alpha1.RevertMerged, mergeSHA, external
 	if when == nil {
-		now := metav1.NewTime(r.now())
+		now := metav1.NewTime(r.Clock.Now())
 		when = &now
 	}
 	st.MergeTime = when
 	env := rc.Spec.ActiveBranch
 	msg := fmt.Sprintf("%s is back on dry %s (merge %s); dry %s is held from %s until a newer dry commit fixes it",
-		env, shortSHA(st.TargetDrySHA), shortSHA(mergeSHA), shortSHA(st.BadDrySHA), env)
+		env, text.ShortSHA(st.TargetDrySHA), text.ShortSHA(mergeSHA), text.ShortSHA(st.BadDrySHA), env)
 	conditions.MarkReady(&st.Conditions, rc.Generation, "Merged", msg)
 	p.announce(func() {
 		by := ""
@@ -187,17 +188,6 @@ func at(url string) string {
 	return " (" + url + ")"
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	for len(string(r)) > n-3 {
-		r = r[:len(r)-1]
-	}
-	return string(r) + "..."
-}
-
 // labelValue fits a name into a label value (63 characters).
 func labelValue(s string) string {
 	if len(s) <= 63 {
@@ -210,7 +200,7 @@ func labelValue(s string) string {
 // second, so a merge seen within a second of its recorded time is taken at the moment it was
 // seen; an older one (seen after a restart) keeps its recorded time.
 func (r *Reconciler) mergeInstant(recorded time.Time) time.Time {
-	now := r.now()
+	now := r.Clock.Now()
 	if d := now.Sub(recorded); d >= 0 && d < 2*time.Second {
 		return now
 	}

@@ -14,6 +14,7 @@ import (
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 var notNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -48,7 +49,7 @@ func (r *Reconciler) fire(ctx context.Context, p *rollbackv1alpha1.RollbackPolic
 			PromotionStrategyRef: rollbackv1alpha1.PromotionStrategyReference{Name: ps.Name},
 			ActiveBranch:         env,
 			BadDrySHA:            f.BadDrySHA,
-			Reason:               truncate(f.Reason, 1024),
+			Reason:               text.Truncate(f.Reason, 1024),
 			AutoMerge:            &autoMerge,
 			Trigger:              &rollbackv1alpha1.RollbackTrigger{Policy: p.Name, Key: f.Key, FailingSince: f.Since},
 		},
@@ -61,17 +62,6 @@ func (r *Reconciler) fire(ctx context.Context, p *rollbackv1alpha1.RollbackPolic
 		return nil, fmt.Errorf("create RevertCommit %s: %w", name, err)
 	}
 	return created, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	for len(string(r)) > n-3 {
-		r = r[:len(r)-1]
-	}
-	return string(r) + "..."
 }
 
 // revertCommitLabels are the policy's own labels plus its name, so a rollback-controller
