@@ -286,6 +286,17 @@ func (r *Reconciler) unsynced(p *plan) []string {
 	return out
 }
 
+// checkSource says where the check that failed to evaluate is kept, which is where to fix it.
+func (r *Reconciler) checkSource(s health.Source) string {
+	switch s {
+	case health.SourceSpec:
+		return "spec.healthCheckExprs"
+	case health.SourceUser:
+		return "user library ConfigMap " + r.Library.Ref()
+	}
+	return string(s)
+}
+
 // evaluate computes the health of every target object once.
 func (r *Reconciler) evaluate(p *plan, resolver *health.Resolver) []healthv1alpha1.ResourceHealth {
 	e := health.NewEvaluator(r.Compiler, resolver)
@@ -308,8 +319,9 @@ func (r *Reconciler) evaluate(p *plan, resolver *health.Resolver) []healthv1alph
 	evaluate := func(u *unstructured.Unstructured) {
 		res := e.Evaluate(u)
 		if res.Status == health.Unknown {
-			if _, ok := resolver.Match(u.GroupVersionKind()); ok {
+			if m, ok := resolver.Match(u.GroupVersionKind()); ok {
 				r.Metrics.CELErrors.WithLabelValues("evaluation").Inc()
+				res.Message = r.checkSource(m.Source) + ": " + res.Message
 			}
 		}
 		add(healthv1alpha1.ResourceHealth{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(),
