@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -132,16 +133,21 @@ func (r *Reconciler) gitHeads(ctx context.Context, repo *git.Repository, src, ds
 	return h, nil
 }
 
-// stall reports a repository or provider a person must fix, with a Warning Event once per new problem.
+// stall reports a repository or provider a person must fix, with a Warning Event once per new
+// problem, sent only after the write that records it. The write is not retried on a conflict,
+// as writeStatus's is: a stall decided from a stale copy would land again with a new transition
+// time, and be announced again; the reconcile the conflict brings back decides from the live
+// object, finds it stalled already, and writes and says nothing.
 func (r *Reconciler) stall(ctx context.Context, cur, pr *promoterv1alpha1.PullRequest, problem error) error {
 	conditions.MarkStalled(&pr.Status.Conditions, pr.Generation, ReasonInvalidConfiguration, problem.Error())
 	pr.Status.ObservedGeneration = pr.Generation
-	if err := r.writeStatus(ctx, cur, pr.Status); err != nil {
+	if equality.Semantic.DeepEqual(cur.Status, pr.Status) {
+		return nil
+	}
+	if _, err := r.Client.PromoterV1alpha1().PullRequests(pr.Namespace).UpdateStatus(ctx, pr, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 		return err
 	}
-	if was := conditions.Get(cur.Status.Conditions, conditions.Stalled); was == nil || was.Message != problem.Error() {
-		r.Recorder.Event(pr, corev1.EventTypeWarning, ReasonInvalidConfiguration, problem.Error())
-	}
+	r.Recorder.Event(pr, corev1.EventTypeWarning, ReasonInvalidConfiguration, problem.Error())
 	return nil
 }
 
