@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/promoter-controller/internal/crds"
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
 )
@@ -40,10 +41,12 @@ type Reconciler struct {
 	Client       sluice.Interface
 	PullRequests promoterlisters.PullRequestLister
 	Repositories Resolver
-	Recorder     record.EventRecorder
-	Metrics      *metrics.Metrics
-	Log          *slog.Logger
-	Clock        clock.PassiveClock
+	// Kinds says whether the SCM kinds, from another chart, are installed and read; nil means they are.
+	Kinds    crds.Kinds
+	Recorder record.EventRecorder
+	Metrics  *metrics.Metrics
+	Log      *slog.Logger
+	Clock    clock.PassiveClock
 }
 
 // Reconcile implements controller.Reconciler: observe, decide, apply.
@@ -59,9 +62,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	if l.ReportSuspend(&pr.Status.Conditions) {
 		return controller.Result{}, r.writeStatus(ctx, cur, pr.Status)
 	}
+	if missing, ready := crds.Check(r.Kinds, crds.SCM...); missing != "" {
+		return controller.Result{}, r.stall(ctx, cur, pr, crds.ReasonCRDMissing, missing)
+	} else if !ready {
+		// Installed a moment ago: the Kinds' OnChange brings the PullRequest back once it is read.
+		return controller.Result{}, nil
+	}
 	repo, err := r.Repositories.Resolve(ctx, pr.Namespace, pr.Spec.RepositoryRef.Name)
 	if repository.IsConfigError(err) {
-		return controller.Result{}, r.stall(ctx, cur, pr, err)
+		return controller.Result{}, r.stall(ctx, cur, pr, ReasonInvalidConfiguration, err.Error())
 	}
 	if err != nil {
 		return controller.Result{}, err
@@ -138,8 +147,8 @@ func (r *Reconciler) gitHeads(ctx context.Context, repo *git.Repository, src, ds
 // as writeStatus's is: a stall decided from a stale copy would land again with a new transition
 // time, and be announced again; the reconcile the conflict brings back decides from the live
 // object, finds it stalled already, and writes and says nothing.
-func (r *Reconciler) stall(ctx context.Context, cur, pr *promoterv1alpha1.PullRequest, problem error) error {
-	conditions.MarkStalled(&pr.Status.Conditions, pr.Generation, ReasonInvalidConfiguration, problem.Error())
+func (r *Reconciler) stall(ctx context.Context, cur, pr *promoterv1alpha1.PullRequest, reason, problem string) error {
+	conditions.MarkStalled(&pr.Status.Conditions, pr.Generation, reason, problem)
 	pr.Status.ObservedGeneration = pr.Generation
 	if equality.Semantic.DeepEqual(cur.Status, pr.Status) {
 		return nil
@@ -147,7 +156,7 @@ func (r *Reconciler) stall(ctx context.Context, cur, pr *promoterv1alpha1.PullRe
 	if _, err := r.Client.PromoterV1alpha1().PullRequests(pr.Namespace).UpdateStatus(ctx, pr, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 		return err
 	}
-	r.Recorder.Event(pr, corev1.EventTypeWarning, ReasonInvalidConfiguration, problem.Error())
+	r.Recorder.Event(pr, corev1.EventTypeWarning, reason, problem)
 	return nil
 }
 
