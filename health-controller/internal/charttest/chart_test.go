@@ -176,18 +176,7 @@ func startController(t *testing.T, releaseNamespace string) {
 	require.NoError(t, err)
 	err = setup.Setup(m, cfg)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("controller did not stop within 30s")
-		}
-	})
+	testenv.RunManager(t, m)
 }
 
 func create(t *testing.T, gvr schema.GroupVersionResource, ns, doc string) {

@@ -132,22 +132,10 @@ func startController(t *testing.T, ns string, cfg *rest.Config, mutate func(*set
 	require.NoError(t, err)
 	r, err := setup.HealthChecks(m, c)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("controller stopped with an error: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("controller did not stop within 30s")
-		}
-		tw.closed.Store(true)
-	})
-	metricsAddr, _, err := m.Probes.Addrs(ctx)
+	// Cleanups run last first: the log is closed once the controller has stopped.
+	t.Cleanup(func() { tw.closed.Store(true) })
+	testenv.RunManager(t, m)
+	metricsAddr, _, err := m.Probes.Addrs(t.Context())
 	require.NoError(t, err)
 	return &running{r: r, m: m, metrics: "http://" + metricsAddr + "/metrics"}
 }
