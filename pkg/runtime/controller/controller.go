@@ -56,7 +56,8 @@ type Options struct {
 // an event brings instead of sleeping, and knows for sure that an event brought none. Calls come
 // from the goroutine that enqueued or reconciled the key, and must return quickly.
 type Observer interface {
-	// Enqueued: Enqueue added key (or found it queued already), right after the add.
+	// Enqueued: Enqueue is adding key (it may be queued already); told before the add, so it
+	// always comes before the Started of the reconcile the add brings.
 	Enqueued(controller, key string)
 	// Started: a worker took key from the queue; it reads the cache from now on.
 	Started(controller, key string)
@@ -115,10 +116,10 @@ func (c *Controller) Reconciled() int64 { return c.reconciled.Load() }
 
 // Enqueue schedules key now. Duplicate keys collapse into one reconcile.
 func (c *Controller) Enqueue(key string) {
-	c.queue.Add(key)
 	if c.observer != nil {
 		c.observer.Enqueued(c.name, key)
 	}
+	c.queue.Add(key)
 }
 
 // EnqueueAfter schedules key after d.
