@@ -86,6 +86,15 @@ type Reconciler struct {
 	undiscovered sync.Map // keys of HealthChecks that name a kind the server does not serve
 }
 
+// New returns a Reconciler; set the exported fields before the first Reconcile.
+func New() *Reconciler { return &Reconciler{index: newIndex()} }
+
+// Owners returns the keys of the HealthChecks that read the object of an event on a watched
+// scope, before or after it: the keys to enqueue.
+func (r *Reconciler) Owners(s dynamicwatch.Scope, old, new *unstructured.Unstructured) []string {
+	return r.index.owners(s, old, new)
+}
+
 // Reconcile computes and records the health of the HealthCheck named by key.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
 	l, found, err := reconcile.Load(key, r.get, func(hc *healthv1alpha1.HealthCheck) bool { return hc.Spec.Suspend })
