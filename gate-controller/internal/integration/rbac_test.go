@@ -38,13 +38,11 @@ func TestTheControllerWorksUnderTheChartsRBAC(t *testing.T) {
 	assert.Equal(t, kinds.Defaults(), targets, "the chart's default targets are the controller's")
 
 	shard := map[string]string{shardLabel: "rbac"}
-	runCtx, cancel := context.WithCancel(ctx)
-	done, err := startController(runCtx, "gate-controller", env.Impersonate(system, release), setup.Config{Targets: targets}, func(o *options.Options) {
+	stop := startController(t, "gate-controller", env.Impersonate(system, release), setup.Config{Targets: targets}, func(o *options.Options) {
 		o.WatchLabelSelector = shardLabel + "=rbac"
 		o.LeaderElect = true
 		o.LeaderElectionNamespace = system
 	})
-	require.NoError(t, err)
 
 	ns := newNamespace(t)
 	createGate(t, ns, "prod", gatingv1alpha1.GateSpec{Closed: true}, shard)
@@ -64,6 +62,5 @@ func TestTheControllerWorksUnderTheChartsRBAC(t *testing.T) {
 	require.NoError(t, err, "the controller holds its Lease in its own namespace")
 	assert.NotEmpty(t, lease.Spec.HolderIdentity)
 
-	cancel()
-	assert.NoError(t, <-done, "the controller stops cleanly")
+	stop() // fails the test unless the controller stops cleanly
 }

@@ -86,6 +86,15 @@ type Reconciler struct {
 	undiscovered sync.Map // keys of HealthChecks that name a kind the server does not serve
 }
 
+// New returns a Reconciler; set the exported fields before the first Reconcile.
+func New() *Reconciler { return &Reconciler{index: newIndex()} }
+
+// Owners returns the keys of the HealthChecks that read the object of an event on a watched
+// scope, before or after it: the keys to enqueue.
+func (r *Reconciler) Owners(s dynamicwatch.Scope, old, new *unstructured.Unstructured) []string {
+	return r.index.owners(s, old, new)
+}
+
 // Reconcile computes and records the health of the HealthCheck named by key.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
 	l, found, err := reconcile.Load(key, r.get, func(hc *healthv1alpha1.HealthCheck) bool { return hc.Spec.Suspend })
@@ -286,6 +295,17 @@ func (r *Reconciler) unsynced(p *plan) []string {
 	return out
 }
 
+// checkSource says where the check that failed to evaluate is kept, which is where to fix it.
+func (r *Reconciler) checkSource(s health.Source) string {
+	switch s {
+	case health.SourceSpec:
+		return "spec.healthCheckExprs"
+	case health.SourceUser:
+		return "user library ConfigMap " + r.Library.Ref()
+	}
+	return string(s)
+}
+
 // evaluate computes the health of every target object once.
 func (r *Reconciler) evaluate(p *plan, resolver *health.Resolver) []healthv1alpha1.ResourceHealth {
 	e := health.NewEvaluator(r.Compiler, resolver)
@@ -308,8 +328,9 @@ func (r *Reconciler) evaluate(p *plan, resolver *health.Resolver) []healthv1alph
 	evaluate := func(u *unstructured.Unstructured) {
 		res := e.Evaluate(u)
 		if res.Status == health.Unknown {
-			if _, ok := resolver.Match(u.GroupVersionKind()); ok {
+			if m, ok := resolver.Match(u.GroupVersionKind()); ok {
 				r.Metrics.CELErrors.WithLabelValues("evaluation").Inc()
+				res.Message = r.checkSource(m.Source) + ": " + res.Message
 			}
 		}
 		add(healthv1alpha1.ResourceHealth{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(),

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -161,6 +163,7 @@ func TestReconcileReportsEvaluationErrorsOnKindsWithoutStatus(t *testing.T) {
 			r := hc.Status.Resources[0]
 			assert.Equal(t, healthv1alpha1.StatusUnknown, r.Status)
 			assert.Contains(t, r.Message, c.has)
+			assert.True(t, strings.HasPrefix(r.Message, "spec.healthCheckExprs: "), r.Message)
 			assert.False(t, hc.Status.Healthy)
 			ready := conditions.Get(hc.Status.Conditions, conditions.Ready)
 			require.NotNil(t, ready)
@@ -172,6 +175,43 @@ func TestReconcileReportsEvaluationErrorsOnKindsWithoutStatus(t *testing.T) {
 			assert.Equal(t, healthv1alpha1.ReasonTimedOut, conditions.Get(hc.Status.Conditions, conditions.Ready).Reason)
 		})
 	}
+}
+
+// Item 7: a check from the user library ConfigMap that does more work than the CEL cost limit
+// allows is stopped, and the error says so on the ConfigMap it checks, a kind without status,
+// instead of waiting forever for a controller to report.
+func TestReconcileReportsAUserLibraryCheckOverTheCostLimitOnAKindWithoutStatus(t *testing.T) {
+	blob := strings.Repeat("a", 1000)
+	u := newUnit(t, `
+metadata: {name: web}
+spec:
+  targets:
+  - object: {apiVersion: v1, kind: ConfigMap, name: flags}
+`, `{apiVersion: v1, kind: ConfigMap, metadata: {name: flags, namespace: apps}, data: {blob: `+blob+`}}`)
+	u.r.Library = userlib.New(u.r.Compiler, "sluice-system", "health-checks")
+	u.r.Library.Update(&corev1.ConfigMap{Data: map[string]string{"configmaps.yaml": `
+- apiVersion: v1
+  kind: ConfigMap
+  current: "self.data.blob.split('').all(a, self.data.blob.split('').all(b, a == b))"
+`}})
+	_, err := u.r.Library.Layer()
+	require.NoError(t, err, "the expression compiles: only its evaluation is too costly")
+
+	hc, requeue := u.reconcile(t)
+	require.Len(t, hc.Status.Resources, 1)
+	r := hc.Status.Resources[0]
+	assert.Equal(t, healthv1alpha1.StatusUnknown, r.Status)
+	assert.True(t, strings.HasPrefix(r.Message, "user library ConfigMap sluice-system/health-checks: "), "names where to fix it: %s", r.Message)
+	assert.Contains(t, r.Message, "cost limit exceeded")
+	assert.Contains(t, r.Message, "units of work")
+	assert.Contains(t, r.Message, "current expression")
+	assert.NotContains(t, r.Message, "waiting for the object's controller")
+	assert.False(t, hc.Status.Healthy)
+	ready := conditions.Get(hc.Status.Conditions, conditions.Ready)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Contains(t, ready.Message, "1 Unknown of 1")
+	assert.Equal(t, DefaultTimeout, requeue, "the default timeout runs, so the HealthCheck ends TimedOut")
 }
 
 // Item 10: a suspended HealthCheck does not show the HEALTHY true it had before.

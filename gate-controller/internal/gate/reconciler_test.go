@@ -1,4 +1,4 @@
-package gates
+package gate
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
 	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
-	"github.com/sluicehq/sluice/pkg/gate"
+	gatelogic "github.com/sluicehq/sluice/pkg/gate"
 )
 
 type harness struct {
@@ -39,8 +39,8 @@ func newHarness(t *testing.T, g *gatingv1alpha1.Gate) *harness {
 	require.NoError(t, lister.Informer().GetIndexer().Add(g))
 	h.r = &Reconciler{
 		Gates: lister.Lister(), Client: h.client, Recorder: h.events, Metrics: h.metrics,
-		Held:         func(gate.Ref, int) ([]gatingv1alpha1.HeldObject, int) { return nil, 0 },
-		Transitioned: func(_ gate.Ref, at time.Time) { h.told = append(h.told, at) },
+		Held:         func(gatelogic.Ref, int) ([]gatingv1alpha1.HeldObject, int) { return nil, 0 },
+		Transitioned: func(_ gatelogic.Ref, at time.Time) { h.told = append(h.told, at) },
 		Clock:        clockFunc(func() time.Time { return h.now }),
 	}
 	return h
@@ -116,7 +116,7 @@ func TestReconcileForgetsADeletedGate(t *testing.T) {
 func TestReconcileSpacesOutHeldListWrites(t *testing.T) {
 	h := newHarness(t, newGate(gatingv1alpha1.GateSpec{Closed: true}))
 	var held []gatingv1alpha1.HeldObject
-	h.r.Held = func(gate.Ref, int) ([]gatingv1alpha1.HeldObject, int) { return held, len(held) }
+	h.r.Held = func(gatelogic.Ref, int) ([]gatingv1alpha1.HeldObject, int) { return held, len(held) }
 	_, err := h.r.Reconcile(context.Background(), "apps/prod")
 	require.NoError(t, err)
 	h.sync(t)

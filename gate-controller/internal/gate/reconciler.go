@@ -1,4 +1,4 @@
-package gates
+package gate
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	gatinglisters "github.com/sluicehq/sluice/api/generated/listers/gating/v1alpha1"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
 	"github.com/sluicehq/sluice/pkg/conditions"
-	"github.com/sluicehq/sluice/pkg/gate"
+	gatelogic "github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
@@ -41,9 +41,9 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	Metrics  *metrics.Gates
 	// Held lists at most limit objects the gate holds, and their full count.
-	Held func(ref gate.Ref, limit int) ([]gatingv1alpha1.HeldObject, int)
+	Held func(ref gatelogic.Ref, limit int) ([]gatingv1alpha1.HeldObject, int)
 	// Transitioned is told, with full precision, when a gate's state changes.
-	Transitioned func(ref gate.Ref, at time.Time)
+	Transitioned func(ref gatelogic.Ref, at time.Time)
 	// Clock is the time; the manager's in a process, a fake one in tests.
 	Clock clock.PassiveClock
 
@@ -75,9 +75,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, nil
 	}
 	g, now := l.Cached, r.Clock.Now()
-	ref := gate.Ref{Namespace: g.Namespace, Name: g.Name}
+	ref := gatelogic.Ref{Namespace: g.Namespace, Name: g.Name}
 	held, holding := r.Held(ref, gatingv1alpha1.MaxHeld)
-	status, out := NextStatus(g, now, Observed{Held: held, Holding: holding, Cycle: gate.Cycle(ref, r.refsOf)})
+	status, out := NextStatus(g, now, Observed{Held: held, Holding: holding, Cycle: gatelogic.Cycle(ref, r.refsOf)})
 	result := controller.Result{RequeueAfter: out.Requeue}
 	r.Metrics.Held.WithLabelValues(g.Namespace, g.Name).Set(float64(holding))
 	open := 0.0
@@ -117,13 +117,13 @@ func ReferenceHandler(gates gatinglisters.GateLister, q handler.Enqueuer) cache.
 			return
 		}
 		for _, g := range all {
-			if _, refs := g.Annotations[gate.GatesAnnotation]; refs {
+			if _, refs := g.Annotations[gatelogic.GatesAnnotation]; refs {
 				q.Enqueue(handler.Key(g))
 			}
 		}
 	}
 	refs := func(g *gatingv1alpha1.Gate) (string, bool) {
-		v, ok := g.Annotations[gate.GatesAnnotation]
+		v, ok := g.Annotations[gatelogic.GatesAnnotation]
 		return v, ok
 	}
 	return handler.Funcs[*gatingv1alpha1.Gate]{
@@ -148,8 +148,8 @@ func ReferenceHandler(gates gatinglisters.GateLister, q handler.Enqueuer) cache.
 }
 
 // refsOf reads the gates a gate references from the cache.
-func (r *Reconciler) refsOf(ref gate.Ref) []gate.Ref {
-	return gate.RefsFrom(r.get)(ref)
+func (r *Reconciler) refsOf(ref gatelogic.Ref) []gatelogic.Ref {
+	return gatelogic.RefsFrom(r.get)(ref)
 }
 
 func (r *Reconciler) report(before *gatingv1alpha1.Gate, after gatingv1alpha1.GateStatus, out Outcome, now time.Time) {
@@ -161,7 +161,7 @@ func (r *Reconciler) report(before *gatingv1alpha1.Gate, after gatingv1alpha1.Ga
 		r.Recorder.Eventf(before, corev1.EventTypeNormal, reason, "%s (%s): %s", state, after.Reason, after.Message)
 		r.Metrics.Transitions.WithLabelValues(before.Namespace, before.Name, string(state)).Inc()
 		if r.Transitioned != nil {
-			r.Transitioned(gate.Ref{Namespace: before.Namespace, Name: before.Name}, now)
+			r.Transitioned(gatelogic.Ref{Namespace: before.Namespace, Name: before.Name}, now)
 		}
 	}
 	if out.OverrideExpired {
