@@ -91,20 +91,23 @@ func TestWatchKeepsWhatItsOwnersRead(t *testing.T) {
 	ok, _ := w.State(scope)
 	assert.True(t, ok)
 
-	// A third reading the template: the watch lists again, and is not synced until it has.
+	// A third reading the template: the watch lists again, and is not synced for hc-3 until it
+	// has. The first list's callback is awaited first, so that it cannot pass for the second's.
+	syncedOwners := func() []string {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.synced[scope]
+	}
+	require.Eventually(t, func() bool { return syncedOwners() != nil }, 10*time.Second, 10*time.Millisecond)
 	rec.mu.Lock()
 	rec.synced = map[dynamicwatch.Scope][]string{}
 	rec.mu.Unlock()
 	w.SetNeeds("hc-3", dynamicwatch.Need{Scope: scope, Fields: dynamicwatch.FieldsOf([]string{"spec", "template"})})
-	require.Eventually(t, func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		return rec.synced[scope] != nil
-	}, 10*time.Second, 10*time.Millisecond, "owners hear when the wider cache is ready")
-	rec.mu.Lock()
-	assert.Equal(t, []string{"hc-1", "hc-2", "hc-3"}, rec.synced[scope])
-	rec.mu.Unlock()
-	synced(t, w, scope)
+	require.Eventually(t, func() bool { return syncedOwners() != nil }, 10*time.Second, 10*time.Millisecond,
+		"owners hear when the wider cache is ready")
+	assert.Equal(t, []string{"hc-1", "hc-2", "hc-3"}, syncedOwners())
+	ok, _ = w.StateFor("hc-3", scope)
+	assert.True(t, ok)
 	a, _, err = w.Get(scope, "apps", "a")
 	require.NoError(t, err)
 	assert.Contains(t, a.Object["spec"], "template")
