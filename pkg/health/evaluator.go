@@ -38,9 +38,11 @@ func (e *Evaluator) Evaluate(obj *unstructured.Unstructured) Result {
 	return cc.Evaluate(obj.Object)
 }
 
-// alwaysRead are the fields Evaluate reads of every object: its kind, metadata (generation,
-// deletion), and status, whose presence alone decides between InProgress and Unknown.
-var alwaysRead = [][]string{{"apiVersion"}, {"kind"}, {"metadata"}, {"status"}}
+// alwaysRead are the fields Evaluate reads of every object: its kind, its generation and
+// deletion (kstatus, and the generation rule before any expression), and status, whose presence
+// alone decides between InProgress and Unknown. The rest of metadata is read only by
+// expressions that name it.
+var alwaysRead = [][]string{{"apiVersion"}, {"kind"}, {"metadata", "generation"}, {"metadata", "deletionTimestamp"}, {"status"}}
 
 // kstatusSpecReads are the spec fields kstatus reads (sigs.k8s.io/cli-utils v0.37:
 // Deployments, StatefulSets, ReplicaSets, Jobs and Services); every other field it reads is in

@@ -47,6 +47,10 @@ var kstatusObjects = []string{
 	`{apiVersion: policy/v1, kind: PodDisruptionBudget, metadata: {name: p, generation: 1}, spec: {minAvailable: 2},
 	  status: {observedGeneration: 1, currentHealthy: 1, desiredHealthy: 2}}`,
 	`{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: c}, spec: {resources: {requests: {storage: 1Gi}}}, status: {phase: Pending}}`,
+	`{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, generation: 1, deletionTimestamp: "2026-11-24T10:00:00Z",
+	  annotations: {a: b}, uid: u, creationTimestamp: "2026-11-24T09:00:00Z"}, spec: {replicas: 1},
+	  status: {observedGeneration: 1, replicas: 1, updatedReplicas: 1, readyReplicas: 1, availableReplicas: 1,
+	  conditions: [{type: Progressing, status: "True", reason: NewReplicaSetAvailable}, {type: Available, status: "True"}]}}`,
 	`{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: a}]},
 	  status: {phase: Running, conditions: [{type: Ready, status: "True"}], containerStatuses: [{name: a, ready: true}]}}`,
 	`{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, metadata: {name: w.example.org}, spec: {group: example.org},
@@ -67,6 +71,7 @@ func TestKstatusReadsOnlyWhatIsListed(t *testing.T) {
 		require.NoError(t, err)
 		part := out.(*unstructured.Unstructured)
 		assert.NotContains(t, part.Object["spec"], "template", "the pod template is dropped")
+		assert.NotContains(t, part.Object["metadata"], "annotations", "so is metadata kstatus does not read")
 		assert.Equal(t, e.Evaluate(whole), e.Evaluate(part), doc)
 	}
 }
@@ -99,4 +104,22 @@ func TestReadsOfACheckedKindAreItsExpressions(t *testing.T) {
 	assert.Contains(t, reads, []string{"spec", "limits", "max"})
 	assert.Contains(t, reads, []string{"status", "phase"})
 	assert.NotContains(t, reads, []string{"spec", "replicas"}, "kstatus does not run for a checked kind")
+}
+
+// Evaluate reads the deletion and the generation of an object: the test above can fail.
+func TestKstatusObjectsNeedTheirMetadataFields(t *testing.T) {
+	e := evaluator(t, nil, nil, nil)
+	changed := map[string]bool{}
+	for _, doc := range kstatusObjects {
+		whole := object(t, doc)
+		for _, field := range []string{"deletionTimestamp", "generation"} {
+			part := whole.DeepCopy()
+			unstructured.RemoveNestedField(part.Object, "metadata", field)
+			if e.Evaluate(whole) != e.Evaluate(part) {
+				changed[field] = true
+			}
+		}
+	}
+	assert.True(t, changed["deletionTimestamp"])
+	assert.True(t, changed["generation"])
 }

@@ -256,6 +256,7 @@ func TestReconcileAsksTheWatchesForTheFieldsItsCheckReads(t *testing.T) {
 	require.True(t, hc.Status.Healthy)
 	need, ok := u.watches.needs["apps/web"][dynamicwatch.Scope{Resource: configMaps, Namespace: "apps"}]
 	require.True(t, ok)
-	assert.True(t, dynamicwatch.Covers(need, dynamicwatch.FieldsOf([]string{"data", "mode"}, []string{"metadata"}, []string{"status"})))
+	assert.True(t, dynamicwatch.Covers(need, dynamicwatch.FieldsOf([]string{"data", "mode"}, []string{"metadata", "generation"}, []string{"status"})))
 	assert.False(t, dynamicwatch.Covers(need, dynamicwatch.FieldsOf([]string{"data"})), "data.mode, not all of data")
+	assert.False(t, dynamicwatch.Covers(need, dynamicwatch.FieldsOf([]string{"metadata", "annotations"})), "nor metadata the check does not read")
 }

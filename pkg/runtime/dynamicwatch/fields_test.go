@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -21,6 +22,7 @@ import (
 // one field.
 func deployment(ns, name string) *unstructured.Unstructured {
 	u := widget(ns, name, map[string]string{"app": name})
+	u.SetAnnotations(map[string]string{"deployment.kubernetes.io/revision": "4"})
 	u.Object["spec"] = map[string]any{
 		"replicas": int64(3),
 		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "app:1"}}}},
@@ -83,8 +85,14 @@ func TestWatchKeepsWhatItsOwnersRead(t *testing.T) {
 	a, _, err := w.Get(scope, "apps", "a")
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"replicas": int64(3)}, a.Object["spec"])
-	assert.Equal(t, "Widget", a.GetKind(), "apiVersion, kind and metadata are always kept")
+	assert.Equal(t, "Widget", a.GetKind(), "apiVersion, kind, name, namespace and labels are always kept")
 	assert.Equal(t, "a", a.GetName())
+	assert.Equal(t, "apps", a.GetNamespace())
+	assert.Equal(t, map[string]string{"app": "a"}, a.GetLabels())
+	assert.Empty(t, a.GetAnnotations(), "other metadata only when an owner reads it")
+	labelled, err := w.List(scope, labels.SelectorFromSet(labels.Set{"app": "a"}))
+	require.NoError(t, err)
+	assert.Len(t, labelled, 1)
 
 	// A second owner reading no more changes nothing.
 	w.SetNeeds("hc-2", dynamicwatch.Need{Scope: scope, Fields: dynamicwatch.FieldsOf([]string{"status"})})

@@ -107,8 +107,11 @@ func needsAll(scopes []Scope) []Need {
 	return needs
 }
 
-// alwaysKept are the fields every cache keeps: the informer keys objects by namespace and name.
-var alwaysKept = FieldsOf([]string{"apiVersion"}, []string{"kind"}, []string{"metadata"})
+// alwaysKept are the fields every cache keeps, whatever its owners read: the informer keys
+// objects by namespace and name, List selects by label, OnEvent compares resourceVersions, and
+// the kind and uid say what an object is.
+var alwaysKept = FieldsOf([]string{"apiVersion"}, []string{"kind"}, []string{"metadata", "name"}, []string{"metadata", "namespace"},
+	[]string{"metadata", "uid"}, []string{"metadata", "resourceVersion"}, []string{"metadata", "labels"})
 
 // New returns a Watcher that lists and watches through client.
 func New(client dynamic.Interface, opts Options) *Watcher {
