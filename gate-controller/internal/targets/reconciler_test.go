@@ -53,7 +53,7 @@ func newFixture(t *testing.T) *fixture { return newFixtureOf(t, kustomizations) 
 
 func newFixtureOf(t *testing.T, kind kinds.Kind) *fixture {
 	f := &fixture{events: record.NewFakeRecorder(20), now: time.Date(2025, 6, 13, 17, 0, 0, 0, time.UTC)}
-	informer := cache.NewSharedIndexInformer(&cache.ListWatch{}, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{gatesIndex: indexByGate})
+	informer := cache.NewSharedIndexInformer(&cache.ListWatch{}, &metav1.PartialObjectMetadata{}, 0, Indexers)
 	f.watched = &Watched{Kind: kind, Informer: informer}
 	registry := NewRegistry()
 	require.True(t, registry.Add(f.watched))
@@ -235,6 +235,16 @@ func TestRegistryListsWhatAGateHolds(t *testing.T) {
 	assert.Equal(t, []gatingv1alpha1.HeldObject{{APIVersion: "kustomize.toolkit.fluxcd.io/v1", Kind: "Kustomization", Namespace: "apps", Name: "a"}}, held)
 	assert.Len(t, f.r.Registry.Referencing(gate.Ref{Namespace: "apps", Name: "prod"}), 5)
 	assert.Len(t, f.r.Registry.Referencing(gate.Ref{Namespace: "other", Name: "prod"}), 0)
+
+	// The index follows changes: resumed by someone, c is no longer held.
+	c, _, err := f.watched.Informer.GetIndexer().GetByKey("apps/c")
+	require.NoError(t, err)
+	resumed := c.(*metav1.PartialObjectMetadata).DeepCopy()
+	resumed.Annotations[hold.RecordAnnotation] = (&hold.Record{Gates: []string{"apps/prod"}, Yielded: true}).String()
+	require.NoError(t, f.watched.Informer.GetIndexer().Update(resumed))
+	held, count = f.r.Registry.Held(gate.Ref{Namespace: "apps", Name: "prod"}, 10)
+	assert.Equal(t, 1, count)
+	assert.Equal(t, "a", held[0].Name)
 }
 
 func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
