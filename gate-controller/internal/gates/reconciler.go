@@ -42,6 +42,8 @@ type Reconciler struct {
 	Metrics  *metrics.Gates
 	// Held lists at most limit objects the gate holds, and their full count.
 	Held func(ref gate.Ref, limit int) ([]gatingv1alpha1.HeldObject, int)
+	// Holding counts the objects the gate holds without listing them; nil asks Held.
+	Holding func(ref gate.Ref) int
 	// Transitioned is told, with full precision, when a gate's state changes.
 	Transitioned func(ref gate.Ref, at time.Time)
 	// Clock is the time; the manager's in a process, a fake one in tests.
@@ -76,8 +78,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	g, now := l.Cached, r.Clock.Now()
 	ref := gate.Ref{Namespace: g.Namespace, Name: g.Name}
+	cycle := gate.Cycle(ref, r.refsOf)
+	if wait := r.sinceLastWrite(key, now); wait > 0 {
+		// A change of the held objects alone would wait anyway: unless something else changed,
+		// do not list them. As a gate closes over thousands of objects, each one held wakes it.
+		unchanged, out := NextStatus(g, now, Observed{Held: g.Status.Held, Holding: int(g.Status.Holding), Cycle: cycle})
+		if equality.Semantic.DeepEqual(unchanged, g.Status) {
+			r.Metrics.Held.WithLabelValues(g.Namespace, g.Name).Set(float64(r.holding(ref)))
+			return controller.Result{RequeueAfter: minPositive(out.Requeue, wait)}, nil
+		}
+	}
 	held, holding := r.Held(ref, gatingv1alpha1.MaxHeld)
-	status, out := NextStatus(g, now, Observed{Held: held, Holding: holding, Cycle: gate.Cycle(ref, r.refsOf)})
+	status, out := NextStatus(g, now, Observed{Held: held, Holding: holding, Cycle: cycle})
 	result := controller.Result{RequeueAfter: out.Requeue}
 	r.Metrics.Held.WithLabelValues(g.Namespace, g.Name).Set(float64(holding))
 	open := 0.0
@@ -87,9 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	r.Metrics.Open.WithLabelValues(g.Namespace, g.Name).Set(open)
 
 	if wait := r.heldListWait(key, g.Status, status, now); wait > 0 {
-		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
-			result.RequeueAfter = wait
-		}
+		result.RequeueAfter = minPositive(result.RequeueAfter, wait)
 		return result, nil
 	}
 	l.Next.Status = status
@@ -102,6 +112,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		r.report(g, status, out, now)
 	}
 	return result, nil
+}
+
+func (r *Reconciler) holding(ref gate.Ref) int {
+	if r.Holding != nil {
+		return r.Holding(ref)
+	}
+	_, n := r.Held(ref, 0)
+	return n
 }
 
 func (r *Reconciler) get(ns, name string) (*gatingv1alpha1.Gate, error) {
@@ -190,9 +208,23 @@ func (r *Reconciler) heldListWait(key string, current, next gatingv1alpha1.GateS
 	if !equality.Semantic.DeepEqual(current, next) {
 		return 0
 	}
+	return r.sinceLastWrite(key, now)
+}
+
+// sinceLastWrite is how long, within HeldListInterval of the last status write, until the
+// interval ends; zero when it has.
+func (r *Reconciler) sinceLastWrite(key string, now time.Time) time.Duration {
 	last, ok := r.lastWrite.Load(key)
 	if !ok {
 		return 0
 	}
-	return HeldListInterval - now.Sub(last.(time.Time))
+	return max(HeldListInterval-now.Sub(last.(time.Time)), 0)
+}
+
+// minPositive is the smaller of two requeue delays, zero meaning none.
+func minPositive(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }

@@ -116,18 +116,22 @@ func TestReconcileForgetsADeletedGate(t *testing.T) {
 func TestReconcileSpacesOutHeldListWrites(t *testing.T) {
 	h := newHarness(t, newGate(gatingv1alpha1.GateSpec{Closed: true}))
 	var held []gatingv1alpha1.HeldObject
-	h.r.Held = func(gate.Ref, int) ([]gatingv1alpha1.HeldObject, int) { return held, len(held) }
+	listed := 0
+	h.r.Held = func(gate.Ref, int) ([]gatingv1alpha1.HeldObject, int) { listed++; return held, len(held) }
+	h.r.Holding = func(gate.Ref) int { return len(held) }
 	_, err := h.r.Reconcile(context.Background(), "apps/prod")
 	require.NoError(t, err)
 	h.sync(t)
 
 	held = append(held, gatingv1alpha1.HeldObject{Kind: "Kustomization", Namespace: "apps", Name: "a"})
 	h.now = h.now.Add(300 * time.Millisecond)
+	listed = 0
 	res, err := h.r.Reconcile(context.Background(), "apps/prod")
 	require.NoError(t, err)
 	assert.Equal(t, HeldListInterval-300*time.Millisecond, res.RequeueAfter)
 	assert.Equal(t, int32(0), h.sync(t).Status.Holding, "not written yet")
 	assert.Equal(t, 1.0, testutil.ToFloat64(h.metrics.Held.WithLabelValues("apps", "prod")), "the metric is current")
+	assert.Zero(t, listed, "the held objects are not listed while their list would wait anyway")
 
 	h.now = h.now.Add(res.RequeueAfter)
 	_, err = h.r.Reconcile(context.Background(), "apps/prod")
