@@ -50,6 +50,7 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 
 	lastWrite sync.Map // "namespace/name" -> time.Time of the last status write
+	reported  sync.Map // "namespace/name" -> int32, the held count the last Holding or Released Event gave
 }
 
 // HeldListInterval spaces out status writes that change only the held objects: when a gate
@@ -74,6 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		r.Metrics.Forget(ns, name)
 		r.lastWrite.Delete(key)
+		r.reported.Delete(key)
 		return controller.Result{}, nil
 	}
 	g, now := l.Cached, r.Clock.Now()
@@ -111,6 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		r.lastWrite.Store(key, now)
 		r.report(g, status, out, now)
 	}
+	result.RequeueAfter = minPositive(result.RequeueAfter, r.reportHeldCount(key, g, status, now))
 	return result, nil
 }
 

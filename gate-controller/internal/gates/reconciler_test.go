@@ -158,3 +158,36 @@ type clockFunc func() time.Time
 
 func (c clockFunc) Now() time.Time                  { return c() }
 func (c clockFunc) Since(t time.Time) time.Duration { return c().Sub(t) }
+
+// The objects a closing gate holds are reported in one Event on the gate, with their count,
+// once the count has stopped changing; not one Event per object.
+func TestReconcileReportsTheHeldCountOnceItSettles(t *testing.T) {
+	h := newHarness(t, newGate(gatingv1alpha1.GateSpec{Closed: true}))
+	var held []gatingv1alpha1.HeldObject
+	h.r.Held = func(gate.Ref, int) ([]gatingv1alpha1.HeldObject, int) { return held, len(held) }
+	reconcile := func(after time.Duration) time.Duration {
+		h.now = h.now.Add(after)
+		res, err := h.r.Reconcile(context.Background(), "apps/prod")
+		require.NoError(t, err)
+		h.sync(t)
+		return res.RequeueAfter
+	}
+	reconcile(0)
+	require.Len(t, h.drain(), 1, "the Closed Event")
+
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		held = append(held, gatingv1alpha1.HeldObject{Kind: "Kustomization", Namespace: "apps", Name: name})
+		reconcile(400 * time.Millisecond)
+	}
+	assert.Empty(t, h.drain(), "nothing while objects are still being held")
+	for wait := reconcile(0); wait > 0; wait = reconcile(wait) {
+	}
+	assert.Equal(t, []string{"Normal Holding holds 5 objects, 5 more than at the last report: Kustomization apps/a, Kustomization apps/b, Kustomization apps/c and 2 more"}, h.drain())
+	reconcile(time.Hour)
+	assert.Empty(t, h.drain(), "reported once")
+
+	held = held[:1]
+	for wait := reconcile(time.Millisecond); wait > 0; wait = reconcile(wait) {
+	}
+	assert.Equal(t, []string{"Normal Released holds 1 object, 4 released since the last report: Kustomization apps/a"}, h.drain())
+}
