@@ -42,8 +42,6 @@ type Reconciler struct {
 	Metrics  *metrics.Gates
 	// Held lists at most limit objects the gate holds, and their full count.
 	Held func(ref gate.Ref, limit int) ([]gatingv1alpha1.HeldObject, int)
-	// Holding counts the objects the gate holds without listing them; nil asks Held.
-	Holding func(ref gate.Ref) int
 	// Transitioned is told, with full precision, when a gate's state changes.
 	Transitioned func(ref gate.Ref, at time.Time)
 	// Clock is the time; the manager's in a process, a fake one in tests.
@@ -86,7 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		// do not list them. As a gate closes over thousands of objects, each one held wakes it.
 		unchanged, out := NextStatus(g, now, Observed{Held: g.Status.Held, Holding: int(g.Status.Holding), Cycle: cycle})
 		if equality.Semantic.DeepEqual(unchanged, g.Status) {
-			r.Metrics.Held.WithLabelValues(g.Namespace, g.Name).Set(float64(r.holding(ref)))
+			// The held metric follows at the next write, within HeldListInterval.
 			return controller.Result{RequeueAfter: minPositive(out.Requeue, wait)}, nil
 		}
 	}
@@ -115,14 +113,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	result.RequeueAfter = minPositive(result.RequeueAfter, r.reportHeldCount(key, g, status, now))
 	return result, nil
-}
-
-func (r *Reconciler) holding(ref gate.Ref) int {
-	if r.Holding != nil {
-		return r.Holding(ref)
-	}
-	_, n := r.Held(ref, 0)
-	return n
 }
 
 func (r *Reconciler) get(ns, name string) (*gatingv1alpha1.Gate, error) {

@@ -65,7 +65,6 @@ func Setup(m *manager.Manager, cfg Config) error {
 		Recorder:     m.Recorder,
 		Metrics:      gateMetrics,
 		Held:         registry.Held,
-		Holding:      registry.Holding,
 		Transitioned: latency.Transitioned,
 		Clock:        m.Clock,
 	})

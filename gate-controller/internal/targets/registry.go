@@ -138,18 +138,6 @@ func (r *Registry) Held(ref gate.Ref, limit int) ([]gatingv1alpha1.HeldObject, i
 	return out, len(held)
 }
 
-// Holding counts the objects the gate holds now, as Held does, without listing them.
-func (r *Registry) Holding(ref gate.Ref) int {
-	n := 0
-	for _, w := range r.All() {
-		keys, err := w.Informer.GetIndexer().IndexKeys(heldIndex, ref.String())
-		if err == nil {
-			n += len(keys)
-		}
-	}
-	return n
-}
-
 // heldRecord returns the controller's own hold record on m.
 func heldRecord(m metav1.Object) (hold.Record, bool) {
 	value, ok := m.GetAnnotations()[hold.RecordAnnotation]
