@@ -48,6 +48,7 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 
 	lastWrite sync.Map // "namespace/name" -> time.Time of the last status write
+	reported  sync.Map // "namespace/name" -> int32, the held count the last Holding or Released Event gave
 }
 
 // HeldListInterval spaces out status writes that change only the held objects: when a gate
@@ -72,12 +73,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		r.Metrics.Forget(ns, name)
 		r.lastWrite.Delete(key)
+		r.reported.Delete(key)
 		return controller.Result{}, nil
 	}
 	g, now := l.Cached, r.Clock.Now()
 	ref := gatelogic.Ref{Namespace: g.Namespace, Name: g.Name}
+	cycle := gatelogic.Cycle(ref, r.refsOf)
+	if wait := r.sinceLastWrite(key, now); wait > 0 {
+		// A change of the held objects alone would wait anyway: unless something else changed,
+		// do not list them. As a gate closes over thousands of objects, each one held wakes it.
+		unchanged, out := NextStatus(g, now, Observed{Held: g.Status.Held, Holding: int(g.Status.Holding), Cycle: cycle})
+		if equality.Semantic.DeepEqual(unchanged, g.Status) {
+			// The held metric follows at the next write, within HeldListInterval.
+			return controller.Result{RequeueAfter: minPositive(out.Requeue, wait)}, nil
+		}
+	}
 	held, holding := r.Held(ref, gatingv1alpha1.MaxHeld)
-	status, out := NextStatus(g, now, Observed{Held: held, Holding: holding, Cycle: gatelogic.Cycle(ref, r.refsOf)})
+	status, out := NextStatus(g, now, Observed{Held: held, Holding: holding, Cycle: cycle})
 	result := controller.Result{RequeueAfter: out.Requeue}
 	r.Metrics.Held.WithLabelValues(g.Namespace, g.Name).Set(float64(holding))
 	open := 0.0
@@ -87,9 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	r.Metrics.Open.WithLabelValues(g.Namespace, g.Name).Set(open)
 
 	if wait := r.heldListWait(key, g.Status, status, now); wait > 0 {
-		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
-			result.RequeueAfter = wait
-		}
+		result.RequeueAfter = minPositive(result.RequeueAfter, wait)
 		return result, nil
 	}
 	l.Next.Status = status
@@ -101,6 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		r.lastWrite.Store(key, now)
 		r.report(g, status, out, now)
 	}
+	result.RequeueAfter = minPositive(result.RequeueAfter, r.reportHeldCount(key, g, status, now))
 	return result, nil
 }
 
@@ -190,9 +201,23 @@ func (r *Reconciler) heldListWait(key string, current, next gatingv1alpha1.GateS
 	if !equality.Semantic.DeepEqual(current, next) {
 		return 0
 	}
+	return r.sinceLastWrite(key, now)
+}
+
+// sinceLastWrite is how long, within HeldListInterval of the last status write, until the
+// interval ends; zero when it has.
+func (r *Reconciler) sinceLastWrite(key string, now time.Time) time.Duration {
 	last, ok := r.lastWrite.Load(key)
 	if !ok {
 		return 0
 	}
-	return HeldListInterval - now.Sub(last.(time.Time))
+	return max(HeldListInterval-now.Sub(last.(time.Time)), 0)
+}
+
+// minPositive is the smaller of two requeue delays, zero meaning none.
+func minPositive(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }

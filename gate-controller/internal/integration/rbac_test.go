@@ -51,9 +51,9 @@ func TestTheControllerWorksUnderTheChartsRBAC(t *testing.T) {
 	repo := createFlux(t, flux.GitRepositories, ns, "repo", refs, nil, "kubectl-create", shard)
 	for _, o := range []object{ks, repo} {
 		waitObject(t, o, wait, "held under the chart's RBAC", heldByController)
-		waitEvent(t, ns, o.name, "Held")
 	}
 	waitGate(t, ns, "prod", wait, func(g *gatingv1alpha1.Gate) bool { return g.Status.Holding == 2 })
+	waitEvent(t, ns, "prod", "Holding")
 	updateGate(t, ns, "prod", func(g *gatingv1alpha1.Gate) { g.Spec.Closed = false })
 	for _, o := range []object{ks, repo} {
 		waitObject(t, o, wait, "released under the chart's RBAC", released)

@@ -34,13 +34,15 @@ import (
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
-// fakeWatches serves objects from memory, every scope listed.
+// fakeWatches serves objects from memory, every scope listed, and records what owners read.
 type fakeWatches struct {
 	objects map[dynamicwatch.Scope][]*unstructured.Unstructured
 	owned   map[string][]dynamicwatch.Scope
+	needs   map[string]map[dynamicwatch.Scope]dynamicwatch.Fields
 }
 
-func (w *fakeWatches) State(dynamicwatch.Scope) (bool, error) { return true, nil }
+func (w *fakeWatches) State(dynamicwatch.Scope) (bool, error)            { return true, nil }
+func (w *fakeWatches) StateFor(string, dynamicwatch.Scope) (bool, error) { return true, nil }
 func (w *fakeWatches) Get(s dynamicwatch.Scope, namespace, name string) (*unstructured.Unstructured, bool, error) {
 	for _, u := range w.objects[s] {
 		if u.GetNamespace() == namespace && u.GetName() == name {
@@ -58,13 +60,22 @@ func (w *fakeWatches) List(s dynamicwatch.Scope, sel labels.Selector) ([]*unstru
 	}
 	return out, nil
 }
-func (w *fakeWatches) Add(owner string, scopes ...dynamicwatch.Scope) {
-	w.owned[owner] = append(w.owned[owner], scopes...)
+func (w *fakeWatches) AddNeeds(owner string, needs ...dynamicwatch.Need) {
+	if w.needs[owner] == nil {
+		w.needs[owner] = map[dynamicwatch.Scope]dynamicwatch.Fields{}
+	}
+	for _, n := range needs {
+		w.owned[owner] = append(w.owned[owner], n.Scope)
+		w.needs[owner][n.Scope] = n.Fields
+	}
 }
-func (w *fakeWatches) Set(owner string, scopes ...dynamicwatch.Scope) { w.owned[owner] = scopes }
-func (w *fakeWatches) Owned(owner string) []dynamicwatch.Scope        { return w.owned[owner] }
-func (w *fakeWatches) Release(owner string)                           { delete(w.owned, owner) }
-func (w *fakeWatches) Stats() []dynamicwatch.ScopeStats               { return nil }
+func (w *fakeWatches) SetNeeds(owner string, needs ...dynamicwatch.Need) {
+	w.owned[owner], w.needs[owner] = nil, nil
+	w.AddNeeds(owner, needs...)
+}
+func (w *fakeWatches) Owned(owner string) []dynamicwatch.Scope { return w.owned[owner] }
+func (w *fakeWatches) Release(owner string)                    { delete(w.owned, owner) }
+func (w *fakeWatches) Stats() []dynamicwatch.ScopeStats        { return nil }
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
@@ -83,11 +94,12 @@ func newUnit(t *testing.T, hcYAML string, objects ...string) *unit {
 	require.NoError(t, yaml.UnmarshalStrict([]byte(hcYAML), &hc))
 	hc.Namespace, hc.Generation = "apps", 1
 	u := &unit{
-		client:  fake.NewSimpleClientset(&hc),
-		hcs:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
-		watches: &fakeWatches{objects: map[dynamicwatch.Scope][]*unstructured.Unstructured{}, owned: map[string][]dynamicwatch.Scope{}},
-		events:  record.NewFakeRecorder(20),
-		now:     time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC),
+		client: fake.NewSimpleClientset(&hc),
+		hcs:    cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		watches: &fakeWatches{objects: map[dynamicwatch.Scope][]*unstructured.Unstructured{}, owned: map[string][]dynamicwatch.Scope{},
+			needs: map[string]map[dynamicwatch.Scope]dynamicwatch.Fields{}},
+		events: record.NewFakeRecorder(20),
+		now:    time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC),
 	}
 	require.NoError(t, u.hcs.Add(&hc))
 	for _, doc := range objects {
@@ -276,3 +288,15 @@ type clockFunc func() time.Time
 
 func (c clockFunc) Now() time.Time                  { return c() }
 func (c clockFunc) Since(t time.Time) time.Duration { return c().Sub(t) }
+
+// The watch of a target kind keeps what the HealthCheck's check reads, not the whole object.
+func TestReconcileAsksTheWatchesForTheFieldsItsCheckReads(t *testing.T) {
+	u := newUnit(t, fmt.Sprintf(configMapCheck, `"self.data.mode == 'fast'"`), flags)
+	hc, _ := u.reconcile(t)
+	require.True(t, hc.Status.Healthy)
+	need, ok := u.watches.needs["apps/web"][dynamicwatch.Scope{Resource: configMaps, Namespace: "apps"}]
+	require.True(t, ok)
+	assert.True(t, dynamicwatch.Covers(need, dynamicwatch.FieldsOf([]string{"data", "mode"}, []string{"metadata", "generation"}, []string{"status"})))
+	assert.False(t, dynamicwatch.Covers(need, dynamicwatch.FieldsOf([]string{"data"})), "data.mode, not all of data")
+	assert.False(t, dynamicwatch.Covers(need, dynamicwatch.FieldsOf([]string{"metadata", "annotations"})), "nor metadata the check does not read")
+}
