@@ -10,7 +10,7 @@ CONTROLLERS := gate health promoter commitstatus rollback
 GOTEST_FLAGS ?= -count=1
 LOCK        := .cache/codegen.lock
 
-.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea demo controlplane clean
+.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea demo controlplane clean e2e
 
 all: build
 
@@ -51,6 +51,11 @@ test: testbin build
 	@for m in $(MODULES); do echo "==> go test $$m"; (cd $$m && go test $(GOTEST_FLAGS) -timeout 30m ./...) || exit 1; done
 	@for m in $(TOOL_MODULES); do echo "==> go test $$m"; (cd $$m && GOWORK=off go test $(GOTEST_FLAGS) -timeout 30m ./...) || exit 1; done
 
+## e2e: as root, a real single-node cluster on this machine: every chart installed with helm from
+## make images, the end-to-end suite against the pods, then a full teardown (docs/e2e.md).
+e2e:
+	bash hack/e2e.sh
+
 ## bench: benchmarks, each beside its baseline from the same run.
 bench: testbin
 	@for m in $(MODULES); do (cd $$m && go test -run '^$$' -bench . -benchmem ./...) || exit 1; done
@@ -62,6 +67,8 @@ lint:
 	@bad=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done
 	@for m in $(TOOL_MODULES); do (cd $$m && GOWORK=off go vet ./...) || exit 1; done
+	@# The end-to-end suite's module: vetted here, run only by make e2e.
+	cd e2e && go vet ./...
 	@# Each controller also builds alone, through its replace of ../pkg.
 	@for c in $(CONTROLLERS); do (cd $$c-controller && GOWORK=off go build ./...) || exit 1; done
 

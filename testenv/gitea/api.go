@@ -91,8 +91,8 @@ func errorMessage(body []byte) string {
 
 // createToken makes the admin's API token, authenticating with the password: Gitea only hands
 // out tokens to basic auth.
-func (s *Server) createToken(ctx context.Context) (string, error) {
-	in := map[string]any{"name": "sluice-test", "scopes": tokenScopes}
+func (s *Server) createToken(ctx context.Context, name string) (string, error) {
+	in := map[string]any{"name": name, "scopes": tokenScopes}
 	req, err := s.newRequest(ctx, http.MethodPost, "/users/"+s.AdminUser+"/tokens", in)
 	if err != nil {
 		return "", err

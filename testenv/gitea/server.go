@@ -128,7 +128,7 @@ func (s *Server) start(ctx context.Context, binDir string) error {
 	if err := s.waitReady(ctx); err != nil {
 		return err
 	}
-	token, err := s.createToken(ctx)
+	token, err := s.createToken(ctx, "sluice-test")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,71 @@
+package suite
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	system  = "sluice-system"
+	release = "sluice"
+)
+
+// The umbrella chart installs every controller from the imported images; on it, in order: the
+// gate story, a promotion through a Gitea pod woken by its webhook through the promoter's
+// Service, a leader failover in the middle of a promotion, a helm upgrade to a re-tagged image,
+// and helm uninstall, which keeps every CRD.
+func TestUmbrellaChart(t *testing.T) {
+	c := cluster
+	ctx := context.Background()
+	require.NoError(t, c.Helm.DependencyBuild(ctx, c.chart("sluice")))
+	c.namespace(t, system)
+	took := c.helmWait(t, append([]string{"install", release, c.chart("sluice"), "--namespace", system}, setFlags(c.umbrellaValues(c.Images.Version))...)...)
+	figures.add("helm install --wait, the sluice umbrella chart (all five controllers)", took)
+	for _, name := range controllers {
+		c.checkControllerPods(t, system, release, name, c.Images.Refs[name])
+	}
+
+	t.Run("a closed gate holds a Flux Kustomization until it opens", c.gateHoldsAKustomization)
+
+	gitNS := c.namespace(t, "e2e-git")
+	srv, caPEM := c.giteaPod(t, gitNS)
+	appNS := c.namespace(t, "e2e-promotion")
+	var p *promotion
+	t.Run("promotion dev -> staging -> prod on the Gitea pod, woken by its webhook", func(t *testing.T) {
+		p = c.promotionByWebhook(t, appNS, srv, caPEM)
+	})
+	t.Run("health of a running Deployment, published as a commit status on the Gitea pod", func(t *testing.T) {
+		require.NotNil(t, p, "needs the promotion")
+		c.healthToGitea(t, p)
+	})
+	t.Run("leader failover in the middle of a promotion, with no duplicate pull request or merge", func(t *testing.T) {
+		require.NotNil(t, p, "needs the promotion")
+		c.failover(t, p)
+	})
+	t.Run("no controller was refused by the API server", c.noRefusals)
+	t.Run("helm upgrade to a re-tagged image", c.upgradeToRetaggedImages)
+	t.Run("helm uninstall keeps the CRDs and the objects", func(t *testing.T) {
+		var crds []string
+		for _, name := range controllers {
+			crds = append(crds, c.chartCRDs(t, name)...)
+		}
+		_, err := c.Helm.Run(ctx, "uninstall", release, "--namespace", system, "--wait")
+		require.NoError(t, err)
+		c.requireCRDs(t, crds)
+		_, err = c.Sluice.PromoterV1alpha1().PromotionStrategies(appNS).Get(ctx, "web", metav1.GetOptions{})
+		require.NoError(t, err, "the PromotionStrategy outlives the release")
+	})
+}
+
+// umbrellaValues run every controller from the imported images at tag, the promoter with its
+// webhook receiver and one replica (the failover test scales it to two).
+func (c *Cluster) umbrellaValues(tag string) []string {
+	set := []string{"global.imageTag=" + tag, "promoter-controller.webhook.enabled=true"}
+	for _, name := range controllers {
+		set = append(set, name+".image.pullPolicy=Never")
+	}
+	return set
+}
