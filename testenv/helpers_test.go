@@ -168,3 +168,15 @@ func TestStopHooksRunOnceInReverseOrder(t *testing.T) {
 	runStopHooks()
 	assert.Equal(t, []string{"shared controller", "gitea"}, order, "what started last stops first")
 }
+
+func TestBackgroundStopsOnceAndAnswersTheSameEachTime(t *testing.T) {
+	runs := 0
+	stop := Background(runnerFunc(func(ctx context.Context) error {
+		runs++
+		<-ctx.Done()
+		return errors.New("lease lost")
+	}))
+	assert.EqualError(t, stop(), "manager stopped with an error: lease lost")
+	assert.EqualError(t, stop(), "manager stopped with an error: lease lost")
+	assert.Equal(t, 1, runs)
+}

@@ -43,8 +43,9 @@ type Env struct {
 	// BinDir holds kube-apiserver, etcd, kubectl and helm.
 	BinDir string
 
-	env *envtest.Environment
-	dir string
+	env        *envtest.Environment
+	dir        string
+	stopReaper func()
 }
 
 // Start builds the binaries if this machine has never built them, then starts the control plane.
@@ -79,9 +80,9 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start local control plane from %s: %w", bin, err)
 	}
-	e := &Env{Config: cfg, BinDir: bin, env: te}
+	e := &Env{Config: cfg, BinDir: bin, env: te, stopReaper: startReaper()}
 	if err := e.init(); err != nil {
-		_ = te.Stop()
+		_ = e.Stop()
 		return nil, err
 	}
 	return e, nil
@@ -108,6 +109,9 @@ func (e *Env) init() error {
 // Stop stops the control plane and removes its files.
 func (e *Env) Stop() error {
 	err := e.env.Stop()
+	if e.stopReaper != nil {
+		e.stopReaper()
+	}
 	if e.dir != "" {
 		err = errors.Join(err, os.RemoveAll(e.dir))
 	}

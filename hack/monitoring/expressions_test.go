@@ -20,10 +20,13 @@ import (
 	"github.com/sluicehq/sluice/testenv/charts"
 )
 
-// expression is one PromQL expression of an alert or a dashboard panel.
+// expression is one PromQL expression of an alert, a recording rule or a dashboard panel.
 type expression struct {
-	Where string // alert or panel title, for messages
+	Where string // alert, record or panel title, for messages
 	Text  string
+	// Records is the series a recording rule writes: expressions may read it though no
+	// controller exports it.
+	Records string
 }
 
 // selector is a metric a parsed expression reads, and the labels it matches on.
@@ -33,9 +36,9 @@ type selector struct {
 	Where  string
 }
 
-// alertExpressions renders the sluice chart with its PrometheusRules on and returns their
-// expressions.
-func alertExpressions(t *testing.T) []expression {
+// ruleExpressions renders the sluice chart with its PrometheusRules on, every controller
+// enabled, and returns the expressions of its alerts and recording rules.
+func ruleExpressions(t *testing.T) []expression {
 	t.Helper()
 	umbrella, err := charts.Umbrella()
 	require.NoError(t, err)
@@ -56,11 +59,22 @@ func alertExpressions(t *testing.T) []expression {
 			rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
 			for _, r := range rules {
 				r := r.(map[string]any)
-				exprs = append(exprs, expression{Where: fmt.Sprintf("alert %v", r["alert"]), Text: fmt.Sprint(r["expr"])})
+				e := expression{Where: fmt.Sprintf("alert %v", r["alert"]), Text: fmt.Sprint(r["expr"])}
+				if record, ok := r["record"].(string); ok {
+					e.Where, e.Records = "record "+record, record
+				}
+				exprs = append(exprs, e)
 			}
 		}
 	}
 	require.NotEmpty(t, exprs, "the chart renders alerts")
+	records := 0
+	for _, e := range exprs {
+		if e.Records != "" {
+			records++
+		}
+	}
+	require.NotZero(t, records, "the chart renders recording rules")
 	return exprs
 }
 
@@ -101,8 +115,15 @@ func dashboardExpressions(t *testing.T) []expression {
 // grafanaVariable is one of Grafana's interval variables, which are not PromQL.
 var grafanaVariable = regexp.MustCompile(`\$__(rate_interval|interval|range)\b`)
 
-// selectors parses every expression with the PromQL parser and returns what each one reads.
+// selectors parses every expression with the PromQL parser and returns what each one reads, but
+// for the series recording rules write: their own expressions are checked instead.
 func selectors(exprs []expression) ([]selector, error) {
+	recorded := map[string]bool{}
+	for _, e := range exprs {
+		if e.Records != "" {
+			recorded[e.Records] = true
+		}
+	}
 	var out []selector
 	for _, e := range exprs {
 		text := grafanaVariable.ReplaceAllString(e.Text, "5m")
@@ -127,7 +148,9 @@ func selectors(exprs []expression) ([]selector, error) {
 					s.Labels = append(s.Labels, m.Name)
 				}
 			}
-			out = append(out, s)
+			if !recorded[s.Metric] {
+				out = append(out, s)
+			}
 			return nil
 		})
 	}

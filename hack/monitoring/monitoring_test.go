@@ -31,7 +31,7 @@ import (
 
 // Every alert and panel expression parses as PromQL and reads at least one metric.
 func TestExpressionsParse(t *testing.T) {
-	for _, exprs := range [][]expression{alertExpressions(t), dashboardExpressions(t)} {
+	for _, exprs := range [][]expression{ruleExpressions(t), dashboardExpressions(t)} {
 		sels, err := selectors(exprs)
 		require.NoError(t, err)
 		read := map[string]bool{}
@@ -49,7 +49,7 @@ func TestExpressionsParse(t *testing.T) {
 // reads must be exported by some controller, with the labels the expression matches on.
 func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 	testenv.SkipIfShort(t)
-	sels, err := selectors(append(alertExpressions(t), dashboardExpressions(t)...))
+	sels, err := selectors(append(ruleExpressions(t), dashboardExpressions(t)...))
 	require.NoError(t, err)
 	bin, err := demo.BinDirFromRepo()
 	require.NoError(t, err)
@@ -100,9 +100,8 @@ func TestAlertsAndDashboardReadExportedMetrics(t *testing.T) {
 	for _, s := range missing(sels, exported) {
 		t.Errorf("%s reads %s%v, which no controller exports with those labels", s.Where, s.Metric, s.Labels)
 	}
-	// client-go's names, as the usual mixins query them, from every controller that reconciles
-	// (the rollback-controller has no reconciler yet).
-	for _, name := range []string{"gate-controller", "health-controller", "commitstatus-controller", "promoter-controller"} {
+	// client-go's names, as the usual mixins query them, from every controller.
+	for _, name := range []string{"gate-controller", "health-controller", "commitstatus-controller", "promoter-controller", "rollback-controller"} {
 		families := perController[name]
 		require.NotNil(t, families, name)
 		assert.ElementsMatch(t, []string{"name", "controller"}, labelNames(families["workqueue_depth"]), "%s: workqueue_depth{name, controller}", name)

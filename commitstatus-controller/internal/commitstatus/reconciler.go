@@ -100,9 +100,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	next.Status.ObservedGeneration = gen
 	next.Status.ShortSHA = commitstatusv1alpha1.ShortSHA(cs.Spec.SHA)
 	if l.ReportSuspend(&next.Status.Conditions) {
-		r.count(OutcomeSuspended)
-		_, err := r.write(ctx, cs, next)
-		return controller.Result{}, err
+		target, _ := r.Resolver.Locate(cs)
+		return r.suspended(ctx, cs, next, target, l.Suspend)
 	}
 
 	target, rerr := r.Resolver.Resolve(ctx, cs)
@@ -111,9 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	if target.Suspended != nil {
 		suspend.Report(&next.Status.Conditions, gen, *target.Suspended)
-		r.count(OutcomeSuspended)
-		_, err := r.write(ctx, cs, next)
-		return controller.Result{}, err
+		return r.suspended(ctx, cs, next, target, *target.Suspended)
 	}
 	if target.InCluster {
 		conditions.MarkReady(&next.Status.Conditions, gen, ReasonInCluster, fmt.Sprintf(

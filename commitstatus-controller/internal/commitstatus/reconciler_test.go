@@ -312,6 +312,33 @@ func TestSuspendedObjectsAreNotSent(t *testing.T) {
 		s := conditions.Get(f.get().Status.Conditions, conditions.Suspended)
 		require.NotNil(t, s)
 		assert.Equal(t, "audit", s.Message)
+		assertNotSent(t, f.get(), "not sent: suspended: audit")
+	})
+	t.Run("a phase changed while suspended is not shown as synced", func(t *testing.T) {
+		f := newFixture(t, commitStatus(), repository("github"), githubProvider())
+		_, err := f.reconcile()
+		require.NoError(t, err)
+		f.update(func(cs *commitstatusv1alpha1.CommitStatus) {
+			cs.Annotations = map[string]string{suspend.Annotation: "freeze"}
+		})
+		_, err = f.reconcile()
+		require.NoError(t, err)
+		assert.Equal(t, metav1.ConditionTrue, ready(t, f.get()).Status, "what was sent is still what the spec asks")
+
+		f.update(func(cs *commitstatusv1alpha1.CommitStatus) { cs.Spec.Phase = commitstatusv1alpha1.CommitStatusFailure })
+		_, err = f.reconcile()
+		require.NoError(t, err)
+		assert.Len(t, f.scm.sent(), 1)
+		assertNotSent(t, f.get(), "not sent: suspended: freeze")
+		assert.Equal(t, commitstatusv1alpha1.CommitStatusSuccess, f.get().Status.SyncedPhase)
+
+		f.update(func(cs *commitstatusv1alpha1.CommitStatus) { cs.Spec.Phase = commitstatusv1alpha1.CommitStatusSuccess })
+		_, err = f.reconcile()
+		require.NoError(t, err)
+		c := ready(t, f.get())
+		assert.Equal(t, metav1.ConditionTrue, c.Status, "the spec asks again for what the SCM holds")
+		assert.Equal(t, ReasonSynced, c.Reason)
+		assert.Len(t, f.scm.sent(), 1)
 	})
 	t.Run("its ScmProvider", func(t *testing.T) {
 		f := newFixture(t, commitStatus(), repository("github"), githubProvider(func(p *scmv1alpha1.ScmProvider) { p.Spec.Suspend = true }))
@@ -322,6 +349,7 @@ func TestSuspendedObjectsAreNotSent(t *testing.T) {
 		require.NotNil(t, s)
 		assert.Equal(t, resolve.ReasonProviderSuspended, s.Reason)
 		assert.Contains(t, s.Message, `ScmProvider "github" is suspended`)
+		assertNotSent(t, f.get(), "not sent: suspended: "+s.Message)
 	})
 	t.Run("resumed", func(t *testing.T) {
 		f := newFixture(t, commitStatus(func(cs *commitstatusv1alpha1.CommitStatus) { cs.Spec.Suspend = true }), repository("github"), githubProvider())
@@ -332,7 +360,16 @@ func TestSuspendedObjectsAreNotSent(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, f.scm.sent(), 1)
 		assert.Nil(t, conditions.Get(f.get().Status.Conditions, conditions.Suspended))
+		assert.Equal(t, metav1.ConditionTrue, ready(t, f.get()).Status)
 	})
+}
+
+func assertNotSent(t *testing.T, cs *commitstatusv1alpha1.CommitStatus, message string) {
+	t.Helper()
+	c := ready(t, cs)
+	assert.Equal(t, metav1.ConditionUnknown, c.Status, "SYNCED must not read True for a state never sent")
+	assert.Equal(t, ReasonNotSent, c.Reason)
+	assert.Equal(t, message, c.Message)
 }
 
 func TestOneSecretReadServesManyStatuses(t *testing.T) {

@@ -18,6 +18,8 @@ import (
 const (
 	// ReasonSynced: the SCM holds the desired status.
 	ReasonSynced = "Synced"
+	// ReasonNotSent: suspended, and the SCM does not hold what the spec asks for.
+	ReasonNotSent = "NotSent"
 	// ReasonInCluster: the ScmProvider is plain git; the object itself is the status.
 	ReasonInCluster = "InCluster"
 	// ReasonRateLimited: waiting for the SCM's rate limit to reset.
@@ -108,7 +110,7 @@ func (r *Reconciler) announce(before, after *commitstatusv1alpha1.CommitStatus) 
 	switch {
 	case !sameCondition(ready, conditions.Get(before.Status.Conditions, conditions.Ready)):
 		eventType := corev1.EventTypeNormal
-		if conditions.IsTrue(after.Status.Conditions, conditions.Stalled) || (ready.Status != metav1.ConditionTrue && ready.Reason != ReasonRateLimited) {
+		if conditions.IsTrue(after.Status.Conditions, conditions.Stalled) || (ready.Status != metav1.ConditionTrue && ready.Reason != ReasonRateLimited && ready.Reason != ReasonNotSent) {
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Event(after, eventType, ready.Reason, ready.Message)

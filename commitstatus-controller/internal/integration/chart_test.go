@@ -1,13 +1,10 @@
 package integration
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
@@ -26,21 +23,13 @@ import (
 // secretAccess.namespaces really limits which Secrets it can read.
 func TestTheChartRBACIsEnoughAndLimitsSecretAccess(t *testing.T) {
 	testenv.SkipIfShort(t)
-	ctx := context.Background()
 	srv := scmtest.NewGitHub(t, githubToken)
 	srv.AddRepo("acme", "app")
 	allowed := githubSetup(t, srv, nil)
 	denied := githubSetup(t, srv, nil)
 
-	root, err := testenv.RepoRoot()
-	require.NoError(t, err)
-	helm, err := charts.NewHelm(env)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = helm.Close() })
 	const release, releaseNS = "commitstatus-controller", "sluice-system"
-	require.NoError(t, helm.Install(ctx, release, releaseNS, filepath.Join(root, "charts", "commitstatus-controller"),
-		"secretAccess.namespaces={"+allowed+"}", "crds.enabled=false")) // the test environment installed the CRDs
-	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), release, releaseNS) })
+	charts.InstallForTest(t, env, release, releaseNS, "commitstatus-controller", "secretAccess.namespaces={"+allowed+"}")
 
 	startController(t, controllerOptions{
 		config: env.Impersonate(releaseNS, release),

@@ -112,32 +112,9 @@ func (r *Resolver) ttl() time.Duration {
 
 // Resolve returns the Target of cs, or an *Error saying what a person must fix.
 func (r *Resolver) Resolve(ctx context.Context, cs *commitstatusv1alpha1.CommitStatus) (*Target, *Error) {
-	ns := cs.Namespace
-	repoName := cs.Spec.RepositoryRef.Name
-	repo, err := r.Repositories.ScmRepositories(ns).Get(repoName)
-	if apierrors.IsNotFound(err) {
-		return nil, &Error{Reason: ReasonRepositoryNotFound, Message: fmt.Sprintf(
-			"ScmRepository %q does not exist in namespace %q: create it, or fix spec.repositoryRef.name", repoName, ns)}
-	}
-	if err != nil {
-		return nil, &Error{Reason: ReasonLookupFailed, Transient: true, Message: fmt.Sprintf("reading ScmRepository %q: %v", repoName, err)}
-	}
-	providerName := repo.Spec.ProviderRef.Name
-	p, err := r.Providers.ScmProviders(ns).Get(providerName)
-	if apierrors.IsNotFound(err) {
-		return nil, &Error{Reason: ReasonProviderNotFound, Message: fmt.Sprintf(
-			"ScmProvider %q, named by ScmRepository %q, does not exist in namespace %q: create it, or fix the ScmRepository's spec.providerRef.name",
-			providerName, repoName, ns)}
-	}
-	if err != nil {
-		return nil, &Error{Reason: ReasonLookupFailed, Transient: true, Message: fmt.Sprintf("reading ScmProvider %q: %v", providerName, err)}
-	}
-
-	t := &Target{
-		ProviderKey:  ns + "/" + providerName,
-		ProviderType: p.Spec.Type,
-		Repository:   scm.RepositoryFor(repo),
-		Endpoint:     endpoint(p),
+	t, repo, p, rerr := r.locate(cs)
+	if rerr != nil {
+		return nil, rerr
 	}
 	if s := suspendedBy("ScmProvider", p, p.Spec.Suspend); s != nil {
 		t.Suspended = s
@@ -156,6 +133,43 @@ func (r *Resolver) Resolve(ctx context.Context, cs *commitstatusv1alpha1.CommitS
 	t.CredentialsVersion = c.credentials
 	t.InCluster = !c.provider.Capabilities().CommitStatuses
 	return t, nil
+}
+
+// Locate returns where cs would land (provider, repository, endpoint) from the listers alone:
+// no credentials are read and no provider is built. A suspended CommitStatus uses it to tell
+// whether the SCM still holds what its spec asks.
+func (r *Resolver) Locate(cs *commitstatusv1alpha1.CommitStatus) (*Target, *Error) {
+	t, _, _, rerr := r.locate(cs)
+	return t, rerr
+}
+
+func (r *Resolver) locate(cs *commitstatusv1alpha1.CommitStatus) (*Target, *scmv1alpha1.ScmRepository, *scmv1alpha1.ScmProvider, *Error) {
+	ns := cs.Namespace
+	repoName := cs.Spec.RepositoryRef.Name
+	repo, err := r.Repositories.ScmRepositories(ns).Get(repoName)
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil, &Error{Reason: ReasonRepositoryNotFound, Message: fmt.Sprintf(
+			"ScmRepository %q does not exist in namespace %q: create it, or fix spec.repositoryRef.name", repoName, ns)}
+	}
+	if err != nil {
+		return nil, nil, nil, &Error{Reason: ReasonLookupFailed, Transient: true, Message: fmt.Sprintf("reading ScmRepository %q: %v", repoName, err)}
+	}
+	providerName := repo.Spec.ProviderRef.Name
+	p, err := r.Providers.ScmProviders(ns).Get(providerName)
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil, &Error{Reason: ReasonProviderNotFound, Message: fmt.Sprintf(
+			"ScmProvider %q, named by ScmRepository %q, does not exist in namespace %q: create it, or fix the ScmRepository's spec.providerRef.name",
+			providerName, repoName, ns)}
+	}
+	if err != nil {
+		return nil, nil, nil, &Error{Reason: ReasonLookupFailed, Transient: true, Message: fmt.Sprintf("reading ScmProvider %q: %v", providerName, err)}
+	}
+	return &Target{
+		ProviderKey:  ns + "/" + providerName,
+		ProviderType: p.Spec.Type,
+		Repository:   scm.RepositoryFor(repo),
+		Endpoint:     endpoint(p),
+	}, repo, p, nil
 }
 
 // CheckProvider reports whether p is usable, or an *Error saying what a person must fix: its

@@ -61,7 +61,6 @@ func TestClosingAGateHoldsFluxObjectsWithTheReasonAndOpeningReleasesThem(t *test
 		require.NoError(t, err)
 		assert.Equal(t, []string{ns + "/prod"}, rec.Gates)
 		assert.ElementsMatch(t, []hold.Change{hold.ChangeAnnotation, hold.ChangeSpec}, rec.Set)
-		assert.Contains(t, waitEvent(t, ns, o.name, "Held")[0], "release 1.4 sign-off pending")
 	}
 	g := waitGate(t, ns, "prod", wait, func(g *gatingv1alpha1.Gate) bool { return g.Status.Holding == 2 })
 	assert.ElementsMatch(t, []gatingv1alpha1.HeldObject{
@@ -70,13 +69,20 @@ func TestClosingAGateHoldsFluxObjectsWithTheReasonAndOpeningReleasesThem(t *test
 	}, g.Status.Held)
 	assert.Equal(t, gatingv1alpha1.ReasonManual, g.Status.Reason)
 	waitEvent(t, ns, "prod", "Closed")
+	// One Event on the gate for the objects it holds, none on each object.
+	holding := waitEvent(t, ns, "prod", "Holding")
+	require.Len(t, holding, 1)
+	assert.Contains(t, holding[0], "holds 2 objects")
+	for _, o := range []object{ks, repo} {
+		assert.Empty(t, events(t, ns, o.name))
+	}
 
 	updateGate(t, ns, "prod", func(g *gatingv1alpha1.Gate) { g.Spec.Closed = false })
 	for _, o := range []object{ks, repo} {
 		waitObject(t, o, wait, "released", released)
-		waitEvent(t, ns, o.name, "Released")
 	}
 	waitGate(t, ns, "prod", wait, func(g *gatingv1alpha1.Gate) bool { return g.Status.Holding == 0 && len(g.Status.Held) == 0 })
+	assert.Contains(t, waitEvent(t, ns, "prod", "Released")[0], "holds 0 objects, 2 released")
 	// Holding and releasing changed spec.suspend twice; nothing else of the spec moved.
 	assert.Equal(t, generation+2, get(t, ks).GetGeneration())
 	assert.Empty(t, get(t, bystander).GetAnnotations())
@@ -230,6 +236,6 @@ func TestEditingAnOpenGateDoesNotHoldItsTargets(t *testing.T) {
 	for _, mf := range get(t, ks).GetManagedFields() {
 		assert.NotEqual(t, hold.FieldManager, mf.Manager)
 	}
-	assert.Empty(t, events(t, ns, "apps")["Held"])
+	assert.Empty(t, events(t, ns, "prod")["Holding"])
 	assert.Equal(t, int64(1), get(t, ks).GetGeneration())
 }

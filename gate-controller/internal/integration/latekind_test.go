@@ -27,16 +27,11 @@ var widgets = schema.GroupVersionResource{Group: "late.sluice.test", Version: "v
 func TestAKindIsHeldOnceItsCRDIsInstalled(t *testing.T) {
 	testenv.SkipIfShort(t)
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	targets, err := kinds.ParseTargets("widgets.late.sluice.test=both")
 	require.NoError(t, err)
-	done, err := startController(ctx, "late-kind", env.Config, setup.Config{Targets: targets}, func(o *options.Options) {
+	startController(t, "late-kind", env.Config, setup.Config{Targets: targets}, func(o *options.Options) {
 		o.WatchLabelSelector = shardLabel + "=late"
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
 	})
 
 	shard := map[string]string{shardLabel: "late"}

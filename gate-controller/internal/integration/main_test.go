@@ -33,62 +33,53 @@ import (
 
 var env *testenv.Env
 
-// TestMain is testenv.Main with the Flux CRDs, stopping the shared controller before the
-// control plane so the API server is not kept waiting on its watches.
+// TestMain is testenv.Main with the Flux CRDs and, of Sluice's own, only the Gate CRD: the other
+// groups' CRDs belong to other controllers, and their kinds being absent exercises the
+// controller's skipping of kinds that are not installed.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
+	var opts testenv.Options
+	if !testing.Short() {
+		paths, err := flux.CRDPaths()
+		var root string
+		if err == nil {
+			root, err = testenv.RepoRoot()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		opts = testenv.Options{WithoutSluiceCRDs: true,
+			CRDPaths: append(paths, filepath.Join(root, "api", "crds", "gating.sluice.dev_gates.yaml"))}
 	}
-	// Only the Gate CRD of Sluice's own: the other groups' CRDs belong to other controllers, and
-	// their kinds being absent exercises the controller's skipping of kinds that are not installed.
-	paths, err := flux.CRDPaths()
-	var root string
-	if err == nil {
-		root, err = testenv.RepoRoot()
-	}
-	if err == nil {
-		paths = append(paths, filepath.Join(root, "api", "crds", "gating.sluice.dev_gates.yaml"))
-		env, err = testenv.Start(testenv.Options{CRDPaths: paths, WithoutSluiceCRDs: true})
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	stopShared()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop local control plane:", err)
-	}
-	os.Exit(code)
+	testenv.Main(m, opts, &env)
 }
 
 var (
-	sharedOnce   sync.Once
-	sharedErr    error
-	sharedCancel = func() {}
-	sharedDone   <-chan error
+	sharedOnce sync.Once
+	sharedErr  error
 )
 
-func stopShared() {
-	sharedCancel()
-	if sharedDone != nil {
-		if err := <-sharedDone; err != nil {
-			fmt.Fprintln(os.Stderr, "shared gate-controller:", err)
-		}
-	}
-}
-
 // sharedController starts one gate-controller for the tests of this package, watching every
-// namespace with the default targets. Each test works in its own namespace.
+// namespace with the default targets. Each test works in its own namespace. It is stopped once
+// every test has run, before the control plane, so the API server is not kept waiting on its
+// watches.
 func sharedController(t *testing.T) {
 	t.Helper()
 	testenv.SkipIfShort(t)
 	sharedOnce.Do(func() {
-		var ctx context.Context
-		ctx, sharedCancel = context.WithCancel(context.Background())
-		sharedDone, sharedErr = startController(ctx, "gate-controller-test", env.Config, setup.Config{}, func(o *options.Options) {
+		var m *manager.Manager
+		m, sharedErr = newController("gate-controller-test", env.Config, setup.Config{}, func(o *options.Options) {
 			o.WatchLabelSelector = "!" + shardLabel
+		})
+		if sharedErr != nil {
+			return
+		}
+		stop := testenv.Background(m)
+		testenv.OnStop(func() {
+			if err := stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "shared gate-controller:", err)
+			}
 		})
 	})
 	require.NoError(t, sharedErr)
@@ -98,9 +89,16 @@ func sharedController(t *testing.T) {
 // ignores them, the way replicas shard objects with --watch-label-selector.
 const shardLabel = "sluice.test/shard"
 
-// startController runs the controller in-process until ctx is done; the returned channel gets
-// Run's result.
-func startController(ctx context.Context, name string, cfg *rest.Config, c setup.Config, mutate func(*options.Options)) (<-chan error, error) {
+// startController runs a controller of the test's own in-process until the test ends, or stop
+// is called; the test fails if it stops with an error.
+func startController(t *testing.T, name string, cfg *rest.Config, c setup.Config, mutate func(*options.Options)) (stop func()) {
+	t.Helper()
+	m, err := newController(name, cfg, c, mutate)
+	require.NoError(t, err)
+	return testenv.RunManager(t, m)
+}
+
+func newController(name string, cfg *rest.Config, c setup.Config, mutate func(*options.Options)) (*manager.Manager, error) {
 	opts := options.Defaults(name)
 	opts.MetricsBindAddress = "127.0.0.1:0"
 	opts.HealthProbeBindAddress = "127.0.0.1:0"
@@ -119,9 +117,7 @@ func startController(ctx context.Context, name string, cfg *rest.Config, c setup
 	if err := setup.Setup(m, c); err != nil {
 		return nil, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	return done, nil
+	return m, nil
 }
 
 func newNamespace(t *testing.T) string {

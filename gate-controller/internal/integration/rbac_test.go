@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"path/filepath"
 	"regexp"
 	"testing"
 
@@ -27,15 +26,8 @@ func TestTheControllerWorksUnderTheChartsRBAC(t *testing.T) {
 	testenv.SkipIfShort(t)
 	t.Parallel()
 	ctx := context.Background()
-	root, err := testenv.RepoRoot()
-	require.NoError(t, err)
-	helm, err := charts.NewHelm(env)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = helm.Close() })
 	const release, system = "gate-controller", "sluice-system"
-	// The test environment installed the Gate CRD: the chart must not own it too.
-	require.NoError(t, helm.Install(ctx, release, system, filepath.Join(root, "charts", "gate-controller"), "crds.enabled=false"))
-	t.Cleanup(func() { assert.NoError(t, helm.Uninstall(ctx, release, system)) })
+	helm := charts.InstallForTest(t, env, release, system, "gate-controller")
 
 	manifest, err := helm.Run(ctx, "get", "manifest", release, "--namespace", system)
 	require.NoError(t, err)
@@ -46,13 +38,11 @@ func TestTheControllerWorksUnderTheChartsRBAC(t *testing.T) {
 	assert.Equal(t, kinds.Defaults(), targets, "the chart's default targets are the controller's")
 
 	shard := map[string]string{shardLabel: "rbac"}
-	runCtx, cancel := context.WithCancel(ctx)
-	done, err := startController(runCtx, "gate-controller", env.Impersonate(system, release), setup.Config{Targets: targets}, func(o *options.Options) {
+	stop := startController(t, "gate-controller", env.Impersonate(system, release), setup.Config{Targets: targets}, func(o *options.Options) {
 		o.WatchLabelSelector = shardLabel + "=rbac"
 		o.LeaderElect = true
 		o.LeaderElectionNamespace = system
 	})
-	require.NoError(t, err)
 
 	ns := newNamespace(t)
 	createGate(t, ns, "prod", gatingv1alpha1.GateSpec{Closed: true}, shard)
@@ -61,9 +51,9 @@ func TestTheControllerWorksUnderTheChartsRBAC(t *testing.T) {
 	repo := createFlux(t, flux.GitRepositories, ns, "repo", refs, nil, "kubectl-create", shard)
 	for _, o := range []object{ks, repo} {
 		waitObject(t, o, wait, "held under the chart's RBAC", heldByController)
-		waitEvent(t, ns, o.name, "Held")
 	}
 	waitGate(t, ns, "prod", wait, func(g *gatingv1alpha1.Gate) bool { return g.Status.Holding == 2 })
+	waitEvent(t, ns, "prod", "Holding")
 	updateGate(t, ns, "prod", func(g *gatingv1alpha1.Gate) { g.Spec.Closed = false })
 	for _, o := range []object{ks, repo} {
 		waitObject(t, o, wait, "released under the chart's RBAC", released)
@@ -72,6 +62,5 @@ func TestTheControllerWorksUnderTheChartsRBAC(t *testing.T) {
 	require.NoError(t, err, "the controller holds its Lease in its own namespace")
 	assert.NotEmpty(t, lease.Spec.HolderIdentity)
 
-	cancel()
-	assert.NoError(t, <-done, "the controller stops cleanly")
+	stop() // fails the test unless the controller stops cleanly
 }

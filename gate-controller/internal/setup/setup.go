@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/sluicehq/sluice/gate-controller/internal/gates"
+	"github.com/sluicehq/sluice/gate-controller/internal/gate"
 	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
 	"github.com/sluicehq/sluice/gate-controller/internal/targets"
@@ -59,7 +59,7 @@ func Setup(m *manager.Manager, cfg Config) error {
 	latency := targets.NewLatency()
 	gateInformer := m.SluiceInformers.Gating().V1alpha1().Gates()
 
-	gateController := m.NewController("gates", &gates.Reconciler{
+	gateController := m.NewController("gates", &gate.Reconciler{
 		Gates:        gateInformer.Lister(),
 		Client:       m.Sluice,
 		Recorder:     m.Recorder,
@@ -81,7 +81,7 @@ func Setup(m *manager.Manager, cfg Config) error {
 	if _, err := gateInformer.Informer().AddEventHandler(handler.EnqueueObject(gateController)); err != nil {
 		return err
 	}
-	if _, err := gateInformer.Informer().AddEventHandler(gates.ReferenceHandler(gateInformer.Lister(), gateController)); err != nil {
+	if _, err := gateInformer.Informer().AddEventHandler(gate.ReferenceHandler(gateInformer.Lister(), gateController)); err != nil {
 		return err
 	}
 	if _, err := gateInformer.Informer().AddEventHandler(targets.GateHandler(registry, targetController, latency)); err != nil {

@@ -25,10 +25,10 @@ import (
 	"github.com/sluicehq/sluice/pkg/text"
 )
 
-// Event reasons on targets.
+// Event reasons on targets. A target held or released as its gates say gets no Event: its gate
+// reports how many it holds (gates.ReasonHolding), and the target's annotations say why. Events
+// here are for what needs a person's eye on the object itself.
 const (
-	ReasonHeld           = "Held"
-	ReasonReleased       = "Released"
 	ReasonHoldOverridden = "HoldOverridden"
 	ReasonGateMissing    = "GateMissing"
 	ReasonInvalidGates   = "InvalidGates"
@@ -211,14 +211,13 @@ func (r *Reconciler) waitForStaleGates(refs []gate.Ref) time.Duration {
 
 func (r *Reconciler) report(key string, w *Watched, m metav1.Object, plan hold.Plan, v verdict) {
 	if msg, ok := outcomeLog[plan.Outcome]; ok && r.Log != nil {
-		r.Log.Info(msg, "target", key, "reason", v.Reason)
+		attrs := []any{"target", key, "reason", v.Reason}
+		if plan.Outcome == hold.OutcomeReleased {
+			attrs = append(attrs, "undid", changes(plan.Previous))
+		}
+		r.Log.Info(msg, attrs...)
 	}
-	switch plan.Outcome {
-	case hold.OutcomeHeld:
-		r.event(w, m, corev1.EventTypeNormal, ReasonHeld, "%s", v.Reason)
-	case hold.OutcomeReleased:
-		r.event(w, m, corev1.EventTypeNormal, ReasonReleased, "released: its gates allow it again; undid %s", changes(plan.Previous))
-	case hold.OutcomeYielded:
+	if plan.Outcome == hold.OutcomeYielded {
 		r.event(w, m, corev1.EventTypeWarning, ReasonHoldOverridden,
 			"someone resumed it while its gates deny (%s); the gate-controller will not hold it again until they allow it", v.Reason)
 	}

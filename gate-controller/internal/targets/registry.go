@@ -109,36 +109,33 @@ func (r *Registry) GatesReferencingGates() []string {
 }
 
 // Held lists, sorted, the objects the gate holds now: those whose hold record names it. It
-// returns at most limit objects and the full count.
+// returns at most limit objects and the full count. The records are read once per change of an
+// object, by the heldIndex, not once per call: a gate closing over thousands of objects is
+// evaluated again as each of them is held.
 func (r *Registry) Held(ref gate.Ref, limit int) ([]gatingv1alpha1.HeldObject, int) {
-	var held []gatingv1alpha1.HeldObject
+	type sortable struct {
+		key string
+		obj gatingv1alpha1.HeldObject
+	}
+	var held []sortable
 	for _, w := range r.All() {
-		objs, err := w.Informer.GetIndexer().ByIndex(gatesIndex, ref.String())
+		objs, err := w.Informer.GetIndexer().ByIndex(heldIndex, ref.String())
 		if err != nil {
 			continue
 		}
 		for _, o := range objs {
-			m, ok := o.(metav1.Object)
-			if !ok {
-				continue
+			if m, ok := o.(metav1.Object); ok {
+				h := gatingv1alpha1.HeldObject{APIVersion: w.APIVersion(), Kind: w.Kind.Kind, Namespace: m.GetNamespace(), Name: m.GetName()}
+				held = append(held, sortable{key: h.Kind + "/" + h.Namespace + "/" + h.Name, obj: h})
 			}
-			rec, ok := heldRecord(m)
-			if !ok || rec.Yielded || !slices.Contains(rec.Gates, ref.String()) {
-				continue
-			}
-			held = append(held, gatingv1alpha1.HeldObject{
-				APIVersion: w.APIVersion(), Kind: w.Kind.Kind, Namespace: m.GetNamespace(), Name: m.GetName(),
-			})
 		}
 	}
-	slices.SortFunc(held, func(a, b gatingv1alpha1.HeldObject) int {
-		return strings.Compare(a.Kind+"/"+a.Namespace+"/"+a.Name, b.Kind+"/"+b.Namespace+"/"+b.Name)
-	})
-	count := len(held)
-	if len(held) > limit {
-		held = held[:limit]
+	slices.SortFunc(held, func(a, b sortable) int { return strings.Compare(a.key, b.key) })
+	out := make([]gatingv1alpha1.HeldObject, 0, min(len(held), limit))
+	for _, h := range held[:min(len(held), limit)] {
+		out = append(out, h.obj)
 	}
-	return held, count
+	return out, len(held)
 }
 
 // heldRecord returns the controller's own hold record on m.
@@ -169,7 +166,28 @@ func SplitKey(key string) (schema.GroupResource, string, bool) {
 	return schema.ParseGroupResource(gr), name, true
 }
 
-const gatesIndex = "gates"
+// The informers' indexes: gatesIndex finds the objects a gate must re-check, heldIndex the ones
+// it holds now.
+const (
+	gatesIndex = "gates"
+	heldIndex  = "held"
+)
+
+// Indexers are the indexes every target informer carries.
+var Indexers = cache.Indexers{gatesIndex: indexByGate, heldIndex: indexByHolder}
+
+// indexByHolder indexes a target under every gate its own, not yielded, hold record names.
+func indexByHolder(obj any) ([]string, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, nil
+	}
+	rec, ok := heldRecord(m)
+	if !ok || rec.Yielded {
+		return nil, nil
+	}
+	return rec.Gates, nil
+}
 
 // indexByGate indexes a target under every gate it references and every gate its hold record
 // names, so a gate finds the objects it must re-check and the ones it still holds.

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
@@ -55,7 +54,7 @@ func (w *Watcher) Sync() error {
 		if err := informer.SetTransform(hold.TrimManagedFields); err != nil {
 			return err
 		}
-		if err := informer.AddIndexers(cache.Indexers{gatesIndex: indexByGate}); err != nil {
+		if err := informer.AddIndexers(Indexers); err != nil {
 			return err
 		}
 		watched := &Watched{Kind: k, Informer: informer}

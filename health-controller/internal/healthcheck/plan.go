@@ -96,14 +96,6 @@ func (p *plan) interest(s dynamicwatch.Scope) *interest {
 	return in
 }
 
-func (p *plan) scopes() []dynamicwatch.Scope {
-	out := make([]dynamicwatch.Scope, 0, len(p.interests))
-	for s := range p.interests {
-		out = append(out, s)
-	}
-	return out
-}
-
 // resolve maps a kind to its watch in namespace. A version the server no longer serves falls back
 // to the preferred one: inventories keep the version they were applied with. ok is false when the
 // kind is not served at all.

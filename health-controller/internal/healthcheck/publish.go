@@ -51,11 +51,12 @@ func (r *Reconciler) publish(ctx context.Context, hc *healthv1alpha1.HealthCheck
 	}
 
 	desired := desiredCommitStatus(hc, v, commit)
-	if synced, err := r.Watcher.State(*p.commitStatus); !synced {
+	rd := r.reads(hc)
+	if synced, err := rd.State(*p.commitStatus); !synced {
 		set(metav1.ConditionFalse, healthv1alpha1.ReasonPublishFailed, watchProblem(*p.commitStatus, err))
 		return nil
 	}
-	existing, found, err := r.Watcher.Get(*p.commitStatus, hc.Namespace, hc.Name)
+	existing, found, err := rd.Get(*p.commitStatus, hc.Namespace, hc.Name)
 	if err != nil {
 		return err
 	}

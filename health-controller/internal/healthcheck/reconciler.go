@@ -50,8 +50,10 @@ const (
 // or a fake in unit tests.
 type Watches interface {
 	Reader
-	Add(owner string, scopes ...dynamicwatch.Scope)
-	Set(owner string, scopes ...dynamicwatch.Scope)
+	// StateFor is State for one owner: synced once the cache keeps what owner reads.
+	StateFor(owner string, s dynamicwatch.Scope) (synced bool, err error)
+	AddNeeds(owner string, needs ...dynamicwatch.Need)
+	SetNeeds(owner string, needs ...dynamicwatch.Need)
 	Owned(owner string) []dynamicwatch.Scope
 	Release(owner string)
 	Stats() []dynamicwatch.ScopeStats
@@ -86,6 +88,15 @@ type Reconciler struct {
 	undiscovered sync.Map // keys of HealthChecks that name a kind the server does not serve
 }
 
+// New returns a Reconciler; set the exported fields before the first Reconcile.
+func New() *Reconciler { return &Reconciler{index: newIndex()} }
+
+// Owners returns the keys of the HealthChecks that read the object of an event on a watched
+// scope, before or after it: the keys to enqueue.
+func (r *Reconciler) Owners(s dynamicwatch.Scope, old, new *unstructured.Unstructured) []string {
+	return r.index.owners(s, old, new)
+}
+
 // Reconcile computes and records the health of the HealthCheck named by key.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
 	l, found, err := reconcile.Load(key, r.get, func(hc *healthv1alpha1.HealthCheck) bool { return hc.Spec.Suspend })
@@ -114,11 +125,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	if len(p.invalid) > 0 {
 		return controller.Result{}, r.stall(ctx, cached, hc, healthv1alpha1.ReasonInvalidTarget, errors.New(strings.Join(p.invalid, "; ")))
 	}
-	complete, err := r.watch(key, p)
+	complete, err := r.watch(key, p, resolver)
 	if err != nil {
 		return controller.Result{}, err
 	}
-	if waiting := r.unsynced(p); !complete || len(waiting) > 0 {
+	if waiting := r.unsynced(key, p); !complete || len(waiting) > 0 {
 		r.waitForWatches(hc, waiting)
 		return controller.Result{}, r.writeStatus(ctx, cached, hc)
 	}
@@ -248,24 +259,27 @@ func (r *Reconciler) stall(ctx context.Context, cached, hc *healthv1alpha1.Healt
 
 // watch starts the watches the plan needs, expands Kustomizations and Applications from their
 // caches, and records what the HealthCheck reads so that events reach it. It returns false while a
-// source has not listed yet.
-func (r *Reconciler) watch(key string, p *plan) (bool, error) {
+// source has not listed yet. The watches keep of each object only the fields the HealthCheck's
+// checks read (see plan.needs).
+func (r *Reconciler) watch(key string, p *plan, resolver *health.Resolver) (bool, error) {
+	reads := health.NewEvaluator(r.Compiler, resolver).Reads
 	// Add, not Set: until the sources are read, the watches of their objects must not stop.
-	r.Watcher.Add(key, p.scopes()...)
+	r.Watcher.AddNeeds(key, p.needs(reads)...)
+	rd := ownerReader{watches: r.Watcher, owner: key}
 	complete := true
 	for _, src := range p.sources {
-		ok, err := p.expand(r.Watcher, src)
+		ok, err := p.expand(rd, src)
 		if err != nil {
 			return false, err
 		}
 		complete = complete && ok
 	}
-	scopes := p.scopes()
-	if !complete {
-		scopes = append(scopes, r.Watcher.Owned(key)...)
-	}
 	r.index.set(key, p.interests)
-	r.Watcher.Set(key, scopes...)
+	if complete {
+		r.Watcher.SetNeeds(key, p.needs(reads)...)
+	} else {
+		r.Watcher.AddNeeds(key, p.needs(reads)...)
+	}
 	if p.undiscovered || (p.hc.Spec.CommitStatus != nil && !p.commitStatusServed) {
 		r.undiscovered.Store(key, struct{}{})
 	} else {
@@ -275,10 +289,10 @@ func (r *Reconciler) watch(key string, p *plan) (bool, error) {
 }
 
 // unsynced names the scopes that have neither listed nor failed.
-func (r *Reconciler) unsynced(p *plan) []string {
+func (r *Reconciler) unsynced(key string, p *plan) []string {
 	var out []string
 	for s := range p.interests {
-		if synced, err := r.Watcher.State(s); !synced && err == nil {
+		if synced, err := r.Watcher.StateFor(key, s); !synced && err == nil {
 			out = append(out, s.String())
 		}
 	}
@@ -286,9 +300,21 @@ func (r *Reconciler) unsynced(p *plan) []string {
 	return out
 }
 
+// checkSource says where the check that failed to evaluate is kept, which is where to fix it.
+func (r *Reconciler) checkSource(s health.Source) string {
+	switch s {
+	case health.SourceSpec:
+		return "spec.healthCheckExprs"
+	case health.SourceUser:
+		return "user library ConfigMap " + r.Library.Ref()
+	}
+	return string(s)
+}
+
 // evaluate computes the health of every target object once.
 func (r *Reconciler) evaluate(p *plan, resolver *health.Resolver) []healthv1alpha1.ResourceHealth {
 	e := health.NewEvaluator(r.Compiler, resolver)
+	rd := r.reads(p.hc)
 	seen := map[string]bool{}
 	var out []healthv1alpha1.ResourceHealth
 	add := func(rh healthv1alpha1.ResourceHealth) {
@@ -308,8 +334,9 @@ func (r *Reconciler) evaluate(p *plan, resolver *health.Resolver) []healthv1alph
 	evaluate := func(u *unstructured.Unstructured) {
 		res := e.Evaluate(u)
 		if res.Status == health.Unknown {
-			if _, ok := resolver.Match(u.GroupVersionKind()); ok {
+			if m, ok := resolver.Match(u.GroupVersionKind()); ok {
 				r.Metrics.CELErrors.WithLabelValues("evaluation").Inc()
+				res.Message = r.checkSource(m.Source) + ": " + res.Message
 			}
 		}
 		add(healthv1alpha1.ResourceHealth{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(),
@@ -320,12 +347,12 @@ func (r *Reconciler) evaluate(p *plan, resolver *health.Resolver) []healthv1alph
 	}
 	for _, o := range p.objects {
 		rh := healthv1alpha1.ResourceHealth{APIVersion: o.kind.gvk.GroupVersion().String(), Kind: o.kind.gvk.Kind, Namespace: o.namespace, Name: o.name}
-		if synced, err := r.Watcher.State(o.kind.scope); !synced {
+		if synced, err := rd.State(o.kind.scope); !synced {
 			rh.Status, rh.Message = healthv1alpha1.StatusUnknown, watchProblem(o.kind.scope, err)
 			add(rh)
 			continue
 		}
-		u, found, err := r.Watcher.Get(o.kind.scope, o.namespace, o.name)
+		u, found, err := rd.Get(o.kind.scope, o.namespace, o.name)
 		switch {
 		case err != nil:
 			rh.Status, rh.Message = healthv1alpha1.StatusUnknown, err.Error()
@@ -338,12 +365,12 @@ func (r *Reconciler) evaluate(p *plan, resolver *health.Resolver) []healthv1alph
 		}
 	}
 	for _, s := range p.selections {
-		if synced, err := r.Watcher.State(s.kind.scope); !synced {
+		if synced, err := rd.State(s.kind.scope); !synced {
 			add(healthv1alpha1.ResourceHealth{APIVersion: s.kind.gvk.GroupVersion().String(), Kind: s.kind.gvk.Kind, Namespace: s.kind.scope.Namespace,
 				Status: healthv1alpha1.StatusUnknown, Message: watchProblem(s.kind.scope, err)})
 			continue
 		}
-		objs, err := r.Watcher.List(s.kind.scope, s.selector)
+		objs, err := rd.List(s.kind.scope, s.selector)
 		if err != nil {
 			add(healthv1alpha1.ResourceHealth{APIVersion: s.kind.gvk.GroupVersion().String(), Kind: s.kind.gvk.Kind, Namespace: s.kind.scope.Namespace,
 				Status: healthv1alpha1.StatusUnknown, Message: err.Error()})
@@ -367,24 +394,24 @@ func (r *Reconciler) revision(hc *healthv1alpha1.HealthCheck, p *plan) (revision
 		if p.revision == nil {
 			return "", "", errors.New("spec.commitStatus.revision names no source")
 		}
-		return r.readRevision(*p.revision)
+		return readRevision(r.reads(hc), *p.revision)
 	}
 	for _, src := range p.sources {
-		if rev, _, _ := r.readRevision(src); rev != "" {
+		if rev, _, _ := readRevision(r.reads(hc), src); rev != "" {
 			return rev, "", nil
 		}
 	}
 	return "", "", nil
 }
 
-func (r *Reconciler) readRevision(src source) (revision, commit string, err error) {
+func readRevision(rd Reader, src source) (revision, commit string, err error) {
 	if !src.served {
 		return "", "", fmt.Errorf("the API server does not serve %s, so the revision of %s/%s cannot be read", describeKind(src.gk.WithVersion("")), src.namespace, src.name)
 	}
-	if synced, err := r.Watcher.State(src.kind.scope); !synced {
+	if synced, err := rd.State(src.kind.scope); !synced {
 		return "", "", errors.New(watchProblem(src.kind.scope, err))
 	}
-	obj, found, err := r.Watcher.Get(src.kind.scope, src.namespace, src.name)
+	obj, found, err := rd.Get(src.kind.scope, src.namespace, src.name)
 	if err != nil {
 		return "", "", err
 	}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,13 +34,15 @@ import (
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
-// fakeWatches serves objects from memory, every scope listed.
+// fakeWatches serves objects from memory, every scope listed, and records what owners read.
 type fakeWatches struct {
 	objects map[dynamicwatch.Scope][]*unstructured.Unstructured
 	owned   map[string][]dynamicwatch.Scope
+	needs   map[string]map[dynamicwatch.Scope]dynamicwatch.Fields
 }
 
-func (w *fakeWatches) State(dynamicwatch.Scope) (bool, error) { return true, nil }
+func (w *fakeWatches) State(dynamicwatch.Scope) (bool, error)            { return true, nil }
+func (w *fakeWatches) StateFor(string, dynamicwatch.Scope) (bool, error) { return true, nil }
 func (w *fakeWatches) Get(s dynamicwatch.Scope, namespace, name string) (*unstructured.Unstructured, bool, error) {
 	for _, u := range w.objects[s] {
 		if u.GetNamespace() == namespace && u.GetName() == name {
@@ -56,13 +60,22 @@ func (w *fakeWatches) List(s dynamicwatch.Scope, sel labels.Selector) ([]*unstru
 	}
 	return out, nil
 }
-func (w *fakeWatches) Add(owner string, scopes ...dynamicwatch.Scope) {
-	w.owned[owner] = append(w.owned[owner], scopes...)
+func (w *fakeWatches) AddNeeds(owner string, needs ...dynamicwatch.Need) {
+	if w.needs[owner] == nil {
+		w.needs[owner] = map[dynamicwatch.Scope]dynamicwatch.Fields{}
+	}
+	for _, n := range needs {
+		w.owned[owner] = append(w.owned[owner], n.Scope)
+		w.needs[owner][n.Scope] = n.Fields
+	}
 }
-func (w *fakeWatches) Set(owner string, scopes ...dynamicwatch.Scope) { w.owned[owner] = scopes }
-func (w *fakeWatches) Owned(owner string) []dynamicwatch.Scope        { return w.owned[owner] }
-func (w *fakeWatches) Release(owner string)                           { delete(w.owned, owner) }
-func (w *fakeWatches) Stats() []dynamicwatch.ScopeStats               { return nil }
+func (w *fakeWatches) SetNeeds(owner string, needs ...dynamicwatch.Need) {
+	w.owned[owner], w.needs[owner] = nil, nil
+	w.AddNeeds(owner, needs...)
+}
+func (w *fakeWatches) Owned(owner string) []dynamicwatch.Scope { return w.owned[owner] }
+func (w *fakeWatches) Release(owner string)                    { delete(w.owned, owner) }
+func (w *fakeWatches) Stats() []dynamicwatch.ScopeStats        { return nil }
 
 var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
@@ -81,11 +94,12 @@ func newUnit(t *testing.T, hcYAML string, objects ...string) *unit {
 	require.NoError(t, yaml.UnmarshalStrict([]byte(hcYAML), &hc))
 	hc.Namespace, hc.Generation = "apps", 1
 	u := &unit{
-		client:  fake.NewSimpleClientset(&hc),
-		hcs:     cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
-		watches: &fakeWatches{objects: map[dynamicwatch.Scope][]*unstructured.Unstructured{}, owned: map[string][]dynamicwatch.Scope{}},
-		events:  record.NewFakeRecorder(20),
-		now:     time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC),
+		client: fake.NewSimpleClientset(&hc),
+		hcs:    cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		watches: &fakeWatches{objects: map[dynamicwatch.Scope][]*unstructured.Unstructured{}, owned: map[string][]dynamicwatch.Scope{},
+			needs: map[string]map[dynamicwatch.Scope]dynamicwatch.Fields{}},
+		events: record.NewFakeRecorder(20),
+		now:    time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC),
 	}
 	require.NoError(t, u.hcs.Add(&hc))
 	for _, doc := range objects {
@@ -161,6 +175,7 @@ func TestReconcileReportsEvaluationErrorsOnKindsWithoutStatus(t *testing.T) {
 			r := hc.Status.Resources[0]
 			assert.Equal(t, healthv1alpha1.StatusUnknown, r.Status)
 			assert.Contains(t, r.Message, c.has)
+			assert.True(t, strings.HasPrefix(r.Message, "spec.healthCheckExprs: "), r.Message)
 			assert.False(t, hc.Status.Healthy)
 			ready := conditions.Get(hc.Status.Conditions, conditions.Ready)
 			require.NotNil(t, ready)
@@ -172,6 +187,43 @@ func TestReconcileReportsEvaluationErrorsOnKindsWithoutStatus(t *testing.T) {
 			assert.Equal(t, healthv1alpha1.ReasonTimedOut, conditions.Get(hc.Status.Conditions, conditions.Ready).Reason)
 		})
 	}
+}
+
+// Item 7: a check from the user library ConfigMap that does more work than the CEL cost limit
+// allows is stopped, and the error says so on the ConfigMap it checks, a kind without status,
+// instead of waiting forever for a controller to report.
+func TestReconcileReportsAUserLibraryCheckOverTheCostLimitOnAKindWithoutStatus(t *testing.T) {
+	blob := strings.Repeat("a", 1000)
+	u := newUnit(t, `
+metadata: {name: web}
+spec:
+  targets:
+  - object: {apiVersion: v1, kind: ConfigMap, name: flags}
+`, `{apiVersion: v1, kind: ConfigMap, metadata: {name: flags, namespace: apps}, data: {blob: `+blob+`}}`)
+	u.r.Library = userlib.New(u.r.Compiler, "sluice-system", "health-checks")
+	u.r.Library.Update(&corev1.ConfigMap{Data: map[string]string{"configmaps.yaml": `
+- apiVersion: v1
+  kind: ConfigMap
+  current: "self.data.blob.split('').all(a, self.data.blob.split('').all(b, a == b))"
+`}})
+	_, err := u.r.Library.Layer()
+	require.NoError(t, err, "the expression compiles: only its evaluation is too costly")
+
+	hc, requeue := u.reconcile(t)
+	require.Len(t, hc.Status.Resources, 1)
+	r := hc.Status.Resources[0]
+	assert.Equal(t, healthv1alpha1.StatusUnknown, r.Status)
+	assert.True(t, strings.HasPrefix(r.Message, "user library ConfigMap sluice-system/health-checks: "), "names where to fix it: %s", r.Message)
+	assert.Contains(t, r.Message, "cost limit exceeded")
+	assert.Contains(t, r.Message, "units of work")
+	assert.Contains(t, r.Message, "current expression")
+	assert.NotContains(t, r.Message, "waiting for the object's controller")
+	assert.False(t, hc.Status.Healthy)
+	ready := conditions.Get(hc.Status.Conditions, conditions.Ready)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Contains(t, ready.Message, "1 Unknown of 1")
+	assert.Equal(t, DefaultTimeout, requeue, "the default timeout runs, so the HealthCheck ends TimedOut")
 }
 
 // Item 10: a suspended HealthCheck does not show the HEALTHY true it had before.
@@ -236,3 +288,15 @@ type clockFunc func() time.Time
 
 func (c clockFunc) Now() time.Time                  { return c() }
 func (c clockFunc) Since(t time.Time) time.Duration { return c().Sub(t) }
+
+// The watch of a target kind keeps what the HealthCheck's check reads, not the whole object.
+func TestReconcileAsksTheWatchesForTheFieldsItsCheckReads(t *testing.T) {
+	u := newUnit(t, fmt.Sprintf(configMapCheck, `"self.data.mode == 'fast'"`), flags)
+	hc, _ := u.reconcile(t)
+	require.True(t, hc.Status.Healthy)
+	need, ok := u.watches.needs["apps/web"][dynamicwatch.Scope{Resource: configMaps, Namespace: "apps"}]
+	require.True(t, ok)
+	assert.True(t, dynamicwatch.Covers(need, dynamicwatch.FieldsOf([]string{"data", "mode"}, []string{"metadata", "generation"}, []string{"status"})))
+	assert.False(t, dynamicwatch.Covers(need, dynamicwatch.FieldsOf([]string{"data"})), "data.mode, not all of data")
+	assert.False(t, dynamicwatch.Covers(need, dynamicwatch.FieldsOf([]string{"metadata", "annotations"})), "nor metadata the check does not read")
+}

@@ -95,11 +95,11 @@ func HealthChecks(m *manager.Manager, cfg Config) (*healthcheck.Reconciler, erro
 	if err != nil {
 		return nil, err
 	}
-	return healthcheck.Add(m, healthcheck.Deps{
-		Compiler:                compiler,
-		Builtin:                 builtin,
-		Library:                 userlib.New(compiler, cfg.LibraryNamespace, cfg.LibraryName),
-		WatchLibrary:            cfg.LibraryName != "",
-		AllowCrossNamespaceRefs: !cfg.NoCrossNamespaceRefs,
+	return addHealthChecks(m, deps{
+		compiler:                compiler,
+		builtin:                 builtin,
+		library:                 userlib.New(compiler, cfg.LibraryNamespace, cfg.LibraryName),
+		watchLibrary:            cfg.LibraryName != "",
+		allowCrossNamespaceRefs: !cfg.NoCrossNamespaceRefs,
 	})
 }

@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	cliobject "sigs.k8s.io/cli-utils/pkg/object"
 )
 
 // The kinds whose status lists the objects they manage.
@@ -32,7 +31,7 @@ func (r ObjectRef) GroupVersionKind() schema.GroupVersionKind {
 // KustomizationInventory returns the objects in status.inventory.entries. Each entry id is
 // "<namespace>_<name>_<group>_<kind>" (namespace and group may be empty) and v is the version.
 // The id is cli-utils' ObjMetadata, which Flux writes with the ":" of a name, as RBAC objects
-// have, as "__"; it is parsed with cli-utils itself. A Kustomization that has not applied
+// have, as "__" (parseInventoryID). A Kustomization that has not applied
 // anything yet has no inventory: the list is empty. An entry that cannot be read is reported,
 // and the others are still checked.
 func KustomizationInventory(ks *unstructured.Unstructured) ([]ObjectRef, error) {
@@ -50,17 +49,44 @@ func KustomizationInventory(ks *unstructured.Unstructured) ([]ObjectRef, error) 
 		}
 		id, _ := entry["id"].(string)
 		version, _ := entry["v"].(string)
-		meta, err := cliobject.ParseObjMetadata(id)
-		if err != nil || meta.Name == "" || meta.GroupKind.Kind == "" || version == "" {
+		ref, ok := parseInventoryID(id)
+		if !ok || version == "" {
 			problems = append(problems, fmt.Sprintf("inventory entry %d has id %q and v %q; want id <namespace>_<name>_<group>_<kind> and a version", i, id, version))
 			continue
 		}
-		refs = append(refs, ObjectRef{Namespace: meta.Namespace, Name: meta.Name, Group: meta.GroupKind.Group, Kind: meta.GroupKind.Kind, Version: version})
+		ref.Version = version
+		refs = append(refs, ref)
 	}
 	if len(problems) > 0 {
 		return refs, &InventoryError{Kustomization: key(ks), Problems: problems}
 	}
 	return refs, nil
+}
+
+// parseInventoryID reads "<namespace>_<name>_<group>_<kind>". Namespaces, groups and kinds hold
+// no "_", and names hold none but the "__" that stands for ":", so the namespace ends at the
+// first "_" and the kind and group start after the last ones. This is the whole of what Sluice
+// needs from cli-utils' object package, whose imports (cli-runtime, kustomize) would make up a
+// good part of the controller's binary and of its resident memory.
+func parseInventoryID(id string) (ObjectRef, bool) {
+	namespace, rest, ok := strings.Cut(id, "_")
+	if !ok {
+		return ObjectRef{}, false
+	}
+	i := strings.LastIndex(rest, "_")
+	if i < 0 {
+		return ObjectRef{}, false
+	}
+	kind, rest := rest[i+1:], rest[:i]
+	i = strings.LastIndex(rest, "_")
+	if i < 0 {
+		return ObjectRef{}, false
+	}
+	group, name := rest[i+1:], strings.ReplaceAll(rest[:i], "__", ":")
+	if name == "" || kind == "" || strings.Contains(name, "_") {
+		return ObjectRef{}, false
+	}
+	return ObjectRef{Namespace: namespace, Name: name, Group: group, Kind: kind}, true
 }
 
 // InventoryError lists the inventory entries that cannot be read; the others are returned.

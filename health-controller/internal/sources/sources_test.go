@@ -45,7 +45,8 @@ status:
 	require.NoError(t, err)
 	assert.Empty(t, empty, "no inventory yet is an empty set, not an error")
 
-	for _, bad := range []string{`{id: apps_web_Deployment, v: v1}`, `{id: apps_web_apps_Deployment}`, `{id: apps__apps_Deployment, v: v1}`, `nope`} {
+	for _, bad := range []string{`{id: apps_web_Deployment, v: v1}`, `{id: apps_web_apps_Deployment}`, `{id: apps__apps_Deployment, v: v1}`, `nope`,
+		`{id: apps_web_apps_, v: v1}`, `{id: apps_we_b_apps_Deployment, v: v1}`, `{id: _web_apps_Deployment_, v: v1}`} {
 		_, err := KustomizationInventory(object(t, `{metadata: {name: apps, namespace: flux-system}, status: {inventory: {entries: [`+bad+`]}}}`))
 		assert.ErrorContains(t, err, "flux-system/apps", bad)
 	}

@@ -142,7 +142,8 @@ func (c *Compiler) compile(expr string) (*Program, error) {
 	if err != nil {
 		return nil, &CompileError{Expression: expr, Message: err.Error()}
 	}
-	return &Program{expr: expr, prg: prg, stepCost: comprehensionStepCost(ast)}, nil
+	return &Program{expr: expr, prg: prg, stepCost: comprehensionStepCost(ast),
+		reads: reads(ast.NativeRep().Expr(), c.declared)}, nil
 }
 
 // check parses and type-checks expr, with its condition scans rewritten to
@@ -187,10 +188,16 @@ type Program struct {
 	expr     string
 	prg      celgo.Program
 	stepCost uint64
+	reads    [][]string
 }
 
 // Expression returns the source text.
 func (p *Program) Expression() string { return p.expr }
+
+// Reads returns the field paths of the object the expression can read, each standing for its
+// whole subtree; an empty path stands for the whole object. A cache that keeps these fields of
+// an object gives the expression the same result as the whole object. Do not modify the result.
+func (p *Program) Reads() [][]string { return p.reads }
 
 // ErrNotBool reports an expression whose value, known only at runtime, is not
 // a bool.

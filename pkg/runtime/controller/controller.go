@@ -48,6 +48,21 @@ type Options struct {
 	Logger *slog.Logger
 	// RateLimiter defaults to DefaultRateLimiter.
 	RateLimiter workqueue.TypedRateLimiter[string]
+	// Observer, if set, is told of every key enqueued and reconciled.
+	Observer Observer
+}
+
+// Observer is told what a Controller does with each key, so that a test waits for the reconcile
+// an event brings instead of sleeping, and knows for sure that an event brought none. Calls come
+// from the goroutine that enqueued or reconciled the key, and must return quickly.
+type Observer interface {
+	// Enqueued: Enqueue is adding key (it may be queued already); told before the add, so it
+	// always comes before the Started of the reconcile the add brings.
+	Enqueued(controller, key string)
+	// Started: a worker took key from the queue; it reads the cache from now on.
+	Started(controller, key string)
+	// Finished: the reconcile of key ended with result, one of the metrics.Result* values.
+	Finished(controller, key, result string)
 }
 
 // Controller runs a Reconciler over a workqueue.
@@ -57,6 +72,7 @@ type Controller struct {
 	queue      workqueue.TypedRateLimitingInterface[string]
 	log        *slog.Logger
 	metrics    *metrics.ReconcileMetrics
+	observer   Observer
 
 	mu        sync.Mutex
 	hasSynced []cache.InformerSynced
@@ -82,7 +98,7 @@ func New(name string, r Reconciler, opts Options) *Controller {
 		opts.RateLimiter = DefaultRateLimiter()
 	}
 	cfg := workqueue.TypedRateLimitingQueueConfig[string]{Name: name}
-	c := &Controller{name: name, reconciler: r, log: opts.Logger.With("controller", name)}
+	c := &Controller{name: name, reconciler: r, log: opts.Logger.With("controller", name), observer: opts.Observer}
 	if opts.Metrics != nil {
 		cfg.MetricsProvider = opts.Metrics.Workqueue
 		c.metrics = opts.Metrics.Reconcile
@@ -99,7 +115,12 @@ func (c *Controller) Name() string { return c.name }
 func (c *Controller) Reconciled() int64 { return c.reconciled.Load() }
 
 // Enqueue schedules key now. Duplicate keys collapse into one reconcile.
-func (c *Controller) Enqueue(key string) { c.queue.Add(key) }
+func (c *Controller) Enqueue(key string) {
+	if c.observer != nil {
+		c.observer.Enqueued(c.name, key)
+	}
+	c.queue.Add(key)
+}
 
 // EnqueueAfter schedules key after d.
 func (c *Controller) EnqueueAfter(key string, d time.Duration) { c.queue.AddAfter(key, d) }
@@ -149,6 +170,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if c.observer != nil {
+		c.observer.Started(c.name, key)
+	}
 
 	start := time.Now()
 	res, err := c.safeReconcile(ctx, key)
@@ -157,6 +181,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	if c.metrics != nil {
 		c.metrics.Total.WithLabelValues(c.name, outcome).Inc()
 		c.metrics.Duration.WithLabelValues(c.name).Observe(time.Since(start).Seconds())
+	}
+	if c.observer != nil {
+		c.observer.Finished(c.name, key, outcome)
 	}
 	return true
 }

@@ -163,3 +163,42 @@ func TestDuplicateKeysCollapse(t *testing.T) {
 		assert.Equal(t, int64(2), c.Reconciled())
 	})
 }
+
+// observed records what an Observer is told, in order.
+type observed struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (o *observed) add(e string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, e)
+}
+func (o *observed) Enqueued(c, key string)         { o.add("enqueued " + c + " " + key) }
+func (o *observed) Started(c, key string)          { o.add("started " + c + " " + key) }
+func (o *observed) Finished(c, key, result string) { o.add("finished " + c + " " + key + " " + result) }
+
+// The Observer sees each enqueue, and each reconcile's start and end with its result; an enqueue
+// while the key is being reconciled is followed by one more reconcile.
+func TestTheObserverSeesEnqueuesAndReconciles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript()
+		block := make(chan struct{})
+		s.steps["ns/a"] = []func() (Result, error){func() (Result, error) { <-block; return Result{}, nil }}
+		o := &observed{}
+		c := New("unit", s, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Observer: o})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { _ = c.Run(ctx, 1) }()
+		c.Enqueue("ns/a")
+		synctest.Wait()
+		c.Enqueue("ns/a")
+		close(block)
+		synctest.Wait()
+		assert.Equal(t, []string{
+			"enqueued unit ns/a", "started unit ns/a", "enqueued unit ns/a", "finished unit ns/a success",
+			"started unit ns/a", "finished unit ns/a success",
+		}, o.events)
+	})
+}

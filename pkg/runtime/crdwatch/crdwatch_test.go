@@ -51,6 +51,7 @@ func (r *recorder) waitFor(t *testing.T, want crdwatch.Event) {
 }
 
 func TestEventsNameTheResourceAndSayWhetherItIsNew(t *testing.T) {
+	testenv.SkipIfShort(t)
 	client, err := metadata.NewForConfig(env.Config)
 	require.NoError(t, err)
 	rec := &recorder{}

@@ -45,7 +45,8 @@ func (s Scope) String() string {
 // Options configure a Watcher. Callbacks run on informer goroutines and must return quickly,
 // typically by enqueueing keys.
 type Options struct {
-	// Transform runs on every object before it is stored. Nil uses StripManagedFields.
+	// Transform runs on every object before it is stored, before the owners' Fields are kept.
+	// Nil uses StripManagedFields.
 	Transform cache.TransformFunc
 	// OnEvent receives adds (old is nil), updates with a new resourceVersion, and deletes (new is
 	// nil, old is the last state known).
@@ -73,12 +74,44 @@ type Watcher struct {
 type watch struct {
 	informer cache.SharedIndexInformer
 	cancel   context.CancelFunc
-	owners   map[string]struct{}
-	started  bool
+	// fields is what the informer keeps; needs is what each owner reads.
+	fields  Fields
+	needs   map[string]Fields
+	started bool
+	// wider, while not nil, is an informer listing again with more fields, which replaces
+	// informer once it has listed.
+	wider *replacement
 
 	errMu   sync.Mutex
 	lastErr error
 }
+
+type replacement struct {
+	informer cache.SharedIndexInformer
+	cancel   context.CancelFunc
+	fields   Fields
+}
+
+// Need is a scope and the fields of its objects an owner reads.
+type Need struct {
+	Scope  Scope
+	Fields Fields
+}
+
+// needsAll is what Add and Set ask for: every field.
+func needsAll(scopes []Scope) []Need {
+	needs := make([]Need, len(scopes))
+	for i, s := range scopes {
+		needs[i] = Need{Scope: s, Fields: All}
+	}
+	return needs
+}
+
+// alwaysKept are the fields every cache keeps, whatever its owners read: the informer keys
+// objects by namespace and name, List selects by label, OnEvent compares resourceVersions, and
+// the kind and uid say what an object is.
+var alwaysKept = FieldsOf([]string{"apiVersion"}, []string{"kind"}, []string{"metadata", "name"}, []string{"metadata", "namespace"},
+	[]string{"metadata", "uid"}, []string{"metadata", "resourceVersion"}, []string{"metadata", "labels"})
 
 // New returns a Watcher that lists and watches through client.
 func New(client dynamic.Interface, opts Options) *Watcher {
@@ -105,6 +138,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 	defer w.mu.Unlock()
 	for _, wt := range w.watches {
 		wt.cancel()
+		if wt.wider != nil {
+			wt.wider.cancel()
+		}
 	}
 	// Owners start over with the next Run, as after a restart.
 	w.watches = map[Scope]*watch{}
@@ -113,25 +149,35 @@ func (w *Watcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// Add makes owner an owner of scopes, starting the watches that are new, and keeps what owner
-// already holds.
-func (w *Watcher) Add(owner string, scopes ...Scope) {
+// Add makes owner an owner of scopes, reading every field of their objects, starting the
+// watches that are new, and keeps what owner already holds.
+func (w *Watcher) Add(owner string, scopes ...Scope) { w.AddNeeds(owner, needsAll(scopes)...) }
+
+// Set makes owner own exactly scopes, reading every field of their objects: new watches start,
+// and watches that no owner needs any more stop and drop their cache.
+func (w *Watcher) Set(owner string, scopes ...Scope) { w.SetNeeds(owner, needsAll(scopes)...) }
+
+// AddNeeds is Add with the fields owner reads in each scope. A watch's cache keeps what its
+// owners read; when an owner reads more than the cache keeps, the watch lists again with the
+// wider fields. Until it has, StateFor reports the scope not synced to that owner, while the
+// other owners go on reading the cache they had.
+func (w *Watcher) AddNeeds(owner string, needs ...Need) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, s := range scopes {
-		w.acquire(owner, s)
+	for _, n := range needs {
+		w.acquire(owner, n.Scope, n.Fields)
 	}
 }
 
-// Set makes owner own exactly scopes: new watches start, and watches that no owner needs any
-// more stop and drop their cache.
-func (w *Watcher) Set(owner string, scopes ...Scope) {
+// SetNeeds is Set with the fields owner reads in each scope (see AddNeeds). A cache does not
+// shrink when its owners come to read less; it does when its watch stops.
+func (w *Watcher) SetNeeds(owner string, needs ...Need) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	want := make(map[Scope]struct{}, len(scopes))
-	for _, s := range scopes {
-		want[s] = struct{}{}
-		w.acquire(owner, s)
+	want := make(map[Scope]struct{}, len(needs))
+	for _, n := range needs {
+		want[n.Scope] = struct{}{}
+		w.acquire(owner, n.Scope, n.Fields)
 	}
 	for s := range w.owned[owner] {
 		if _, ok := want[s]; !ok {
@@ -158,14 +204,31 @@ func (w *Watcher) Owned(owner string) []Scope {
 
 // State reports whether the scope's watch has listed, and the last error it met while it has
 // not. A scope nobody asked for is not synced.
-func (w *Watcher) State(s Scope) (synced bool, err error) {
+func (w *Watcher) State(s Scope) (synced bool, err error) { return w.state(s, "", false) }
+
+// StateFor is State for one owner: the scope is synced for owner once its cache keeps the
+// fields owner reads. While a watch lists again to keep more fields, its other owners read on.
+func (w *Watcher) StateFor(owner string, s Scope) (synced bool, err error) {
+	return w.state(s, owner, true)
+}
+
+func (w *Watcher) state(s Scope, owner string, forOwner bool) (bool, error) {
 	w.mu.Lock()
 	wt, ok := w.watches[s]
+	var informer cache.SharedIndexInformer
+	covered := true
+	if ok {
+		informer = wt.informer
+		if forOwner {
+			need, owns := wt.needs[owner]
+			covered = owns && Covers(wt.fields, need)
+		}
+	}
 	w.mu.Unlock()
 	if !ok {
 		return false, nil
 	}
-	if wt.informer.HasSynced() {
+	if covered && informer.HasSynced() {
 		return true, nil
 	}
 	wt.errMu.Lock()
@@ -228,7 +291,8 @@ func (w *Watcher) Stats() []ScopeStats {
 	defer w.mu.Unlock()
 	out := make([]ScopeStats, 0, len(w.watches))
 	for s, wt := range w.watches {
-		out = append(out, ScopeStats{Scope: s, Owners: len(wt.owners), Objects: len(wt.informer.GetStore().ListKeys()), Synced: wt.informer.HasSynced()})
+		out = append(out, ScopeStats{Scope: s, Owners: len(wt.needs), Objects: len(wt.informer.GetStore().ListKeys()),
+			Synced: wt.informer.HasSynced()})
 	}
 	return out
 }
@@ -236,31 +300,52 @@ func (w *Watcher) Stats() []ScopeStats {
 func (w *Watcher) syncedStore(s Scope) (cache.Store, error) {
 	w.mu.Lock()
 	wt, ok := w.watches[s]
+	var informer cache.SharedIndexInformer
+	if ok {
+		informer = wt.informer
+	}
 	w.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("%s is not watched", s)
 	}
-	if !wt.informer.HasSynced() {
+	if !informer.HasSynced() {
 		return nil, fmt.Errorf("%s has not listed yet", s)
 	}
-	return wt.informer.GetStore(), nil
+	return informer.GetStore(), nil
 }
 
 // acquire and release are called with w.mu held.
-func (w *Watcher) acquire(owner string, s Scope) {
+func (w *Watcher) acquire(owner string, s Scope, f Fields) {
 	if w.owned[owner] == nil {
 		w.owned[owner] = map[Scope]struct{}{}
 	}
 	w.owned[owner][s] = struct{}{}
+	if f != nil {
+		f = Union(f, alwaysKept)
+	}
 	wt, ok := w.watches[s]
 	if !ok {
-		wt = w.newWatch(s)
+		wt = &watch{needs: map[string]Fields{owner: f}, fields: f}
+		wt.informer = w.newInformer(s, wt, f)
 		w.watches[s] = wt
 		if w.ctx != nil {
 			w.start(s, wt)
 		}
+		return
 	}
-	wt.owners[owner] = struct{}{}
+	wt.needs[owner] = f
+	if want := wt.wanted(); !Covers(wt.fields, want) && (wt.wider == nil || !Covers(wt.wider.fields, want)) {
+		w.widen(s, wt, want)
+	}
+}
+
+// wanted is what the owners read together.
+func (wt *watch) wanted() Fields {
+	want := Fields{}
+	for _, f := range wt.needs {
+		want = Union(want, f)
+	}
+	return want
 }
 
 func (w *Watcher) release(owner string, s Scope) {
@@ -272,12 +357,15 @@ func (w *Watcher) release(owner string, s Scope) {
 	if !ok {
 		return
 	}
-	delete(wt.owners, owner)
-	if len(wt.owners) > 0 {
+	delete(wt.needs, owner)
+	if len(wt.needs) > 0 {
 		return
 	}
 	if wt.cancel != nil {
 		wt.cancel()
+	}
+	if wt.wider != nil {
+		wt.wider.cancel()
 	}
 	delete(w.watches, s)
 	w.opts.Log.Debug("stopped watch", "scope", s.String())
@@ -290,14 +378,25 @@ func (w *Watcher) ownersOf(s Scope) []string {
 	if !ok {
 		return nil
 	}
-	return slices.Sorted(maps.Keys(wt.owners))
+	return slices.Sorted(maps.Keys(wt.needs))
 }
 
-func (w *Watcher) newWatch(s Scope) *watch {
+// newInformer builds an informer for s that keeps fields, reporting its errors on wt.
+func (w *Watcher) newInformer(s Scope, wt *watch, fields Fields) cache.SharedIndexInformer {
 	informer := dynamicinformer.NewFilteredDynamicInformer(w.client, s.Resource, s.Namespace, 0, cache.Indexers{}, nil).Informer()
-	wt := &watch{informer: informer, owners: map[string]struct{}{}}
+	transform := w.opts.Transform
+	if fields != nil {
+		keep := keepFields(fields)
+		transform = func(obj any) (any, error) {
+			obj, err := w.opts.Transform(obj)
+			if err != nil {
+				return obj, err
+			}
+			return keep(obj)
+		}
+	}
 	// Neither call can fail on an informer that has not started.
-	_ = informer.SetTransform(w.opts.Transform)
+	_ = informer.SetTransform(transform)
 	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if ctx.Err() != nil {
 			return
@@ -313,7 +412,44 @@ func (w *Watcher) newWatch(s Scope) *watch {
 	if w.opts.OnEvent != nil {
 		_, _ = informer.AddEventHandler(eventHandler(s, w.opts.OnEvent))
 	}
-	return wt
+	return informer
+}
+
+// widen replaces the informer of s by one that keeps fields. Before Run, the informer is simply
+// rebuilt; after, the new one lists while the old one serves, and replaces it once listed.
+// Called with w.mu held.
+func (w *Watcher) widen(s Scope, wt *watch, fields Fields) {
+	if !wt.started {
+		wt.informer, wt.fields = w.newInformer(s, wt, fields), fields
+		return
+	}
+	if wt.wider != nil {
+		wt.wider.cancel()
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	next := &replacement{informer: w.newInformer(s, wt, fields), cancel: cancel, fields: fields}
+	wt.wider = next
+	w.opts.Log.Debug("widening watch", "scope", s.String())
+	go next.informer.RunWithContext(ctx)
+	go func() {
+		if !cache.WaitForCacheSync(ctx.Done(), next.informer.HasSynced) {
+			return
+		}
+		w.mu.Lock()
+		if wt.wider != next || w.watches[s] != wt {
+			w.mu.Unlock()
+			return
+		}
+		wt.cancel()
+		wt.informer, wt.cancel, wt.fields, wt.wider = next.informer, next.cancel, next.fields, nil
+		w.mu.Unlock()
+		wt.errMu.Lock()
+		wt.lastErr = nil
+		wt.errMu.Unlock()
+		if w.opts.OnSynced != nil {
+			w.opts.OnSynced(s, w.ownersOf(s))
+		}
+	}()
 }
 
 // start is called with w.mu held and w.ctx set.
@@ -325,9 +461,10 @@ func (w *Watcher) start(s Scope, wt *watch) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	wt.cancel = cancel
 	w.opts.Log.Debug("starting watch", "scope", s.String())
-	go wt.informer.RunWithContext(ctx)
+	informer := wt.informer
+	go informer.RunWithContext(ctx)
 	go func() {
-		if !cache.WaitForCacheSync(ctx.Done(), wt.informer.HasSynced) {
+		if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
 			return
 		}
 		wt.errMu.Lock()

@@ -19,6 +19,7 @@ import (
 // promotion, per environment): every one lands. client-go's default correlator keeps 25 per
 // object, then one every 5 minutes, and folds the 10th distinct message of a reason into one.
 func TestDistinctEventsOnOneObjectAllLand(t *testing.T) {
+	testenv.SkipIfShort(t)
 	run := startManager(t, "events-test", nil, nil)
 	ns := newNamespace(t)
 	createGate(t, ns, "busy", nil)

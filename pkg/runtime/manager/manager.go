@@ -68,6 +68,9 @@ type Manager struct {
 	Recorder record.EventRecorder
 	Metrics  *metrics.Registry
 	Probes   *probes.Server
+	// Observer, set by a test before Setup, is told of every key each controller enqueues and
+	// reconciles (controller.Observer).
+	Observer controller.Observer
 
 	broadcaster record.EventBroadcaster
 	controllers []*controller.Controller
@@ -122,7 +125,7 @@ func New(name string, opts options.Options, cfg *rest.Config, log *slog.Logger) 
 
 // NewController creates a controller that runs with this manager, reporting into its metrics.
 func (m *Manager) NewController(name string, r controller.Reconciler) *controller.Controller {
-	c := controller.New(name, r, controller.Options{Metrics: m.Metrics, Logger: m.Log})
+	c := controller.New(name, r, controller.Options{Metrics: m.Metrics, Logger: m.Log, Observer: m.Observer})
 	m.controllers = append(m.controllers, c)
 	return c
 }

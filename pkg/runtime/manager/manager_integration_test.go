@@ -131,6 +131,7 @@ func waitGate(t *testing.T, ns, name string, cond func(*gatingv1alpha1.Gate) boo
 }
 
 func TestStatusAndConditionsAreWritten(t *testing.T) {
+	testenv.SkipIfShort(t)
 	startManager(t, "status-test", nil, nil)
 	ns := newNamespace(t)
 	createGate(t, ns, "prod", func(g *gatingv1alpha1.Gate) { g.Spec.Closed = true })
@@ -151,6 +152,7 @@ func TestStatusAndConditionsAreWritten(t *testing.T) {
 }
 
 func TestSuspendedObjectsAreSkippedWithTheirReason(t *testing.T) {
+	testenv.SkipIfShort(t)
 	run := startManager(t, "suspend-test", nil, nil)
 	ns := newNamespace(t)
 	createGate(t, ns, "by-field", func(g *gatingv1alpha1.Gate) { g.Spec.Suspend = true })
@@ -188,6 +190,7 @@ func TestSuspendedObjectsAreSkippedWithTheirReason(t *testing.T) {
 }
 
 func TestLeaderElectionHandsOverWhenTheLeaderStops(t *testing.T) {
+	testenv.SkipIfShort(t)
 	lease := fmt.Sprintf("le-%d", time.Now().UnixNano())
 	fast := func(o *options.Options) {
 		o.LeaderElect = true
@@ -241,6 +244,7 @@ func leaseHolder(t *testing.T, name string) string {
 }
 
 func TestProbesAndMetrics(t *testing.T) {
+	testenv.SkipIfShort(t)
 	var synced atomic.Bool
 	run := startManager(t, "probe-test", nil, func() bool { return synced.Load() })
 	metricsAddr, probeAddr, err := run.m.Probes.Addrs(context.Background())
@@ -291,6 +295,7 @@ func TestProbesAndMetrics(t *testing.T) {
 // A controller with nothing to run yet (the rollback-controller today) must keep its Lease until it
 // is stopped, not give it up and exit as if the Lease were lost: a crash loop in a cluster.
 func TestLeaderWithNoControllersKeepsLeadingUntilStopped(t *testing.T) {
+	testenv.SkipIfShort(t)
 	lease := fmt.Sprintf("idle-%d", time.Now().UnixNano())
 	opts := options.Defaults("idle-controller")
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"

@@ -26,6 +26,7 @@ import (
 // carry no shard label, and has them in cache before it leads: here it stands by behind a Lease
 // someone else holds.
 func TestReferenceInformersIgnoreTheShardSelector(t *testing.T) {
+	testenv.SkipIfShort(t)
 	ns := newNamespace(t)
 	createGate(t, ns, "shared", nil)
 	createGate(t, ns, "mine", func(g *gatingv1alpha1.Gate) { g.Labels = map[string]string{"shard": "a"} })
@@ -73,6 +74,7 @@ func TestReferenceInformersIgnoreTheShardSelector(t *testing.T) {
 // The main and reference factories are one and the same without a selector: nothing is watched
 // twice.
 func TestReferenceInformersAreTheMainOnesWithoutASelector(t *testing.T) {
+	testenv.SkipIfShort(t)
 	opts := options.Defaults("references-unsharded")
 	m, err := manager.New("references-unsharded", opts, env.Config, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)

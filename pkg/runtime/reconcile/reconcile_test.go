@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
@@ -185,4 +186,66 @@ func TestStatusWriterReportsOtherErrors(t *testing.T) {
 	assert.EqualError(t, err, "writing the status of Gate team/prod: etcd is slow")
 	assert.False(t, wrote)
 	assert.Equal(t, 1, statusUpdates(client), "no retry but for conflicts")
+}
+
+// A status decided from a stale copy must not land on a live object that moved on: the conflict
+// comes back, and nothing is written over the live status.
+func TestStatusWriterReturnsConflictsWhenAsked(t *testing.T) {
+	stale := gate("prod", nil)
+	live := gate("prod", func(g *gatingv1alpha1.Gate) { g.ResourceVersion, g.Status.ObservedGeneration = "2", 3 })
+	client := fake.NewSimpleClientset(live) //nolint:staticcheck // see above
+	client.PrependReactor("update", "gates", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.UpdateAction).GetObject().(*gatingv1alpha1.Gate).ResourceVersion != "2" {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "gates"}, "prod", errors.New("modified"))
+		}
+		return false, nil, nil
+	})
+	writer := gateStatus
+	writer.ReturnConflicts = true
+	after := stale.DeepCopy()
+	after.Status.ObservedGeneration = 4
+	_, wrote, err := writer.Write(context.Background(), client.GatingV1alpha1().Gates("team"), stale, after)
+	assert.True(t, apierrors.IsConflict(err), "the conflict is returned: %v", err)
+	assert.False(t, wrote)
+	assert.Equal(t, 1, statusUpdates(client), "not retried on the live object")
+	got, err := client.GatingV1alpha1().Gates("team").Get(context.Background(), "prod", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), got.Status.ObservedGeneration, "the live status is left alone")
+
+	// The live object already holds the status (this controller's own earlier write): no error.
+	after.Status.ObservedGeneration = 3
+	stored, wrote, err := writer.Write(context.Background(), client.GatingV1alpha1().Gates("team"), stale, after)
+	require.NoError(t, err)
+	assert.False(t, wrote)
+	assert.Equal(t, "2", stored.ResourceVersion)
+}
+
+// Two changes written one after the other from the same copy: the second, refused as stale, is
+// applied again to the live object, and the first stays.
+func TestStatusWriterChangeAppliesItselfAgainToTheLiveObject(t *testing.T) {
+	ctx := context.Background()
+	start := gate("prod", nil)
+	client := fake.NewSimpleClientset(start) //nolint:staticcheck // see above
+	reconciletest.OptimisticConcurrency(client, gatingv1alpha1.SchemeGroupVersion.WithResource("gates"))
+	gates := client.GatingV1alpha1().Gates("team")
+
+	first, wrote, err := gateStatus.Change(ctx, gates, start, func(g *gatingv1alpha1.Gate) { g.Status.ObservedGeneration = 4 })
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	assert.Equal(t, int64(4), first.Status.ObservedGeneration)
+	assert.Zero(t, start.Status.ObservedGeneration, "the object given is not changed")
+
+	second, wrote, err := gateStatus.Change(ctx, gates, start, func(g *gatingv1alpha1.Gate) {
+		conditions.MarkReady(&g.Status.Conditions, g.Generation, "Open", "open")
+	})
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	assert.Equal(t, int64(4), second.Status.ObservedGeneration, "the first change is kept")
+	assert.True(t, conditions.IsTrue(second.Status.Conditions, conditions.Ready))
+	assert.Equal(t, 3, statusUpdates(client), "the second change conflicted once")
+
+	_, wrote, err = gateStatus.Change(ctx, gates, second, func(g *gatingv1alpha1.Gate) { g.Status.ObservedGeneration = 4 })
+	require.NoError(t, err)
+	assert.False(t, wrote, "a change that changes nothing writes nothing")
+	assert.Equal(t, 3, statusUpdates(client))
 }

@@ -2,11 +2,8 @@ package integration
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -19,6 +16,7 @@ import (
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 // killSchedule says when each controller process gets its kill -9: after a varied delay, so the
@@ -133,7 +131,7 @@ func (f *fixture) killRepeatedly(bin, cacheDir string, logFile *os.File, pushes 
 			time.Sleep(k.after)
 		}
 		require.NoError(f.t, cmd.Process.Signal(syscall.SIGKILL))
-		requireKilled(f.t, cmd.Wait(), i+1)
+		testenv.RequireKilled(f.t, cmd.Wait(), i+1)
 		phase := f.crashPhase(envs, next)
 		phases[phase]++
 		f.t.Logf("kill -9 #%d at %s: %s; partial files in the cache: %d", i+1, when, phase, len(cacheLeftovers(f.t, cacheDir)))
@@ -158,21 +156,11 @@ func controllerLog(t *testing.T) *os.File {
 		_ = logFile.Close()
 		if t.Failed() {
 			if out, err := os.ReadFile(logFile.Name()); err == nil {
-				t.Logf("controller log:\n%s", tail(out, 200))
+				t.Logf("controller log:\n%s", testenv.Tail(out, 200))
 			}
 		}
 	})
 	return logFile
-}
-
-// requireKilled fails unless err says run died of SIGKILL: a process that exited by itself (a
-// start-up that gave up on its cache, say) is a finding, not a kill.
-func requireKilled(t *testing.T, err error, run int) {
-	t.Helper()
-	var exit *exec.ExitError
-	require.Truef(t, errors.As(err, &exit), "run %d: not killed: %v", run, err)
-	ws, ok := exit.Sys().(syscall.WaitStatus)
-	require.Truef(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "run %d exited before its kill -9: %v", run, exit)
 }
 
 // crashPhase says, cheaply, how far each environment got: "-" nothing yet, "pr" a pull request
@@ -232,12 +220,4 @@ func requireCacheUsable(t *testing.T, dir, url string, tips map[string]string) {
 		_, err = repo.Commit(sha)
 		assert.NoError(t, err, "%s: commit %s readable from the cache", branch, sha)
 	}
-}
-
-func tail(b []byte, lines int) string {
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(all) > lines {
-		all = append([]string{fmt.Sprintf("... %d earlier lines", len(all)-lines)}, all[len(all)-lines:]...)
-	}
-	return strings.Join(all, "\n")
 }

@@ -63,7 +63,8 @@ func webhookConfig(t testing.TB, cacheDir string) (setup.Config, net.Addr) {
 	return setup.Config{CacheDir: cacheDir, WebhookListener: ln}, ln.Addr()
 }
 
-// startPromoterManager is startPromoterOpts that also returns the manager, for its metrics.
+// startPromoterManager is startPromoterOpts that also returns the manager, for its metrics and
+// its record of reconciles (observed).
 func startPromoterManager(t testing.TB, cfg *rest.Config, pcfg setup.Config, mutate func(*options.Options)) (m *manager.Manager, stop func()) {
 	t.Helper()
 	opts := options.Defaults("promoter-controller")
@@ -78,6 +79,7 @@ func startPromoterManager(t testing.TB, cfg *rest.Config, pcfg setup.Config, mut
 	var err error
 	m, err = manager.New("promoter-controller", opts, cfg, log)
 	require.NoError(t, err)
+	m.Observer = &reconciles{}
 	require.NoError(t, setup.Setup(m, pcfg))
 	stopManager := testenv.RunManager(t, m)
 	stop = func() {

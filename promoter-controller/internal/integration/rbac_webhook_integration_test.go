@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -35,14 +34,7 @@ import (
 func TestPromotionUnderTheChartsServiceAccount(t *testing.T) {
 	testenv.SkipIfShort(t)
 	ctx := context.Background()
-	root, err := testenv.RepoRoot()
-	require.NoError(t, err)
-	helm, err := charts.NewHelm(env)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = helm.Close() })
-	// The test environment installed the CRDs: the chart must not own them too.
-	require.NoError(t, helm.Install(ctx, "promoter-controller", "sluice-system", filepath.Join(root, "charts", "promoter-controller"), "crds.enabled=false"))
-	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), "promoter-controller", "sluice-system") })
+	charts.InstallForTest(t, env, "promoter-controller", "sluice-system", "promoter-controller")
 	sa := env.Impersonate("sluice-system", "promoter-controller")
 	saClient, err := kubernetes.NewForConfig(sa)
 	require.NoError(t, err)
@@ -109,21 +101,23 @@ func TestWebhookTriggersAReconcile(t *testing.T) {
 		s.Interval = &metav1.Duration{Duration: time.Hour}
 	})
 	hooks, addr := webhookConfig(t, t.TempDir())
-	startPromoterWith(t, env.Config, hooks)
+	m, _ := startPromoterManager(t, env.Config, hooks, nil)
 	f.waitEnv("dev", "first reconcile", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.HydratedSHA != "" })
 
-	// The first status write wakes the strategy once more; let that reconcile end before the
-	// change lands, so that only the delivery can bring it in.
-	time.Sleep(2 * time.Second)
+	// The first status write wakes the strategy once more; that reconcile ends before the change
+	// lands, so that only the delivery can bring it in.
+	f.settle(m)
 	d1 := f.dryCommit("change")
 	f.hydrateUnannounced(d1, "dev")
 	url := fmt.Sprintf("http://%s%s%s/forge", addr, receiver.WebhookPath, f.ns)
 	body := []byte(`{"ref":"refs/heads/dev-next","before":"","after":"","repository":{"name":"app","owner":{"login":"acme"}}}`)
 
+	mark := observed(m).mark()
 	unsigned, err := http.Post(url, "application/json", bytes.NewReader(body))
 	require.NoError(t, err)
 	unsigned.Body.Close()
 	assert.Equal(t, http.StatusUnauthorized, unsigned.StatusCode)
+	assert.False(t, observed(m).enqueuedSince(mark, "promotionstrategy", f.ns+"/app"), "an unsigned delivery wakes nothing")
 
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	require.NoError(t, err)
@@ -133,6 +127,7 @@ func TestWebhookTriggersAReconcile(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusAccepted, resp.StatusCode)
+	assert.True(t, observed(m).enqueuedSince(mark, "promotionstrategy", f.ns+"/app"), "the delivery wakes the strategy before it is answered")
 	f.waitEnv("dev", "proposal seen after the webhook", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Proposed.DrySHA == d1 })
 }
 

@@ -169,11 +169,12 @@ func webhookWakesTheStrategy(t *testing.T, fg forge, event func(change) (string,
 		s.Interval = &metav1.Duration{Duration: time.Hour}
 	})
 	hooks, addr := webhookConfig(t, t.TempDir())
-	startPromoterWith(t, env.Config, hooks)
+	m, _ := startPromoterManager(t, env.Config, hooks, nil)
 	f.waitEnv("dev", "first reconcile", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.HydratedSHA != "" })
-	// The first status write wakes the strategy once more; let that reconcile end before the
-	// change lands, or it could pick the change up without any delivery.
-	time.Sleep(2 * time.Second)
+	// The first status write wakes the strategy once more; that reconcile ends before the change
+	// lands, or it could pick the change up without any delivery.
+	f.settle(m)
+	mark := observed(m).mark()
 
 	d1 := f.dryCommit("change")
 	c := change{owner: fg.owner, name: "app", head: "dev-next", base: "dev", before: f.repo.Branch(t, "dev-next"), baseSHA: f.repo.Branch(t, "dev")}
@@ -198,14 +199,13 @@ func webhookWakesTheStrategy(t *testing.T, fg forge, event func(change) (string,
 	other := c
 	other.owner = fg.otherOwner
 	assert.Equal(t, http.StatusAccepted, deliver(t, url, fg, hookSecret, event, other), "delivery about another repository")
-	time.Sleep(3 * time.Second)
-	ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(f.ctx, "app", metav1.GetOptions{})
-	require.NoError(t, err)
-	for _, e := range ps.Status.Environments {
-		assert.NotEqual(t, d1, e.Proposed.DrySHA, "%s: proposal seen though no delivery about this repository was accepted", e.Branch)
-	}
+	// A delivery wakes its strategies before it is answered: none of these woke this one, so
+	// nothing will read the change until the next delivery.
+	assert.False(t, observed(m).enqueuedSince(mark, "promotionstrategy", f.ns+"/app"),
+		"the strategy was woken though no delivery about its repository was accepted")
 
 	assert.Equal(t, http.StatusAccepted, deliver(t, url, fg, hookSecret, event, c), "signed delivery")
+	assert.True(t, observed(m).enqueuedSince(mark, "promotionstrategy", f.ns+"/app"), "the delivery wakes the strategy before it is answered")
 	f.waitEnv("dev", "proposal seen after the webhook", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Proposed.DrySHA == d1 })
 }
 

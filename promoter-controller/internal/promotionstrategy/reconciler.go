@@ -3,11 +3,13 @@ package promotionstrategy
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
+	"github.com/sluicehq/sluice/promoter-controller/internal/crds"
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
 )
@@ -50,10 +53,12 @@ type Reconciler struct {
 	CommitStatuses  commitstatuslisters.CommitStatusLister
 	Gates           gatinglisters.GateLister
 	Holds           HoldSource
-	Repositories    Resolver
-	Recorder        record.EventRecorder
-	Metrics         *metrics.Metrics
-	Log             *slog.Logger
+	// Kinds says which kinds of other charts are installed and read; nil means all are.
+	Kinds        crds.Kinds
+	Repositories Resolver
+	Recorder     record.EventRecorder
+	Metrics      *metrics.Metrics
+	Log          *slog.Logger
 	// PullRequestQueue receives the keys of open PullRequests after each fetch.
 	PullRequestQueue handler.Enqueuer
 	Clock            clock.PassiveClock
@@ -73,13 +78,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	graph, err := environmentGraph(ps.Spec)
 	if err != nil {
-		return r.stall(ctx, cur, ps, err)
+		return r.stall(ctx, cur, ps, ReasonInvalidConfiguration, err.Error())
+	}
+	if missing, ready := crds.Check(r.Kinds, kindsRead(ps.Spec)...); missing != "" {
+		return r.stall(ctx, cur, ps, crds.ReasonCRDMissing, missing)
+	} else if !ready {
+		// Installed a moment ago: the Kinds' OnChange brings the strategy back once it is read.
+		return controller.Result{}, nil
 	}
 	opCtx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()
 	obs, err := r.observe(opCtx, ps, graph)
 	if repository.IsConfigError(err) {
-		return r.stall(ctx, cur, ps, err)
+		return r.stall(ctx, cur, ps, ReasonInvalidConfiguration, err.Error())
 	}
 	if err != nil {
 		return r.fail(ctx, cur, ps, err)
@@ -111,17 +122,35 @@ func pollInterval(ps *promoterv1alpha1.PromotionStrategy) time.Duration {
 
 // stall reports a problem a person must fix: Stalled=True, with a Warning Event once per new
 // problem. Referenced objects are not all watched (Secrets), so it looks again at the poll.
-func (r *Reconciler) stall(ctx context.Context, cur, ps *promoterv1alpha1.PromotionStrategy, problem error) (controller.Result, error) {
-	conditions.MarkStalled(&ps.Status.Conditions, ps.Generation, ReasonInvalidConfiguration, problem.Error())
+func (r *Reconciler) stall(ctx context.Context, cur, ps *promoterv1alpha1.PromotionStrategy, reason, problem string) (controller.Result, error) {
+	conditions.MarkStalled(&ps.Status.Conditions, ps.Generation, reason, problem)
 	ps.Status.ObservedGeneration = ps.Generation
 	written, err := r.writeStatus(ctx, cur, ps.Status)
 	if err != nil {
 		return controller.Result{}, err
 	}
 	if was := conditions.Get(cur.Status.Conditions, conditions.Stalled); written && (was == nil || was.Message != conditions.Get(ps.Status.Conditions, conditions.Stalled).Message) {
-		r.Recorder.Event(ps, corev1.EventTypeWarning, ReasonInvalidConfiguration, problem.Error())
+		r.Recorder.Event(ps, corev1.EventTypeWarning, reason, problem)
 	}
 	return controller.Result{RequeueAfter: pollInterval(ps)}, nil
+}
+
+// kindsRead are the kinds of other charts a strategy reads: its repository always, commit
+// statuses and gates when it names any.
+func kindsRead(spec promoterv1alpha1.PromotionStrategySpec) []schema.GroupResource {
+	out := slices.Clone(crds.SCM)
+	statuses, gates := len(spec.ActiveCommitStatuses)+len(spec.ProposedCommitStatuses) > 0, false
+	for _, e := range spec.Environments {
+		statuses = statuses || len(e.ActiveCommitStatuses)+len(e.ProposedCommitStatuses) > 0
+		gates = gates || e.Gates != nil
+	}
+	if statuses {
+		out = append(out, crds.CommitStatuses)
+	}
+	if gates {
+		out = append(out, crds.Gates)
+	}
+	return out
 }
 
 // fail reports an error that is retried with backoff.

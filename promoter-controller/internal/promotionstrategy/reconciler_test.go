@@ -34,6 +34,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 	"github.com/sluicehq/sluice/pkg/promotion"
 	_ "github.com/sluicehq/sluice/pkg/scm/plaingit" // the "git" provider
+	"github.com/sluicehq/sluice/promoter-controller/internal/crds"
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
 )
@@ -225,4 +226,17 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// A strategy needs the CommitStatus and Gate CRDs only when it names commit statuses or gates.
+func TestKindsReadFollowTheSpec(t *testing.T) {
+	spec := promoterv1alpha1.PromotionStrategySpec{Environments: []promoterv1alpha1.Environment{{Branch: "dev"}}}
+	assert.Equal(t, crds.SCM, kindsRead(spec))
+	spec.Environments = append(spec.Environments, promoterv1alpha1.Environment{Branch: "prod",
+		Gates:                  &promoterv1alpha1.GateSelector{Refs: []promoterv1alpha1.GateReference{{Name: "freeze"}}},
+		ProposedCommitStatuses: []promoterv1alpha1.CommitStatusSelector{{Key: "health"}}})
+	assert.Equal(t, []schema.GroupResource{crds.ScmRepositories, crds.ScmProviders, crds.CommitStatuses, crds.Gates}, kindsRead(spec))
+	spec.Environments = spec.Environments[:1]
+	spec.ActiveCommitStatuses = []promoterv1alpha1.CommitStatusSelector{{Key: "health"}}
+	assert.Equal(t, []schema.GroupResource{crds.ScmRepositories, crds.ScmProviders, crds.CommitStatuses}, kindsRead(spec))
 }

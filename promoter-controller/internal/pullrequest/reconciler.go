@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -22,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/promoter-controller/internal/crds"
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
 )
@@ -39,10 +41,12 @@ type Reconciler struct {
 	Client       sluice.Interface
 	PullRequests promoterlisters.PullRequestLister
 	Repositories Resolver
-	Recorder     record.EventRecorder
-	Metrics      *metrics.Metrics
-	Log          *slog.Logger
-	Clock        clock.PassiveClock
+	// Kinds says whether the SCM kinds, from another chart, are installed and read; nil means they are.
+	Kinds    crds.Kinds
+	Recorder record.EventRecorder
+	Metrics  *metrics.Metrics
+	Log      *slog.Logger
+	Clock    clock.PassiveClock
 }
 
 // Reconcile implements controller.Reconciler: observe, decide, apply.
@@ -58,9 +62,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	if l.ReportSuspend(&pr.Status.Conditions) {
 		return controller.Result{}, r.writeStatus(ctx, cur, pr.Status)
 	}
+	if missing, ready := crds.Check(r.Kinds, crds.SCM...); missing != "" {
+		return controller.Result{}, r.stall(ctx, cur, pr, crds.ReasonCRDMissing, missing)
+	} else if !ready {
+		// Installed a moment ago: the Kinds' OnChange brings the PullRequest back once it is read.
+		return controller.Result{}, nil
+	}
 	repo, err := r.Repositories.Resolve(ctx, pr.Namespace, pr.Spec.RepositoryRef.Name)
 	if repository.IsConfigError(err) {
-		return controller.Result{}, r.stall(ctx, cur, pr, err)
+		return controller.Result{}, r.stall(ctx, cur, pr, ReasonInvalidConfiguration, err.Error())
 	}
 	if err != nil {
 		return controller.Result{}, err
@@ -132,16 +142,21 @@ func (r *Reconciler) gitHeads(ctx context.Context, repo *git.Repository, src, ds
 	return h, nil
 }
 
-// stall reports a repository or provider a person must fix, with a Warning Event once per new problem.
-func (r *Reconciler) stall(ctx context.Context, cur, pr *promoterv1alpha1.PullRequest, problem error) error {
-	conditions.MarkStalled(&pr.Status.Conditions, pr.Generation, ReasonInvalidConfiguration, problem.Error())
+// stall reports a repository or provider a person must fix, with a Warning Event once per new
+// problem, sent only after the write that records it. The write is not retried on a conflict,
+// as writeStatus's is: a stall decided from a stale copy would land again with a new transition
+// time, and be announced again; the reconcile the conflict brings back decides from the live
+// object, finds it stalled already, and writes and says nothing.
+func (r *Reconciler) stall(ctx context.Context, cur, pr *promoterv1alpha1.PullRequest, reason, problem string) error {
+	conditions.MarkStalled(&pr.Status.Conditions, pr.Generation, reason, problem)
 	pr.Status.ObservedGeneration = pr.Generation
-	if err := r.writeStatus(ctx, cur, pr.Status); err != nil {
+	if equality.Semantic.DeepEqual(cur.Status, pr.Status) {
+		return nil
+	}
+	if _, err := r.Client.PromoterV1alpha1().PullRequests(pr.Namespace).UpdateStatus(ctx, pr, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 		return err
 	}
-	if was := conditions.Get(cur.Status.Conditions, conditions.Stalled); was == nil || was.Message != problem.Error() {
-		r.Recorder.Event(pr, corev1.EventTypeWarning, ReasonInvalidConfiguration, problem.Error())
-	}
+	r.Recorder.Event(pr, corev1.EventTypeWarning, reason, problem)
 	return nil
 }
 

@@ -2,15 +2,20 @@ package pullrequest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -146,4 +151,64 @@ func TestReconcileSkipsASuspendedPullRequest(t *testing.T) {
 	assert.Empty(t, got.Status.State)
 	assert.Equal(t, "release freeze", conditions.Get(got.Status.Conditions, conditions.Suspended).Message)
 	assert.NotEqual(t, g.proposed, g.repo.Branch(t, "dev"))
+}
+
+func (g *rig) drainEvents() []string {
+	var out []string
+	events := g.r.Recorder.(*record.FakeRecorder).Events
+	for {
+		select {
+		case e := <-events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// A stall is announced after the write that records it, once: a reconcile from a copy the cache
+// held before that write finds the live object already stalled, writes nothing, and says nothing.
+func TestReconcileAnnouncesAStallOnlyWhenItWritesIt(t *testing.T) {
+	g := newRig(t)
+	optimisticStatus(g.client)
+	pr := gitPullRequest(promoterv1alpha1.PullRequestOpen, g.proposed)
+	pr.Spec.RepositoryRef.Name = "missing"
+	pr.ResourceVersion = "1"
+	g.put(pr)
+	stale := g.sync()
+	g.reconcile()
+	stalled := g.sync()
+	require.True(t, conditions.IsTrue(stalled.Status.Conditions, conditions.Stalled))
+	events := g.drainEvents()
+	require.Len(t, events, 1)
+	assert.Contains(t, events[0], "Warning "+ReasonInvalidConfiguration)
+
+	require.NoError(t, g.prs.Update(stale))
+	_, err := g.r.Reconcile(context.Background(), "team/app-dev")
+	assert.True(t, apierrors.IsConflict(err), "a stall decided from a stale copy does not land: %v", err)
+	assert.Empty(t, g.drainEvents(), "nor is it announced")
+	g.sync()
+	g.reconcile()
+	assert.Empty(t, g.drainEvents(), "the live object already says so: nothing is written, nothing is announced")
+	assert.Equal(t, stalled.ResourceVersion, g.sync().ResourceVersion)
+}
+
+// optimisticStatus makes the fake clientset refuse a status write from a stale copy, as the API
+// server does: resourceVersions count writes, and a write must carry the current one.
+func optimisticStatus(c *fake.Clientset) {
+	gvr := promoterv1alpha1.SchemeGroupVersion.WithResource("pullrequests")
+	c.PrependReactor("update", gvr.Resource, func(action clienttesting.Action) (bool, runtime.Object, error) {
+		obj := action.(clienttesting.UpdateAction).GetObject().(*promoterv1alpha1.PullRequest)
+		stored, err := c.Tracker().Get(gvr, obj.Namespace, obj.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		if have := stored.(*promoterv1alpha1.PullRequest).ResourceVersion; have != obj.ResourceVersion {
+			return true, nil, apierrors.NewConflict(gvr.GroupResource(), obj.Name, fmt.Errorf("resourceVersion %s is not %s", obj.ResourceVersion, have))
+		}
+		next := obj.DeepCopy()
+		n, _ := strconv.Atoi(next.ResourceVersion)
+		next.ResourceVersion = strconv.Itoa(n + 1)
+		return true, next, c.Tracker().Update(gvr, next, obj.Namespace)
+	})
 }

@@ -2,7 +2,6 @@ package rollbackhold
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,11 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
+	rollbackinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions/rollback/v1alpha1"
+	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/promotion"
 	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
+	"github.com/sluicehq/sluice/promoter-controller/internal/crds"
 )
 
 const bad = "badbadbadbadbadbadbadbadbadbadbadbadbadb"
@@ -50,20 +53,24 @@ func TestHeldDrySHA(t *testing.T) {
 }
 
 // Without the RevertCommit CRD nothing is held; a CRD installed later is noticed, and the
-// RevertCommits it serves are read and announced.
+// RevertCommits it serves are read.
 func TestHoldsFollowTheCRD(t *testing.T) {
 	scheme := metadatafake.NewTestScheme()
 	require.NoError(t, metav1.AddMetaToScheme(scheme))
 	meta := metadatafake.NewSimpleMetadataClient(scheme)
 	client := fake.NewSimpleClientset()
-	h := New(meta, client, "")
-	var crdSeen, changes atomic.Int32
-	h.OnCRD = func() { crdSeen.Add(1) }
-	h.OnChange = func(*rollbackv1alpha1.RevertCommit) { changes.Add(1) }
+	kinds, err := crdwatch.NewKinds(meta)
+	require.NoError(t, err)
+	inf := rollbackinformers.NewRevertCommitInformer(client, "", 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	kinds.Add(crds.RevertCommits, inf)
+	h := New(kinds, rollbacklisters.NewRevertCommitLister(inf.GetIndexer()))
+	_, err = h.For("team", "app", "prod")
+	require.Error(t, err, "before the CRDs are listed nothing is known, and nothing may be promoted")
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = h.Run(ctx) }()
-	waitFor(t, h.HasSynced)
+	go func() { _ = kinds.Run(ctx) }()
+	waitFor(t, kinds.HasSynced)
 	holds, err := h.For("team", "app", "prod")
 	require.NoError(t, err)
 	assert.Empty(t, holds, "no CRD, no holds")
@@ -71,11 +78,10 @@ func TestHoldsFollowTheCRD(t *testing.T) {
 	_, err = client.RollbackV1alpha1().RevertCommits("team").Create(ctx, revert("prod-bad", rollbackv1alpha1.RevertMerged), metav1.CreateOptions{})
 	require.NoError(t, err)
 	crd := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
-		ObjectMeta: metav1.ObjectMeta{Name: CRDName}}
+		ObjectMeta: metav1.ObjectMeta{Name: "revertcommits.rollback.sluice.dev"}}
 	_, err = meta.Resource(crdwatch.Resource).(metadatafake.MetadataClient).CreateFake(crd, metav1.CreateOptions{})
 	require.NoError(t, err)
-	waitFor(t, func() bool { return crdSeen.Load() > 0 && h.HasSynced() })
-	assert.Positive(t, changes.Load(), "the RevertCommits already there are announced")
+	waitFor(t, func() bool { return kinds.Synced(crds.RevertCommits) })
 	holds, err = h.For("team", "app", "prod")
 	require.NoError(t, err)
 	assert.Equal(t, []promotion.Hold{{RevertCommit: "team/prod-bad", DrySHA: bad}}, holds)

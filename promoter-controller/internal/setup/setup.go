@@ -12,6 +12,9 @@ import (
 	"os"
 	"path/filepath"
 
+	commitstatuslisters "github.com/sluicehq/sluice/api/generated/listers/commitstatus/v1alpha1"
+	gatinglisters "github.com/sluicehq/sluice/api/generated/listers/gating/v1alpha1"
+	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	_ "github.com/sluicehq/sluice/pkg/scm/builtin" // every provider
@@ -69,34 +72,36 @@ func Setup(m *manager.Manager, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("git cache in %s: %w", cfg.CacheDir, err)
 	}
-	refs := newReferences(m)
+	refs, err := newReferences(m)
+	if err != nil {
+		return err
+	}
 	promoterInformers := m.SluiceInformers.Promoter().V1alpha1()
-	resolver := &repository.Resolver{Kube: m.Kube, Repos: refs.repos.Lister(), Providers: refs.providers.Lister(), Cache: cache}
+	resolver := &repository.Resolver{Kube: m.Kube, Repos: refs.repoLister(), Providers: refs.providerLister(), Cache: cache}
 	met := metrics.New(m.Metrics.Registry)
-	holds := rollbackhold.New(m.Metadata, m.Sluice, m.Options.Namespace)
+	holds := rollbackhold.New(refs.kinds, rollbacklisters.NewRevertCommitLister(refs.revertCommits.GetIndexer()))
 
 	pullRequests := m.NewController("pullrequest", &pullrequest.Reconciler{
-		Client: m.Sluice, PullRequests: promoterInformers.PullRequests().Lister(), Repositories: resolver,
+		Client: m.Sluice, PullRequests: promoterInformers.PullRequests().Lister(), Repositories: resolver, Kinds: refs.kinds,
 		Recorder: m.Recorder, Metrics: met, Log: m.Log, Clock: m.Clock,
 	})
 	strategies := m.NewController("promotionstrategy", &promotionstrategy.Reconciler{
 		Client: m.Sluice, Strategies: promoterInformers.PromotionStrategies().Lister(),
 		ProposedCommits: promoterInformers.ProposedCommits().Lister(),
-		CommitStatuses:  refs.commitStatuses.Lister(), Gates: refs.gates.Lister(), Holds: holds,
+		CommitStatuses:  commitstatuslisters.NewCommitStatusLister(refs.commitStatuses.GetIndexer()),
+		Gates:           gatinglisters.NewGateLister(refs.gates.GetIndexer()), Holds: holds, Kinds: refs.kinds,
 		Repositories: resolver, Recorder: m.Recorder, Metrics: met, Log: m.Log,
 		PullRequestQueue: pullRequests, Clock: m.Clock,
 	})
-	w := &watches{m: m, refs: refs, strategies: strategies, pullRequests: pullRequests, holds: holds}
+	w := &watches{m: m, refs: refs, strategies: strategies, pullRequests: pullRequests}
 	if err := w.register(); err != nil {
 		return err
 	}
-	m.WaitFor(holds.HasSynced)
-	m.AddServer(holds.Run)
 	if !cfg.webhookEnabled() {
 		return nil
 	}
 	return serveWebhooks(m, cfg, &webhook.Receiver{
-		Kube: m.Kube, Providers: refs.providers.Lister(), Repos: refs.repos.Lister(),
+		Kube: m.Kube, Providers: refs.providerLister(), Repos: refs.repoLister(),
 		Strategies: promoterInformers.PromotionStrategies().Lister(), Queue: strategies, Metrics: met, Leading: m.Leading,
 	})
 }

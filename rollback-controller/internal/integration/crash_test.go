@@ -2,9 +2,7 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -95,7 +93,7 @@ func TestKill9DuringARollbackMakesOneRevert(t *testing.T) {
 			time.Sleep(k.after)
 		}
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		requireKilled(t, cmd.Wait(), i+1)
+		testenv.RequireKilled(t, cmd.Wait(), i+1)
 		t.Logf("kill -9 #%d at %s: %s", i+1, when, f.rollbackPhase(name))
 	}
 
@@ -187,14 +185,4 @@ func (f *fixture) reached(name, step string) bool {
 		return pr != nil && pr.Spec.ExpectedHeadSHA != "" && f.repo.Branch(f.t, "prod") == pr.Spec.ExpectedHeadSHA
 	}
 	return false
-}
-
-// requireKilled fails unless err says the run died of SIGKILL: a process that exited on its own
-// is a finding, not a kill.
-func requireKilled(t *testing.T, err error, run int) {
-	t.Helper()
-	var exit *exec.ExitError
-	require.Truef(t, errors.As(err, &exit), "run %d: not killed: %v", run, err)
-	ws, ok := exit.Sys().(syscall.WaitStatus)
-	require.Truef(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "run %d exited before its kill -9: %v", run, exit)
 }

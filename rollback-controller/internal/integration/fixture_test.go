@@ -28,6 +28,8 @@ type fixture struct {
 	srv  *gittest.Server
 	repo *gittest.Repo
 	ctx  context.Context
+	// shard, when set, labels the strategy shard=<shard> and runs the promoter with that selector.
+	shard string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -91,7 +93,7 @@ func (f *fixture) hydrate(dry, image string, envs ...string) map[string]string {
 // strategy creates PromotionStrategy "app" with a health check on every environment.
 func (f *fixture) strategy(envs ...string) *promoterv1alpha1.PromotionStrategy {
 	ps := &promoterv1alpha1.PromotionStrategy{
-		ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Labels: f.shardLabels()},
 		Spec: promoterv1alpha1.PromotionStrategySpec{
 			RepositoryRef:        promoterv1alpha1.LocalReference{Name: "app"},
 			DryBranch:            "main",
@@ -104,6 +106,21 @@ func (f *fixture) strategy(envs ...string) *promoterv1alpha1.PromotionStrategy {
 	created, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Create(f.ctx, ps, metav1.CreateOptions{})
 	require.NoError(f.t, err)
 	return created
+}
+
+func (f *fixture) shardLabels() map[string]string {
+	if f.shard == "" {
+		return nil
+	}
+	return map[string]string{"shard": f.shard}
+}
+
+// promoterFlags shard the promoter as the fixture is.
+func (f *fixture) promoterFlags() []string {
+	if f.shard == "" {
+		return nil
+	}
+	return []string{"--watch-label-selector", "shard=" + f.shard}
 }
 
 // refresh asks the promoter to fetch and re-evaluate now, and waits until it did.

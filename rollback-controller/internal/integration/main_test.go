@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -89,26 +88,18 @@ func logFile(t testing.TB, name string) *os.File {
 		_ = f.Close()
 		if t.Failed() {
 			if out, err := os.ReadFile(f.Name()); err == nil {
-				t.Logf("%s log:\n%s", name, tail(out, 120))
+				t.Logf("%s log:\n%s", name, testenv.Tail(out, 120))
 			}
 		}
 	})
 	return f
 }
 
-func tail(b []byte, lines int) string {
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(all) > lines {
-		all = append([]string{fmt.Sprintf("... %d earlier lines", len(all)-lines)}, all[len(all)-lines:]...)
-	}
-	return strings.Join(all, "\n")
-}
-
 // startPromoter runs the promoter-controller binary for namespace ns until the test ends.
-func startPromoter(t testing.TB, ns string) {
+func startPromoter(t testing.TB, ns string, flags ...string) {
 	t.Helper()
 	bin, _ := binaries(t)
-	runProcess(t, bin, ns, logFile(t, "promoter-controller"), "--git-cache-dir", t.TempDir())
+	runProcess(t, bin, ns, logFile(t, "promoter-controller"), append([]string{"--git-cache-dir", t.TempDir()}, flags...)...)
 }
 
 // rollbackController is the rollback-controller running in-process.
@@ -132,26 +123,11 @@ func startRollback(t testing.TB, cfg *rest.Config, ns string, pollInterval time.
 	fs := flag.NewFlagSet("rollback-controller", flag.ContinueOnError)
 	rcfg.AddFlags(fs)
 	require.NoError(t, fs.Parse([]string{"--git-cache-dir", t.TempDir(), "--manifest-git-cache-dir", t.TempDir()}))
-	rcfg.Rollback.PollInterval, rcfg.Rollback.StalledRecheck = pollInterval, time.Second
+	rcfg.PollInterval, rcfg.StalledRecheck = pollInterval, time.Second
 	require.NoError(t, rcfg.Validate())
 	require.NoError(t, setup.Setup(m, rcfg))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				assert.NoError(t, err)
-			case <-time.After(30 * time.Second):
-				t.Error("rollback-controller did not stop within 30s")
-			}
-			assert.Zero(t, panics.count.Load(), "reconciles panicked")
-		})
-	}
-	t.Cleanup(stop)
+	t.Cleanup(func() { assert.Zero(t, panics.count.Load(), "reconciles panicked") })
+	stop := testenv.RunManager(t, m)
 	return &rollbackController{m: m, stop: stop}
 }
 

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -28,14 +27,7 @@ import (
 func TestRollbackUnderTheChartsServiceAccount(t *testing.T) {
 	testenv.SkipIfShort(t)
 	ctx := context.Background()
-	root, err := testenv.RepoRoot()
-	require.NoError(t, err)
-	helm, err := charts.NewHelm(env)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = helm.Close() })
-	// The test environment installed the CRDs: the chart must not own them too.
-	require.NoError(t, helm.Install(ctx, "rollback-controller", "sluice-system", filepath.Join(root, "charts", "rollback-controller"), "crds.enabled=false"))
-	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), "rollback-controller", "sluice-system") })
+	charts.InstallForTest(t, env, "rollback-controller", "sluice-system", "rollback-controller")
 	sa := env.Impersonate("sluice-system", "rollback-controller")
 	saClient, err := kubernetes.NewForConfig(sa)
 	require.NoError(t, err)

@@ -38,7 +38,7 @@ func healthyThenBad(f *fixture) prodHistory {
 	h.d0 = f.bootstrap("prod")
 	h.d0Commit = f.repo.Branch(f.t, "prod")
 	f.strategy("prod")
-	startPromoter(f.t, f.ns)
+	startPromoter(f.t, f.ns, f.promoterFlags()...)
 	h.d1 = f.dryCommit("web 1")
 	h.healthy = f.promote("prod", h.d1, "web:1", success)
 	h.healthyTree = f.repo.ReadCommit(f.t, h.healthy.Active.HydratedSHA).TreeHash.String()
@@ -102,6 +102,22 @@ func TestManualRevertToTheLastHealthyDrySHA(t *testing.T) {
 	require.NoError(t, testenv.Wait(f.ctx, 20*time.Second, func(context.Context) (bool, error) {
 		return len(f.events(revertcommit.EventRollbackStarted)) == 1 && len(f.events(revertcommit.EventRollbackMerged)) == 1, nil
 	}))
+}
+
+// A promoter sharded by label merges the revert: its PullRequest carries the strategy's labels.
+func TestRevertThroughAShardedPromoter(t *testing.T) {
+	f := newFixture(t)
+	f.shard = "a"
+	h := healthyThenBad(f)
+	startRollback(t, env.Config, f.ns, time.Second)
+
+	f.revert("sharded", "prod", nil)
+	rc := f.waitRevert("sharded", "merged", inPhase(rollbackv1alpha1.RevertMerged))
+	assert.Equal(t, h.d1, rc.Status.TargetDrySHA)
+	pr, err := env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Get(f.ctx, rc.Status.PullRequest.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "a", pr.Labels["shard"])
+	assert.Equal(t, "sharded", pr.Labels[rollbackv1alpha1.RevertCommitLabel])
 }
 
 // A RevertCommit naming a dry SHA goes back to it, even one never recorded healthy.

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,11 +93,21 @@ func TestMissingPromoterCRDsAreReportedThenPickedUp(t *testing.T) {
 		}), "stalled with %s", reason)
 		return rc
 	}
+	// Each missing CRD is named with the chart that installs it.
 	rc := waitStalled("PromoterCRDsMissing")
-	assert.Contains(t, stalledMessage(rc), "install the promoter-controller chart")
+	assert.Contains(t, stalledMessage(rc), "the PromotionStrategy, PullRequest CRDs are not installed: install the promoter-controller chart")
+	assert.Contains(t, stalledMessage(rc), "the CommitStatus, ScmRepository, ScmProvider CRDs are not installed: install the commitstatus-controller chart")
 
 	require.NoError(t, own.InstallCRDPaths(
-		filepath.Join(crds, "promoter.sluice.dev_promotionstrategies.yaml"), filepath.Join(crds, "promoter.sluice.dev_pullrequests.yaml"),
+		filepath.Join(crds, "promoter.sluice.dev_promotionstrategies.yaml"), filepath.Join(crds, "promoter.sluice.dev_pullrequests.yaml")))
+	require.NoError(t, testenv.Wait(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+		rc, err = own.Sluice.RollbackV1alpha1().RevertCommits("default").Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && !strings.Contains(stalledMessage(rc), "promoter-controller chart"), nil
+	}), "the message follows what is installed")
+	assert.Equal(t, "PromoterCRDsMissing", conditions.Get(rc.Status.Conditions, conditions.Stalled).Reason)
+	assert.Contains(t, stalledMessage(rc), "the CommitStatus, ScmRepository, ScmProvider CRDs are not installed: install the commitstatus-controller chart")
+
+	require.NoError(t, own.InstallCRDPaths(
 		filepath.Join(crds, "commitstatus.sluice.dev_commitstatuses.yaml"),
 		filepath.Join(crds, "scm.sluice.dev_scmrepositories.yaml"), filepath.Join(crds, "scm.sluice.dev_scmproviders.yaml")))
 	waitStalled("PromotionStrategyNotFound")

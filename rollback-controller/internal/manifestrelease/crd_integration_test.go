@@ -217,6 +217,9 @@ func TestManualRollbackToN(t *testing.T) {
 	assert.Equal(t, "nginx:1.0", f.deploymentImage("web"))
 	assert.Equal(t, []string{"ConfigMap/web-config", "Deployment/web"}, f.liveObjects("web"), "v3's extra ConfigMap is deleted")
 	assert.Equal(t, rollbackv1.ActionManualRollback, mr.Status.History[0].Action)
+	f.waitMetric(1, "sluice_manifestrelease_rollbacks_total", "web", "trigger", "manual")
+	assert.Equal(t, 3.0, f.metric("sluice_manifestrelease_upgrades_total", "web", "result", "succeeded"))
+	assert.Zero(t, f.metric("sluice_manifestrelease_upgrades_total", "web", "result", "rolled_back"), "a rollback by hand ends no upgrade")
 
 	mr = f.refresh("web")
 	assert.Equal(t, int64(1), mr.Status.UpgradeNumber, "v3 is not applied again while the source still gives it")

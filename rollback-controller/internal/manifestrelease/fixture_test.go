@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -29,7 +28,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/pkg/snapshot"
-	"github.com/sluicehq/sluice/rollback-controller/internal/manifestrelease"
+	"github.com/sluicehq/sluice/rollback-controller/internal/setup"
 	"github.com/sluicehq/sluice/testenv"
 )
 
@@ -78,18 +77,18 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // start runs the controller in-process, watching the fixture's namespace, until the test ends.
-func (f *fixture) start(mutate func(*manifestrelease.Config)) {
+func (f *fixture) start(mutate func(*setup.Config)) {
 	f.t.Helper()
 	f.manager = startController(f.t, env.Config, f.ns, mutate)
 }
 
-func startController(t testing.TB, cfg *rest.Config, ns string, mutate func(*manifestrelease.Config)) *manager.Manager {
+func startController(t testing.TB, cfg *rest.Config, ns string, mutate func(*setup.Config)) *manager.Manager {
 	t.Helper()
 	return startControllerWith(t, cfg, ns, nil, mutate)
 }
 
 // startControllerWith is startController with the shared flags changed by mutateOpts.
-func startControllerWith(t testing.TB, cfg *rest.Config, ns string, mutateOpts func(*options.Options), mutate func(*manifestrelease.Config)) *manager.Manager {
+func startControllerWith(t testing.TB, cfg *rest.Config, ns string, mutateOpts func(*options.Options), mutate func(*setup.Config)) *manager.Manager {
 	t.Helper()
 	opts := options.Defaults("rollback-controller")
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress, opts.LeaderElect = "0", "0", false
@@ -105,23 +104,14 @@ func startControllerWith(t testing.TB, cfg *rest.Config, ns string, mutateOpts f
 	})
 	m, err := manager.New("rollback-controller", opts, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	require.NoError(t, err)
-	rcfg := manifestrelease.Config{GitCacheDir: t.TempDir(), MaxChunks: snapshot.DefaultMaxChunks, MaxManifestBytes: 64 << 20, RecheckInterval: 500 * time.Millisecond}
+	rcfg := setup.Defaults()
+	rcfg.ManifestGitCacheDir, rcfg.ReleaseRecheck = t.TempDir(), 500*time.Millisecond
 	if mutate != nil {
 		mutate(&rcfg)
 	}
-	require.NoError(t, manifestrelease.Setup(m, rcfg))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("the controller did not stop within 30s")
-		}
-	})
+	require.NoError(t, rcfg.Validate())
+	require.NoError(t, setup.ManifestReleases(m, rcfg))
+	testenv.RunManager(t, m)
 	return m
 }
 

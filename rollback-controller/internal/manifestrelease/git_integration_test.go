@@ -16,6 +16,7 @@ import (
 	scmv1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 	"github.com/sluicehq/sluice/pkg/snapshot"
+	"github.com/sluicehq/sluice/pkg/text"
 	"github.com/sluicehq/sluice/testenv"
 )
 
@@ -90,6 +91,7 @@ func TestGitSourceSnapshotsSplitAndPruned(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, info.Chunks)
 	assert.Greater(t, info.CompressedSize, int64(snapshot.DefaultChunkBytes))
+	f.assertSnapshotMetrics("web", 2)
 	require.Len(t, files, len(big))
 	for _, file := range files {
 		assert.Equal(t, big[file.Name], string(file.Data), "%s comes back byte for byte", file.Name)
@@ -99,7 +101,7 @@ func TestGitSourceSnapshotsSplitAndPruned(t *testing.T) {
 	v3 := repo.CommitFiles(t, "main", under("deploy", app("nginx:3.0")), "v3\n")
 	f.setGitRef("web", func(g *rollbackv1.GitManifestSource) { g.Tag, g.Branch = "", "main" })
 	mr = f.waitRelease("web", "main deployed", deployed(3))
-	assert.Equal(t, "main@"+v3[:12], mr.Status.DeployedVersion)
+	assert.Equal(t, "main@"+text.ShortSHA(v3), mr.Status.DeployedVersion, "the version defaults to branch@commit")
 	assert.Equal(t, []int64{2, 3}, f.snapshotNumbers("web"), "historyLimit 2 keeps the last two")
 	assert.Equal(t, []string{"web.2", "web.2-1", "web.3"}, f.secretNames(), "snapshot 1 is gone, both chunks of 2 stay")
 	assert.Equal(t, []string{"ConfigMap/web-config", "Deployment/web"}, f.liveObjects("web"), "the bulk ConfigMaps of v2 are pruned")

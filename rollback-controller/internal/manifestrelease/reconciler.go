@@ -10,12 +10,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
@@ -24,8 +24,8 @@ import (
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/manifest"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/snapshot"
-	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
 // Reconciler reconciles ManifestReleases. An operation (an upgrade with its tests, or a
@@ -42,32 +42,31 @@ type Reconciler struct {
 	// StalledRecheck is how soon a release blocked on something a person must do in the cluster
 	// (a CRD that still has objects) is looked at again.
 	StalledRecheck time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the time: the manager's in a process, a fake one in tests.
+	Clock clock.PassiveClock
 }
 
 // Reconcile converges one ManifestRelease, keyed "namespace/name".
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return controller.Result{}, controller.Permanent(err)
-	}
-	if _, err := r.Releases.ManifestReleases(ns).Get(name); apierrors.IsNotFound(err) {
-		r.Metrics.Forget(ns, name)
-		return controller.Result{}, nil
-	}
-	// The cache may not hold this controller's last status write yet, and acting on an older
-	// status could repeat an operation that ended: read the release itself.
-	mr, err := r.Client.RollbackV1alpha1().ManifestReleases(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		r.Metrics.Forget(ns, name)
-		return controller.Result{}, nil
-	}
+	l, found, err := reconcile.Load(key, r.getLive(ctx), func(mr *rollbackv1.ManifestRelease) bool { return mr.Spec.Suspend })
 	if err != nil {
 		return controller.Result{}, err
 	}
-	if s := suspend.Get(mr, mr.Spec.Suspend); s.Suspended {
-		return r.suspended(ctx, mr)
+	if !found {
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		r.Metrics.Forget(ns, name)
+		return controller.Result{}, nil
+	}
+	// The Suspended condition, set or removed, lands first; an unchanged status writes nothing.
+	suspended := l.Suspend.Suspended
+	mr, _, err := releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(l.Cached.Namespace), l.Cached, func(mr *rollbackv1.ManifestRelease) {
+		l.ReportSuspend(&mr.Status.Conditions)
+		if suspended {
+			mr.Status.ObservedGeneration = mr.Generation
+		}
+	})
+	if err != nil || suspended {
+		return controller.Result{}, err
 	}
 	if mr.Status.Operation != nil {
 		return r.resume(ctx, mr)
@@ -88,6 +87,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		return res, err
 	}
 	return res, r.markHandled(ctx, mr)
+}
+
+// getLive reads a release the cache still has from the API server: the cache may not hold this
+// controller's last status write yet, and acting on an older status could repeat an operation
+// that ended.
+func (r *Reconciler) getLive(ctx context.Context) func(namespace, name string) (*rollbackv1.ManifestRelease, error) {
+	return func(namespace, name string) (*rollbackv1.ManifestRelease, error) {
+		if _, err := r.Releases.ManifestReleases(namespace).Get(name); err != nil {
+			return nil, err
+		}
+		return r.Client.RollbackV1alpha1().ManifestReleases(namespace).Get(ctx, name, metav1.GetOptions{})
+	}
 }
 
 // markHandled records the requestedAt annotation acted on, so `kubectl wait` or a test can see
@@ -117,7 +128,7 @@ func (r *Reconciler) sync(ctx context.Context, mr *rollbackv1.ManifestRelease) (
 		return r.stall(ctx, mr, ReasonInvalidManifests, err.Error(), interval)
 	}
 	if fetched.Version == "" {
-		fetched.Version = short(digest)
+		fetched.Version = shortDigest(digest)
 	}
 	st := mr.Status
 	switch {
@@ -169,14 +180,13 @@ func stalledOrReconciling(st rollbackv1.ManifestReleaseStatus) bool {
 
 // stall records a problem a person must fix. recheck > 0 looks again after it.
 func (r *Reconciler) stall(ctx context.Context, mr *rollbackv1.ManifestRelease, reason, message string, recheck time.Duration) (controller.Result, error) {
-	message = truncate(message, 2048)
+	message = conditionMessage(message)
 	if c := conditions.Get(mr.Status.Conditions, conditions.Stalled); c == nil || c.Message != message || c.ObservedGeneration != mr.Generation {
 		if _, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
 			conditions.MarkStalled(&st.Conditions, gen, reason, message)
-		}); err != nil {
+		}, r.event(corev1.EventTypeWarning, reason, message)); err != nil {
 			return controller.Result{}, err
 		}
-		r.Recorder.Event(mr, corev1.EventTypeWarning, reason, message)
 	}
 	return controller.Result{RequeueAfter: recheck}, nil
 }
@@ -185,7 +195,7 @@ func (r *Reconciler) sourceFailed(ctx context.Context, mr *rollbackv1.ManifestRe
 	if err.NeedsPerson {
 		return r.stall(ctx, mr, err.Reason, err.Message, interval)
 	}
-	message := truncate(err.Message, 2048)
+	message := conditionMessage(err.Message)
 	if c := conditions.Get(mr.Status.Conditions, conditions.Ready); c == nil || c.Message != message {
 		if _, werr := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
 			conditions.MarkNotReady(&st.Conditions, gen, err.Reason, message)
@@ -196,20 +206,9 @@ func (r *Reconciler) sourceFailed(ctx context.Context, mr *rollbackv1.ManifestRe
 	return controller.Result{RequeueAfter: min(interval, time.Minute)}, nil
 }
 
-func (r *Reconciler) suspended(ctx context.Context, mr *rollbackv1.ManifestRelease) (controller.Result, error) {
-	s := suspend.Get(mr, mr.Spec.Suspend)
-	if c := conditions.Get(mr.Status.Conditions, conditions.Suspended); c == nil || c.Message != s.Message {
-		_, err := r.writeStatus(ctx, mr, func(*rollbackv1.ManifestReleaseStatus, int64) {})
-		return controller.Result{}, err
-	}
-	return controller.Result{}, nil
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
+// event announces an Event on the release as stored.
+func (r *Reconciler) event(eventType, reason, message string) func(*rollbackv1.ManifestRelease) {
+	return func(mr *rollbackv1.ManifestRelease) { r.Recorder.Event(mr, eventType, reason, message) }
 }
 
 // ownerLabels mark the objects of mr; tests adds the test label.

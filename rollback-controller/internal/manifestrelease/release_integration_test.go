@@ -36,6 +36,9 @@ func TestUpgradeTestFailureRollsBackAndPrunesWhatTheNewVersionAdded(t *testing.T
 	assert.Equal(t, snapshot.SecretType, head.Type)
 	assert.True(t, *head.Immutable)
 	assert.Equal(t, "v1", head.Annotations[rollbackv1.VersionAnnotation])
+	f.waitMetric(1, "sluice_manifestrelease_upgrades_total", "web", "result", "succeeded")
+	assert.Equal(t, 1.0, f.metric("sluice_manifestrelease_tests_total", "web", "result", "passed"))
+	f.assertSnapshotMetrics("web", 1)
 
 	f.configMap("web-src", app("nginx:2.0", "extra"))
 	f.patchVersion("web", "v2")
@@ -52,6 +55,10 @@ func TestUpgradeTestFailureRollsBackAndPrunesWhatTheNewVersionAdded(t *testing.T
 	assert.Equal(t, []int64{1, 2}, f.snapshotNumbers("web"))
 	assert.Equal(t, rollbackv1.TestFailed, mr.Status.History[0].Test)
 	assert.Equal(t, "v2", mr.Status.LastAttemptedVersion)
+	f.waitMetric(1, "sluice_manifestrelease_rollbacks_total", "web", "trigger", "automatic")
+	assert.Equal(t, 1.0, f.metric("sluice_manifestrelease_upgrades_total", "web", "result", "rolled_back"))
+	assert.Equal(t, 1.0, f.metric("sluice_manifestrelease_tests_total", "web", "result", "failed"))
+	f.assertSnapshotMetrics("web", 2)
 
 	// The same manifests again: not retried. A spec change retries; here only a refresh.
 	mr = f.refresh("web")
@@ -66,6 +73,13 @@ func TestUpgradeTestFailureRollsBackAndPrunesWhatTheNewVersionAdded(t *testing.T
 	assert.True(t, conditions.IsTrue(mr.Status.Conditions, conditions.Ready))
 	assert.Equal(t, []string{"ConfigMap/extra", "ConfigMap/web-config", "Deployment/web"}, f.liveObjects("web"))
 	assert.Equal(t, []int64{3, 2, 1}, historyNumbers(mr))
+	f.waitMetric(2, "sluice_manifestrelease_upgrades_total", "web", "result", "succeeded")
+	assert.Equal(t, 2.0, f.metric("sluice_manifestrelease_tests_total", "web", "result", "passed"))
+	assert.Equal(t, 1.0, f.metric("sluice_manifestrelease_tests_total", "web", "result", "failed"), "counted once")
+	assert.Equal(t, 1.0, f.metric("sluice_manifestrelease_upgrades_total", "web", "result", "rolled_back"), "counted once")
+	assert.Equal(t, 1.0, f.metric("sluice_manifestrelease_rollbacks_total", "web", "trigger", "automatic"), "counted once")
+	assert.Zero(t, f.metric("sluice_manifestrelease_upgrades_total", "web", "result", "failed"))
+	f.assertSnapshotMetrics("web", 3)
 	for _, reason := range []string{"UpgradeStarted", "UpgradeSucceeded", "UpgradeFailed", "RolledBack"} {
 		f.waitFor("a "+reason+" Event", func() bool { return strings.Contains(strings.Join(f.events("web"), "\n"), reason+":") })
 	}
@@ -126,6 +140,9 @@ func TestFailedFirstInstallStaysAndIsHeld(t *testing.T) {
 	stalled := condition(mr, "Stalled")
 	assert.Equal(t, "InstallFailed", stalled.Reason)
 	assert.Contains(t, stalled.Message, "no earlier version to roll back to")
+	f.waitMetric(1, "sluice_manifestrelease_upgrades_total", "web", "result", "failed")
+	assert.Equal(t, 1.0, f.metric("sluice_manifestrelease_tests_total", "web", "result", "failed"))
+	assert.Zero(t, f.metric("sluice_manifestrelease_rollbacks_total", "web", "trigger", "automatic"), "nothing to roll back to")
 	assert.Zero(t, mr.Status.UpgradeNumber)
 	assert.Equal(t, []string{"ConfigMap/web-config", "Deployment/web"}, f.liveObjects("web"))
 }

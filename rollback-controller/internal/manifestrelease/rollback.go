@@ -27,26 +27,22 @@ import (
 func (r *Reconciler) upgradeFailed(ctx context.Context, mr *rollbackv1.ManifestRelease, why *failed, result rollbackv1.TestResult) (controller.Result, error) {
 	op := *mr.Status.Operation
 	entry := rollbackv1.ReleaseHistoryEntry{Number: op.Number, Action: op.Action, Version: op.Version, Digest: op.Digest,
-		Revision: op.Revision, Time: metav1.NewTime(r.now()), Test: result, Message: truncate(why.Message, 2048)}
+		Revision: op.Revision, Time: metav1.NewTime(r.Clock.Now()), Test: result, Message: conditionMessage(why.Message)}
 	if op.From == 0 {
-		message := truncate(fmt.Sprintf("%s failed (%s): %s. There is no earlier version to roll back to; it stays applied and is not tried again until the source changes",
-			describe(op.Version, op.Number), why.Reason, why.Message), 2048)
+		message := conditionMessage(fmt.Sprintf("%s failed (%s): %s. There is no earlier version to roll back to; it stays applied and is not tried again until the source changes",
+			describe(op.Version, op.Number), why.Reason, why.Message))
 		_, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
 			st.Operation = nil
 			st.LastAttemptFailed = true
 			addHistory(st, entry)
 			setTestCondition(st, gen, result, why.Message)
 			conditions.MarkStalled(&st.Conditions, gen, ReasonInstallFailed, message)
-		})
-		if err == nil {
-			r.Recorder.Event(mr, corev1.EventTypeWarning, ReasonInstallFailed, truncate(message, 1024))
-			r.Metrics.Upgrades.WithLabelValues(mr.Namespace, mr.Name, "failed").Inc()
-		}
+		}, r.event(corev1.EventTypeWarning, ReasonInstallFailed, eventMessage(message)), r.countUpgrade("failed"))
 		return controller.Result{}, err
 	}
 	entry.RolledBack = true
 	rollback := &rollbackv1.ReleaseOperation{Action: rollbackv1.ActionRollback, Number: op.From, Version: mr.Status.DeployedVersion,
-		Digest: mr.Status.DeployedDigest, From: op.Number, Reason: truncate(why.Message, 2048), StartTime: metav1.NewTime(r.now())}
+		Digest: mr.Status.DeployedDigest, From: op.Number, Reason: conditionMessage(why.Message), StartTime: metav1.NewTime(r.Clock.Now())}
 	message := fmt.Sprintf("%s failed (%s), rolling back to %s: %s", describe(op.Version, op.Number), why.Reason,
 		describe(rollback.Version, rollback.Number), why.Message)
 	mr, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
@@ -54,12 +50,11 @@ func (r *Reconciler) upgradeFailed(ctx context.Context, mr *rollbackv1.ManifestR
 		st.LastAttemptFailed = true
 		addHistory(st, entry)
 		setTestCondition(st, gen, result, why.Message)
-		conditions.MarkReconciling(&st.Conditions, gen, ReasonRollingBack, truncate(message, 2048))
-	})
+		conditions.MarkReconciling(&st.Conditions, gen, ReasonRollingBack, conditionMessage(message))
+	}, r.event(corev1.EventTypeWarning, ReasonUpgradeFailed, eventMessage(message)))
 	if err != nil {
 		return controller.Result{}, err
 	}
-	r.Recorder.Event(mr, corev1.EventTypeWarning, ReasonUpgradeFailed, truncate(message, 1024))
 	return r.runRollback(ctx, mr)
 }
 
@@ -128,12 +123,12 @@ func (r *Reconciler) finishRollback(ctx context.Context, mr *rollbackv1.Manifest
 		message = fmt.Sprintf("rolled back to %s: the upgrade to snapshot %d failed: %s. It is not tried again until the source or the spec changes%s",
 			describe(op.Version, op.Number), op.From, op.Reason, healthNote)
 	}
-	message = truncate(message, 2048)
+	message = conditionMessage(message)
 	mr, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
 		if manual {
 			st.LastAttemptedVersion, st.LastAttemptedDigest, st.LastAttemptedGeneration = from, st.DeployedDigest, gen
 			addHistory(st, rollbackv1.ReleaseHistoryEntry{Number: op.Number, Action: op.Action, Version: op.Version, Digest: op.Digest,
-				Time: metav1.NewTime(r.now()), Message: "rolled back by hand from " + describe(from, op.From)})
+				Time: metav1.NewTime(r.Clock.Now()), Message: "rolled back by hand from " + describe(from, op.From)})
 		}
 		st.Operation = nil
 		st.LastAttemptFailed = true
@@ -145,33 +140,30 @@ func (r *Reconciler) finishRollback(ctx context.Context, mr *rollbackv1.Manifest
 		} else {
 			conditions.MarkStalled(&st.Conditions, gen, reason, message)
 		}
-	})
+	}, func(mr *rollbackv1.ManifestRelease) {
+		trigger := "automatic"
+		if manual {
+			trigger = "manual"
+		} else {
+			r.Metrics.Upgrades.WithLabelValues(mr.Namespace, mr.Name, "rolled_back").Inc()
+		}
+		r.Metrics.Rollbacks.WithLabelValues(mr.Namespace, mr.Name, trigger).Inc()
+	}, r.event(corev1.EventTypeNormal, reason, eventMessage(message)))
 	if err != nil {
 		return controller.Result{}, err
 	}
-	trigger, result := "automatic", "rolled_back"
-	if manual {
-		trigger = "manual"
-	} else {
-		r.Metrics.Upgrades.WithLabelValues(mr.Namespace, mr.Name, result).Inc()
-	}
-	r.Metrics.Rollbacks.WithLabelValues(mr.Namespace, mr.Name, trigger).Inc()
-	r.Recorder.Event(mr, corev1.EventTypeNormal, reason, truncate(message, 1024))
 	return controller.Result{RequeueAfter: durationOr(mr.Spec.Interval, 5*time.Minute)}, nil
 }
 
 // abandonRollback gives up a rollback that can never work, saying so. The inventory keeps every
 // object of both versions, so nothing is forgotten.
 func (r *Reconciler) abandonRollback(ctx context.Context, mr *rollbackv1.ManifestRelease, message string) (controller.Result, error) {
-	message = truncate(message+"; the objects of both versions stay in the inventory: apply a version that works", 2048)
+	message = conditionMessage(message + "; the objects of both versions stay in the inventory: apply a version that works")
 	_, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
 		st.Operation = nil
 		st.LastAttemptFailed = true
 		conditions.MarkStalled(&st.Conditions, gen, ReasonRollbackFailed, message)
-	})
-	if err == nil {
-		r.Recorder.Event(mr, corev1.EventTypeWarning, ReasonRollbackFailed, truncate(message, 1024))
-	}
+	}, r.event(corev1.EventTypeWarning, ReasonRollbackFailed, eventMessage(message)))
 	return controller.Result{}, err
 }
 
@@ -199,27 +191,24 @@ func (r *Reconciler) manualRollback(ctx context.Context, mr *rollbackv1.Manifest
 	}
 	op := &rollbackv1.ReleaseOperation{Action: rollbackv1.ActionManualRollback, Number: number, Version: info.Annotations[rollbackv1.VersionAnnotation],
 		Digest: info.Digest, Revision: info.Annotations[rollbackv1.RevisionAnnotation], From: mr.Status.UpgradeNumber,
-		Reason: "asked for with the " + rollbackv1.RollbackToAnnotation + " annotation", StartTime: metav1.NewTime(r.now())}
+		Reason: "asked for with the " + rollbackv1.RollbackToAnnotation + " annotation", StartTime: metav1.NewTime(r.Clock.Now())}
 	message := fmt.Sprintf("rolling back by hand to %s", describe(op.Version, number))
 	mr, err = r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
 		st.Operation = op
 		st.LastHandledRollback = value
 		conditions.MarkReconciling(&st.Conditions, gen, ReasonRollingBack, message)
-	})
+	}, r.event(corev1.EventTypeNormal, ReasonRollingBack, message))
 	if err != nil {
 		return controller.Result{}, err
 	}
-	r.Recorder.Event(mr, corev1.EventTypeNormal, ReasonRollingBack, message)
 	return r.runRollback(ctx, mr)
 }
 
 // refuseRollback answers a rollback request that cannot be done with an Event, once.
 func (r *Reconciler) refuseRollback(ctx context.Context, mr *rollbackv1.ManifestRelease, value, message string) (controller.Result, error) {
-	if _, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, _ int64) { st.LastHandledRollback = value }); err != nil {
-		return controller.Result{}, err
-	}
-	r.Recorder.Event(mr, corev1.EventTypeWarning, ReasonRollbackRefused, message)
-	return controller.Result{}, nil
+	_, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, _ int64) { st.LastHandledRollback = value },
+		r.event(corev1.EventTypeWarning, ReasonRollbackRefused, message))
+	return controller.Result{}, err
 }
 
 // resume carries on with an operation a previous process recorded and did not finish. The

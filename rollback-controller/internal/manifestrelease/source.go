@@ -16,6 +16,7 @@ import (
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/snapshot"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // Fetched is the desired version as the source gives it.
@@ -86,7 +87,7 @@ func (s *Sources) fetchGit(ctx context.Context, namespace string, src *rollbackv
 		version = src.Tag
 	default:
 		sha, err = s.fetchBranch(ctx, repo, src)
-		version = src.Branch + "@" + short(sha)
+		version = src.Branch + "@" + text.ShortSHA(sha)
 	}
 	if err != nil {
 		return Fetched{}, gitError(repo.URL(), err)
@@ -113,7 +114,7 @@ func (s *Sources) fetchBranch(ctx context.Context, repo *git.Repository, src *ro
 		return "", err
 	}
 	if !on {
-		return "", fmt.Errorf("%w: commit %s is not on branch %s", git.ErrNotOnBranch, short(src.Commit), src.Branch)
+		return "", fmt.Errorf("%w: commit %s is not on branch %s", git.ErrNotOnBranch, text.ShortSHA(src.Commit), src.Branch)
 	}
 	return src.Commit, nil
 }
@@ -203,9 +204,10 @@ func asFiles(m map[string][]byte, prefix string) []snapshot.File {
 	return files
 }
 
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
+// shortDigest abbreviates a digest ("sha256:<hex>") as a commit id is, keeping its algorithm.
+func shortDigest(digest string) string {
+	if algorithm, hex, ok := strings.Cut(digest, ":"); ok {
+		return algorithm + ":" + text.ShortSHA(hex)
 	}
-	return sha
+	return text.ShortSHA(digest)
 }

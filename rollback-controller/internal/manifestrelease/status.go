@@ -5,37 +5,41 @@ import (
 	"fmt"
 	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/manifest"
-	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
-// writeStatus applies mutate to the status and writes it. The status is this controller's
-// alone, so on a conflict (someone edited the spec or metadata meanwhile) it reads the object
-// again and applies the same mutation to it: an operation's result is never lost to an edit.
-func (r *Reconciler) writeStatus(ctx context.Context, mr *rollbackv1.ManifestRelease, mutate func(*rollbackv1.ManifestReleaseStatus, int64)) (*rollbackv1.ManifestRelease, error) {
-	client := r.Client.RollbackV1alpha1().ManifestReleases(mr.Namespace)
-	current := mr
-	for attempt := 0; ; attempt++ {
-		next := current.DeepCopy()
-		mutate(&next.Status, next.Generation)
+// releaseStatus writes ManifestRelease status, which is this controller's alone. A reconcile
+// writes it in steps (the operation recorded, then its result, then the request handled), each
+// from the copy it holds; on a conflict (the step before, or someone editing the spec or metadata
+// meanwhile) a step is applied again to the live release, so no step is lost to another.
+var releaseStatus = reconcile.StatusWriter[*rollbackv1.ManifestRelease, rollbackv1.ManifestReleaseStatus]{
+	Kind: "ManifestRelease", FieldManager: FieldManager,
+	Status: func(mr *rollbackv1.ManifestRelease) *rollbackv1.ManifestReleaseStatus { return &mr.Status },
+}
+
+// writeStatus applies change to the status (with the generation it observes), writes it unless
+// nothing changed, and returns the release as stored. Then, and only after a write this call
+// made, it calls each announce with the stored release: Events and metrics follow a change that
+// happened.
+func (r *Reconciler) writeStatus(ctx context.Context, mr *rollbackv1.ManifestRelease, change func(*rollbackv1.ManifestReleaseStatus, int64),
+	announce ...func(*rollbackv1.ManifestRelease)) (*rollbackv1.ManifestRelease, error) {
+	stored, wrote, err := releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(mr.Namespace), mr, func(next *rollbackv1.ManifestRelease) {
+		change(&next.Status, next.Generation)
 		next.Status.ObservedGeneration = next.Generation
-		suspend.Report(&next.Status.Conditions, next.Generation, suspend.Get(next, next.Spec.Suspend))
-		updated, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
-		if err == nil {
-			return updated, nil
-		}
-		if !apierrors.IsConflict(err) || attempt == 4 {
-			return nil, fmt.Errorf("update status of ManifestRelease %s/%s: %w", mr.Namespace, mr.Name, err)
-		}
-		if current, err = client.Get(ctx, mr.Name, metav1.GetOptions{}); err != nil {
-			return nil, err
-		}
+	})
+	if err != nil || !wrote {
+		return stored, err
 	}
+	for _, a := range announce {
+		a(stored)
+	}
+	return stored, nil
 }
 
 func toInventory(refs []manifest.Ref) []rollbackv1.InventoryEntry {
@@ -97,9 +101,13 @@ func describe(version string, number int64) string {
 	return fmt.Sprintf("%s (snapshot %d)", version, number)
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
+// Messages are cut to fit: conditions by characters, as the API counts them, Events by bytes, as
+// their 1 KiB note limit does.
+const (
+	maxConditionMessage = 2048
+	maxEventMessage     = 1024
+)
+
+func conditionMessage(s string) string { return text.Truncate(s, maxConditionMessage) }
+
+func eventMessage(s string) string { return text.TruncateBytes(s, maxEventMessage) }

@@ -54,7 +54,7 @@ func (r *Reconciler) upgrade(ctx context.Context, mr *rollbackv1.ManifestRelease
 	r.Metrics.SnapshotSecrets.WithLabelValues(mr.Namespace, mr.Name).Set(float64(info.Chunks))
 
 	op := &rollbackv1.ReleaseOperation{Action: rollbackv1.ActionUpgrade, Number: number, Version: fetched.Version, Digest: digest,
-		Revision: fetched.Revision, From: mr.Status.UpgradeNumber, StartTime: metav1.NewTime(r.now())}
+		Revision: fetched.Revision, From: mr.Status.UpgradeNumber, StartTime: metav1.NewTime(r.Clock.Now())}
 	message := fmt.Sprintf("upgrading to %s", describe(op.Version, number))
 	if op.From > 0 {
 		message += " from " + describe(mr.Status.DeployedVersion, op.From)
@@ -65,25 +65,23 @@ func (r *Reconciler) upgrade(ctx context.Context, mr *rollbackv1.ManifestRelease
 		st.Operation = op
 		st.Inventory = toInventory(union(previous, refs))
 		conditions.MarkReconciling(&st.Conditions, gen, ReasonUpgrading, message)
-	})
+	}, r.event(corev1.EventTypeNormal, ReasonUpgradeStarted, message))
 	if err != nil {
 		return controller.Result{}, err
 	}
-	r.Recorder.Event(mr, corev1.EventTypeNormal, ReasonUpgradeStarted, message)
 	return r.runUpgrade(ctx, mr, objs)
 }
 
 // refuse holds a version that cannot be applied as it is, until its source changes.
 func (r *Reconciler) refuse(ctx context.Context, mr *rollbackv1.ManifestRelease, attempt func(*rollbackv1.ManifestReleaseStatus, int64), reason, message string, interval time.Duration) (controller.Result, error) {
-	message = truncate(message, 2048)
+	message = conditionMessage(message)
 	if _, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
 		attempt(st, gen)
 		st.LastAttemptFailed = true
 		conditions.MarkStalled(&st.Conditions, gen, reason, message)
-	}); err != nil {
+	}, r.event(corev1.EventTypeWarning, reason, message)); err != nil {
 		return controller.Result{}, err
 	}
-	r.Recorder.Event(mr, corev1.EventTypeWarning, reason, message)
 	return controller.Result{RequeueAfter: interval}, nil
 }
 
@@ -159,18 +157,16 @@ func (r *Reconciler) finishUpgrade(ctx context.Context, mr *rollbackv1.ManifestR
 		st.Inventory = toInventory(append(slices.Clone(refs), kept...))
 		st.LastAttemptFailed = false
 		addHistory(st, rollbackv1.ReleaseHistoryEntry{Number: op.Number, Action: op.Action, Version: op.Version, Digest: op.Digest,
-			Revision: op.Revision, Time: metav1.NewTime(r.now()), Test: result})
+			Revision: op.Revision, Time: metav1.NewTime(r.Clock.Now()), Test: result})
 		setTestCondition(st, gen, result, testMessage)
 		if conditions.Get(st.Conditions, rollbackv1.ConditionRolledBack) != nil {
 			conditions.Set(&st.Conditions, gen, rollbackv1.ConditionRolledBack, metav1.ConditionFalse, ReasonUpgradeSucceeded, message)
 		}
-		conditions.MarkReady(&st.Conditions, gen, ReasonUpgradeSucceeded, truncate(message, 2048))
-	})
+		conditions.MarkReady(&st.Conditions, gen, ReasonUpgradeSucceeded, conditionMessage(message))
+	}, r.event(corev1.EventTypeNormal, ReasonUpgradeSucceeded, eventMessage(message)), r.countUpgrade("succeeded"))
 	if err != nil {
 		return controller.Result{}, err
 	}
-	r.Recorder.Event(mr, corev1.EventTypeNormal, ReasonUpgradeSucceeded, truncate(message, 1024))
-	r.Metrics.Upgrades.WithLabelValues(mr.Namespace, mr.Name, "succeeded").Inc()
 	return controller.Result{RequeueAfter: durationOr(mr.Spec.Interval, 5*time.Minute)}, nil
 }
 
@@ -188,7 +184,7 @@ func (r *Reconciler) prune(ctx context.Context, mr *rollbackv1.ManifestRelease, 
 	blocked := map[string]bool{}
 	for _, b := range manifest.CheckCRDs("pruning after the upgrade to "+version, nil, stale, live) {
 		blocked[b.Object.ID()] = true
-		r.Recorder.Event(mr, corev1.EventTypeWarning, b.Reason, truncate(b.Message, 1024))
+		r.Recorder.Event(mr, corev1.EventTypeWarning, b.Reason, eventMessage(b.Message))
 	}
 	for _, ref := range stale {
 		if blocked[ref.ID()] {
@@ -203,7 +199,7 @@ func (r *Reconciler) prune(ctx context.Context, mr *rollbackv1.ManifestRelease, 
 		message = fmt.Sprintf("; pruned %d objects", len(deleted))
 	}
 	if err != nil {
-		r.Recorder.Event(mr, corev1.EventTypeWarning, ReasonPruneFailed, truncate(err.Error(), 1024))
+		r.Recorder.Event(mr, corev1.EventTypeWarning, ReasonPruneFailed, eventMessage(err.Error()))
 		kept = append(kept, notIn(deletable, deleted)...)
 	}
 	if len(kept) > 0 {
@@ -287,11 +283,18 @@ func (r *Reconciler) checkCRDs(ctx context.Context, mr *rollbackv1.ManifestRelea
 	if len(blockers) > 1 {
 		message += " (and " + strconv.Itoa(len(blockers)-1) + " more CRD problems, see Events)"
 		for _, b := range blockers[1:] {
-			r.Recorder.Event(mr, corev1.EventTypeWarning, b.Reason, truncate(b.Message, 1024))
+			r.Recorder.Event(mr, corev1.EventTypeWarning, b.Reason, eventMessage(b.Message))
 		}
 	}
 	res, err := r.stall(ctx, mr, blockers[0].Reason, message, r.StalledRecheck)
 	return res, true, err
+}
+
+// countUpgrade counts a finished upgrade of the release as stored.
+func (r *Reconciler) countUpgrade(result string) func(*rollbackv1.ManifestRelease) {
+	return func(mr *rollbackv1.ManifestRelease) {
+		r.Metrics.Upgrades.WithLabelValues(mr.Namespace, mr.Name, result).Inc()
+	}
 }
 
 func (r *Reconciler) countTests(mr *rollbackv1.ManifestRelease, result rollbackv1.TestResult) {

@@ -14,6 +14,7 @@ import (
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // target is what one pass works on: the strategy, the environment and the repository.
@@ -27,9 +28,11 @@ type target struct {
 
 // advance takes the revert as far as it can go now: the commit, the pull request, the merge.
 func (r *Reconciler) advance(ctx context.Context, p *pass) (controller.Result, error) {
-	if r.PromoterCRDs != nil && !r.PromoterCRDs() {
-		return controller.Result{}, &stall{reason: "PromoterCRDsMissing", recheck: r.StalledRecheck,
-			message: "the promoter.sluice.dev CRDs (PromotionStrategy, PullRequest) are not installed: a revert is carried by the promoter-controller's PullRequest; install the promoter-controller chart, or this chart with its crds/"}
+	if r.PeerCRDs != nil {
+		if ready, missing := r.PeerCRDs(); !ready {
+			return controller.Result{}, &stall{reason: ReasonPromoterCRDsMissing, recheck: r.StalledRecheck,
+				message: "a revert is carried by a promoter.sluice.dev PullRequest and reads its repository from scm.sluice.dev: " + missing}
+		}
 	}
 	t, err := r.resolve(ctx, p.rc)
 	if err != nil {
@@ -42,7 +45,7 @@ func (r *Reconciler) advance(ctx context.Context, p *pass) (controller.Result, e
 	}
 	merged, err := t.repo.IsAncestor(p.rc.Status.RevertSHA, t.tip)
 	if err != nil {
-		return controller.Result{}, fmt.Errorf("is %s in %s: %w", shortSHA(p.rc.Status.RevertSHA), t.env.Branch, err)
+		return controller.Result{}, fmt.Errorf("is %s in %s: %w", text.ShortSHA(p.rc.Status.RevertSHA), t.env.Branch, err)
 	}
 	if !merged {
 		if moved := r.moved(t, p.rc); moved != "" {
@@ -68,7 +71,7 @@ func (r *Reconciler) moved(t *target, rc *rollbackv1alpha1.RevertCommit) string 
 		return ""
 	}
 	return fmt.Sprintf("%s moved on to dry %s while the revert of dry %s waited: merging it now would undo that; its pull request is closed",
-		t.env.Branch, shortSHA(active.SHA), shortSHA(rc.Status.BadDrySHA))
+		t.env.Branch, text.ShortSHA(active.SHA), text.ShortSHA(rc.Status.BadDrySHA))
 }
 
 // abandon closes the revert's pull request, if it has one still open, and fails the revert.
@@ -97,7 +100,7 @@ func (r *Reconciler) nudge(ctx context.Context, pr *promoterv1alpha1.PullRequest
 	if pr.Status.ID == "" || pr.Status.State != promoterv1alpha1.PullRequestOpen {
 		return nil
 	}
-	now := r.now()
+	now := r.Clock.Now()
 	if last, err := time.Parse(time.RFC3339, pr.Annotations[CheckedAnnotation]); err == nil && now.Sub(last) < r.PollInterval {
 		return nil
 	}

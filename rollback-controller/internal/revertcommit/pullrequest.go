@@ -3,6 +3,7 @@ package revertcommit
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -10,9 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	promoterclient "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/promoter/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/text"
 	"github.com/sluicehq/sluice/rollback-controller/internal/metrics"
 )
 
@@ -38,6 +41,9 @@ func (r *Reconciler) syncPullRequest(ctx context.Context, p *pass, t *target) (*
 		return nil, &stall{reason: "PullRequestTaken", message: fmt.Sprintf(
 			"PullRequest %q exists and does not belong to this RevertCommit: delete it, or create the RevertCommit under another name", name)}
 	}
+	if pr, err = relabel(ctx, client, pr, pullRequestLabels(rc, t.strategy)); err != nil {
+		return nil, fmt.Errorf("label PullRequest %s: %w", name, err)
+	}
 	rc.Status.PullRequest = &rollbackv1alpha1.RevertPullRequest{Name: pr.Name, URL: pr.Status.URL}
 	open := pr.Status.State != promoterv1alpha1.PullRequestMerged && pr.Status.State != promoterv1alpha1.PullRequestClosed
 	if open && autoMerge(rc, t.env) && pr.Spec.State == promoterv1alpha1.PullRequestOpen {
@@ -56,7 +62,7 @@ func (r *Reconciler) newPullRequest(rc *rollbackv1alpha1.RevertCommit, t *target
 	if autoMerge(rc, t.env) {
 		state = promoterv1alpha1.PullRequestMerged
 	}
-	title := fmt.Sprintf("Revert %s to dry %s (from %s)", t.env.Branch, shortSHA(st.TargetDrySHA), shortSHA(st.BadDrySHA))
+	title := fmt.Sprintf("Revert %s to dry %s (from %s)", t.env.Branch, text.ShortSHA(st.TargetDrySHA), text.ShortSHA(st.BadDrySHA))
 	if rc.Spec.Reason != "" {
 		title += ": " + rc.Spec.Reason
 	}
@@ -71,11 +77,11 @@ func (r *Reconciler) newPullRequest(rc *rollbackv1alpha1.RevertCommit, t *target
 		ObjectMeta: metav1.ObjectMeta{
 			Name: PullRequestName(rc.Name), Namespace: rc.Namespace,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rc, rollbackv1alpha1.SchemeGroupVersion.WithKind("RevertCommit"))},
-			Labels:          map[string]string{rollbackv1alpha1.RevertCommitLabel: labelValue(rc.Name)},
+			Labels:          pullRequestLabels(rc, t.strategy),
 		},
 		Spec: promoterv1alpha1.PullRequestSpec{
 			RepositoryRef:   t.strategy.Spec.RepositoryRef,
-			Title:           truncate(title, 256),
+			Title:           text.Truncate(title, 256),
 			Description:     body.String(),
 			SourceBranch:    st.RevertBranch,
 			TargetBranch:    t.env.Branch,
@@ -83,6 +89,36 @@ func (r *Reconciler) newPullRequest(rc *rollbackv1alpha1.RevertCommit, t *target
 			State:           state,
 		},
 	}
+}
+
+// pullRequestLabels are the strategy's own labels plus the RevertCommit's name. A promoter
+// sharded by --watch-label-selector selects on the strategy's labels, and only merges the
+// PullRequests it watches.
+func pullRequestLabels(rc *rollbackv1alpha1.RevertCommit, ps *promoterv1alpha1.PromotionStrategy) map[string]string {
+	out := make(map[string]string, len(ps.Labels)+1)
+	maps.Copy(out, ps.Labels)
+	out[rollbackv1alpha1.RevertCommitLabel] = labelValue(rc.Name)
+	return out
+}
+
+// relabel adds the labels pr lacks, such as the strategy's shard label added after the revert
+// began, and leaves labels set by others alone.
+func relabel(ctx context.Context, client promoterclient.PullRequestInterface, pr *promoterv1alpha1.PullRequest, want map[string]string) (*promoterv1alpha1.PullRequest, error) {
+	missing := false
+	for k, v := range want {
+		if pr.Labels[k] != v {
+			missing = true
+		}
+	}
+	if !missing {
+		return pr, nil
+	}
+	next := pr.DeepCopy()
+	if next.Labels == nil {
+		next.Labels = map[string]string{}
+	}
+	maps.Copy(next.Labels, want)
+	return client.Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
 }
 
 // observe sets the phase from the pull request and from git: the environment branch holding
@@ -98,7 +134,7 @@ func (r *Reconciler) observe(p *pass, pr *promoterv1alpha1.PullRequest, inBranch
 		r.merged(p, tip, nil, pr.Spec.State != promoterv1alpha1.PullRequestMerged)
 	case pr.Status.State == promoterv1alpha1.PullRequestClosed:
 		r.fail(p, "PullRequestClosed", fmt.Sprintf("pull request %s was closed without merging: %s keeps dry %s; create another RevertCommit to try again",
-			pr.Name, rc.Spec.ActiveBranch, shortSHA(st.BadDrySHA)))
+			pr.Name, rc.Spec.ActiveBranch, text.ShortSHA(st.BadDrySHA)))
 	case pr.Spec.State != promoterv1alpha1.PullRequestMerged:
 		st.Phase = rollbackv1alpha1.RevertOpen
 		conditions.MarkNotReady(&st.Conditions, gen, "WaitingForMerge", fmt.Sprintf(
@@ -119,13 +155,13 @@ func (r *Reconciler) merged(p *pass, mergeSHA string, when *metav1.Time, externa
 	st := &rc.Status
 	st.Phase, st.MergeSHA, st.MergedExternally = rollbackv1alpha1.RevertMerged, mergeSHA, external
 	if when == nil {
-		now := metav1.NewTime(r.now())
+		now := metav1.NewTime(r.Clock.Now())
 		when = &now
 	}
 	st.MergeTime = when
 	env := rc.Spec.ActiveBranch
 	msg := fmt.Sprintf("%s is back on dry %s (merge %s); dry %s is held from %s until a newer dry commit fixes it",
-		env, shortSHA(st.TargetDrySHA), shortSHA(mergeSHA), shortSHA(st.BadDrySHA), env)
+		env, text.ShortSHA(st.TargetDrySHA), text.ShortSHA(mergeSHA), text.ShortSHA(st.BadDrySHA), env)
 	conditions.MarkReady(&st.Conditions, rc.Generation, "Merged", msg)
 	p.announce(func() {
 		by := ""
@@ -152,17 +188,6 @@ func at(url string) string {
 	return " (" + url + ")"
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	for len(string(r)) > n-3 {
-		r = r[:len(r)-1]
-	}
-	return string(r) + "..."
-}
-
 // labelValue fits a name into a label value (63 characters).
 func labelValue(s string) string {
 	if len(s) <= 63 {
@@ -175,7 +200,7 @@ func labelValue(s string) string {
 // second, so a merge seen within a second of its recorded time is taken at the moment it was
 // seen; an older one (seen after a restart) keeps its recorded time.
 func (r *Reconciler) mergeInstant(recorded time.Time) time.Time {
-	now := r.now()
+	now := r.Clock.Now()
 	if d := now.Sub(recorded); d >= 0 && d < 2*time.Second {
 		return now
 	}

@@ -15,11 +15,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
@@ -27,8 +24,8 @@ import (
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/scmgit"
-	"github.com/sluicehq/sluice/pkg/suspend"
 	"github.com/sluicehq/sluice/rollback-controller/internal/metrics"
 )
 
@@ -41,6 +38,10 @@ const (
 	EventRollbackMerged  = "RollbackMerged"
 	EventRollbackFailed  = "RollbackFailed"
 )
+
+// ReasonPromoterCRDsMissing is the Stalled reason of a RevertCommit whose peer CRDs are not
+// installed.
+const ReasonPromoterCRDsMissing = "PromoterCRDsMissing"
 
 // Defaults.
 const (
@@ -67,15 +68,16 @@ type Reconciler struct {
 	Recorder      record.EventRecorder
 	Metrics       *metrics.Rollbacks
 	Log           *slog.Logger
-	// PromoterCRDs reports whether the promoter.sluice.dev CRDs are served; without them no
-	// revert can be made, and RevertCommits say so.
-	PromoterCRDs func() bool
+	// PeerCRDs reports whether the CRDs of other Sluice charts that reverts need are served and
+	// watched, and when not, which are missing and which chart installs them: without them no
+	// revert can be made, and RevertCommits say so. nil means they are.
+	PeerCRDs func() (ready bool, missing string)
 
 	PollInterval   time.Duration
 	StalledRecheck time.Duration
 	HistoryLimit   int
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the time: the manager's in a process, a fake one in tests.
+	Clock clock.PassiveClock
 }
 
 // stall is input a person must fix: reported as Stalled with its reason and message.
@@ -98,31 +100,27 @@ type pass struct {
 // from a stale cache never announces the same change twice.
 func (p *pass) announce(f func()) { p.events = append(p.events, f) }
 
+// revertStatus writes RevertCommit status. A status decided from a stale copy (the cache behind
+// this controller's own last write) must not land: it would restart the revert's clock and
+// announce its start twice. The conflict re-runs the reconcile from the live object instead.
+var revertStatus = reconcile.StatusWriter[*rollbackv1alpha1.RevertCommit, rollbackv1alpha1.RevertCommitStatus]{
+	Kind: "RevertCommit", FieldManager: FieldManager, ReturnConflicts: true,
+	Status: func(rc *rollbackv1alpha1.RevertCommit) *rollbackv1alpha1.RevertCommitStatus { return &rc.Status },
+}
+
 // Reconcile implements controller.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return controller.Result{}, controller.Permanent(err)
-	}
-	cur, err := r.RevertCommits.RevertCommits(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	l, found, err := reconcile.Load(key, r.get, func(rc *rollbackv1alpha1.RevertCommit) bool { return rc.Spec.Suspend })
+	if !found || err != nil || final(l.Cached.Status.Phase) {
 		return controller.Result{}, err
 	}
-	if final(cur.Status.Phase) {
-		return controller.Result{}, nil
-	}
-	p := &pass{rc: cur.DeepCopy()}
+	cur, p := l.Cached, &pass{rc: l.Next}
 	st, gen := &p.rc.Status, p.rc.Generation
-	s := suspend.Get(p.rc, p.rc.Spec.Suspend)
-	suspend.Report(&st.Conditions, gen, s)
 	st.ObservedGeneration = gen
 	if st.Phase == "" {
 		st.Phase = rollbackv1alpha1.RevertPending
 	}
-	if s.Suspended {
+	if l.ReportSuspend(&st.Conditions) {
 		return controller.Result{}, r.write(ctx, cur, p)
 	}
 
@@ -147,13 +145,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	return res, r.write(ctx, cur, p)
 }
 
-// write stores the status when it changed, then announces what the pass did.
+func (r *Reconciler) get(namespace, name string) (*rollbackv1alpha1.RevertCommit, error) {
+	return r.RevertCommits.RevertCommits(namespace).Get(name)
+}
+
+// write stores the status when it changed, then announces what the pass did: only after a write
+// this call made, so a change is announced once.
 func (r *Reconciler) write(ctx context.Context, cur *rollbackv1alpha1.RevertCommit, p *pass) error {
-	if !equality.Semantic.DeepEqual(cur.Status, p.rc.Status) {
-		_, err := r.Client.RollbackV1alpha1().RevertCommits(p.rc.Namespace).UpdateStatus(ctx, p.rc, metav1.UpdateOptions{FieldManager: FieldManager})
-		if err != nil {
-			return err
-		}
+	_, wrote, err := revertStatus.Write(ctx, r.Client.RollbackV1alpha1().RevertCommits(cur.Namespace), cur, p.rc)
+	if err != nil || !wrote {
+		return err
 	}
 	for _, f := range p.events {
 		f()
@@ -185,20 +186,6 @@ func trigger(rc *rollbackv1alpha1.RevertCommit) string {
 		return metrics.TriggerAutomatic
 	}
 	return metrics.TriggerManual
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
-func shortSHA(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
 }
 
 func configStall(err error, recheck time.Duration) error {

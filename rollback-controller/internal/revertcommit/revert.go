@@ -13,6 +13,7 @@ import (
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/git"
+	"github.com/sluicehq/sluice/pkg/text"
 	"github.com/sluicehq/sluice/rollback-controller/internal/metrics"
 )
 
@@ -67,13 +68,13 @@ func (r *Reconciler) writeRevert(ctx context.Context, p *pass, t *target) error 
 	st := &rc.Status
 	st.BadDrySHA, st.TargetDrySHA, st.TargetHydratedSHA = d.bad, d.target, restore
 	st.RevertBranch, st.RevertSHA, st.Phase = branch, res.SHA, rollbackv1alpha1.RevertPending
-	now := metav1.NewMicroTime(r.now())
+	now := metav1.NewMicroTime(r.Clock.Now())
 	st.StartTime = &now
 	conditions.MarkReconciling(&st.Conditions, rc.Generation, "Reverting",
-		fmt.Sprintf("revert commit %s pushed to %s", shortSHA(res.SHA), branch))
+		fmt.Sprintf("revert commit %s pushed to %s", text.ShortSHA(res.SHA), branch))
 	p.announce(func() {
 		r.Recorder.Eventf(rc, corev1.EventTypeNormal, EventRollbackStarted, "%s: reverting dry %s to dry %s with %s on %s%s",
-			t.env.Branch, shortSHA(d.bad), shortSHA(d.target), shortSHA(res.SHA), branch, because(rc))
+			t.env.Branch, text.ShortSHA(d.bad), text.ShortSHA(d.target), text.ShortSHA(res.SHA), branch, because(rc))
 		r.count(rc, metrics.ResultStarted)
 	})
 	return nil
@@ -107,26 +108,26 @@ func (r *Reconciler) decide(rc *rollbackv1alpha1.RevertCommit, t *target) (shas,
 	active, err := t.repo.DeployedDrySHA(t.tip)
 	if errors.Is(err, git.ErrNoDrySHA) {
 		return shas{}, "", &stall{reason: "NoDrySHA", message: fmt.Sprintf(
-			"the tip of %s (%s) names no dry commit (no hydrator note, no hydrator.metadata file): Sluice cannot tell what it would revert", env, shortSHA(t.tip))}
+			"the tip of %s (%s) names no dry commit (no hydrator note, no hydrator.metadata file): Sluice cannot tell what it would revert", env, text.ShortSHA(t.tip))}
 	}
 	if err != nil {
 		return shas{}, "", err
 	}
 	d := shas{bad: active.SHA, target: rc.Spec.DrySHA}
 	if rc.Spec.BadDrySHA != "" && rc.Spec.BadDrySHA != d.bad {
-		return d, fmt.Sprintf("%s runs dry %s now, not the bad dry %s this revert was for: nothing was reverted", env, shortSHA(d.bad), shortSHA(rc.Spec.BadDrySHA)), nil
+		return d, fmt.Sprintf("%s runs dry %s now, not the bad dry %s this revert was for: nothing was reverted", env, text.ShortSHA(d.bad), text.ShortSHA(rc.Spec.BadDrySHA)), nil
 	}
 	if d.target == "" {
 		d.target = lastHealthy(t.strategy, env, d.bad)
 		if d.target == "" {
 			return d, "", &stall{reason: "NoHealthyDrySHA", message: fmt.Sprintf(
 				"PromotionStrategy %q records no healthy dry SHA for %s other than the one it runs (%s) in status.environments[].lastHealthyDrySHAs: name the dry SHA to go back to in spec.drySHA",
-				t.strategy.Name, env, shortSHA(d.bad))}
+				t.strategy.Name, env, text.ShortSHA(d.bad))}
 		}
 	}
 	if d.target == d.bad {
 		return d, "", &stall{reason: "AlreadyOnTarget", message: fmt.Sprintf(
-			"%s already runs dry %s: name an earlier dry SHA in spec.drySHA%s", env, shortSHA(d.target), healthyHint(t.strategy, env))}
+			"%s already runs dry %s: name an earlier dry SHA in spec.drySHA%s", env, text.ShortSHA(d.target), healthyHint(t.strategy, env))}
 	}
 	return d, "", nil
 }
@@ -152,7 +153,7 @@ func healthyHint(ps *promoterv1alpha1.PromotionStrategy, env string) string {
 	for _, e := range ps.Status.Environments {
 		if e.Branch == env {
 			for _, h := range e.LastHealthyDrySHAs {
-				out = append(out, shortSHA(h.SHA))
+				out = append(out, text.ShortSHA(h.SHA))
 			}
 		}
 	}
@@ -166,7 +167,7 @@ func healthyHint(ps *promoterv1alpha1.PromotionStrategy, env string) string {
 // dry SHA, the target and the RevertCommit.
 func message(rc *rollbackv1alpha1.RevertCommit, env string, d shas, restore string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Revert %s to dry %s\n\n", env, shortSHA(d.target))
+	fmt.Fprintf(&b, "Revert %s to dry %s\n\n", env, text.ShortSHA(d.target))
 	fmt.Fprintf(&b, "Restores the hydrated manifests %s ran for dry commit %s (environment commit %s),\nreplacing dry commit %s.\n\n",
 		env, d.target, restore, d.bad)
 	if rc.Spec.Reason != "" {

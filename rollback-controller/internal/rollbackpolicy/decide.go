@@ -8,6 +8,7 @@ import (
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // Decisions about a failing check, as the decisions metric counts them.
@@ -76,7 +77,7 @@ func Decide(o Observed, rules Rules, now time.Time) Verdict {
 		return v
 	}
 	if o.Failure == nil {
-		v.Status.Message = fmt.Sprintf("no check failing on dry %s", short(active.DrySHA))
+		v.Status.Message = fmt.Sprintf("no check failing on dry %s", text.ShortSHA(active.DrySHA))
 		return v
 	}
 	since := metav1.NewMicroTime(now)
@@ -84,7 +85,7 @@ func Decide(o Observed, rules Rules, now time.Time) Verdict {
 		since = f.Since
 	}
 	v.Status.Failing = &rollbackv1alpha1.ObservedFailure{DrySHA: active.DrySHA, HydratedSHA: active.HydratedSHA, Key: o.Failure.Key, Since: since}
-	failing := fmt.Sprintf("%s failing on dry %s since %s", o.Failure.Key, short(active.DrySHA), since.UTC().Format(time.RFC3339))
+	failing := fmt.Sprintf("%s failing on dry %s since %s", o.Failure.Key, text.ShortSHA(active.DrySHA), since.UTC().Format(time.RFC3339))
 
 	if name := revertOf(o.Reverts, active.DrySHA); name != "" {
 		return v.hold(DecisionAlreadyReverted, fmt.Sprintf("%s; already reverted by RevertCommit %s, never twice", failing, name))
@@ -116,7 +117,7 @@ func Decide(o Observed, rules Rules, now time.Time) Verdict {
 	}
 	v.Decision = DecisionFired
 	v.Fire = &Fire{BadDrySHA: active.DrySHA, Key: o.Failure.Key, Since: since,
-		Reason: fmt.Sprintf("%s failed in %s on dry %s: %s", o.Failure.Key, o.Env.Branch, short(active.DrySHA), o.Failure.Description)}
+		Reason: fmt.Sprintf("%s failed in %s on dry %s: %s", o.Failure.Key, o.Env.Branch, text.ShortSHA(active.DrySHA), o.Failure.Description)}
 	v.Status.Message = failing + "; rolling back"
 	return v
 }
@@ -188,11 +189,4 @@ func hasTarget(env promoterv1alpha1.EnvironmentStatus, bad string) bool {
 		}
 	}
 	return false
-}
-
-func short(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
 }

@@ -176,3 +176,10 @@ func withoutHealthy(env promoterv1alpha1.EnvironmentStatus) promoterv1alpha1.Env
 	env.LastHealthyDrySHAs = nil
 	return env
 }
+
+func TestRevertCommitsCarryThePolicysLabels(t *testing.T) {
+	p := &rollbackv1alpha1.RollbackPolicy{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"shard": "a", rollbackv1alpha1.PolicyLabel: "spoofed"}}}
+	got := revertCommitLabels(p)
+	assert.Equal(t, map[string]string{"shard": "a", rollbackv1alpha1.PolicyLabel: "web"}, got, "the shard label is kept; the policy label names this policy")
+	assert.Equal(t, "spoofed", p.Labels[rollbackv1alpha1.PolicyLabel], "the policy itself is not changed")
+}

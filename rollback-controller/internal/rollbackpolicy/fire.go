@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 var notNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -42,12 +44,12 @@ func (r *Reconciler) fire(ctx context.Context, p *rollbackv1alpha1.RollbackPolic
 	name := RevertCommitName(p.Name, env, f.BadDrySHA)
 	autoMerge := p.Spec.AutoMerge == nil || *p.Spec.AutoMerge
 	rc := &rollbackv1alpha1.RevertCommit{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: map[string]string{rollbackv1alpha1.PolicyLabel: p.Name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: revertCommitLabels(p)},
 		Spec: rollbackv1alpha1.RevertCommitSpec{
 			PromotionStrategyRef: rollbackv1alpha1.PromotionStrategyReference{Name: ps.Name},
 			ActiveBranch:         env,
 			BadDrySHA:            f.BadDrySHA,
-			Reason:               truncate(f.Reason, 1024),
+			Reason:               text.Truncate(f.Reason, 1024),
 			AutoMerge:            &autoMerge,
 			Trigger:              &rollbackv1alpha1.RollbackTrigger{Policy: p.Name, Key: f.Key, FailingSince: f.Since},
 		},
@@ -62,13 +64,11 @@ func (r *Reconciler) fire(ctx context.Context, p *rollbackv1alpha1.RollbackPolic
 	return created, nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	for len(string(r)) > n-3 {
-		r = r[:len(r)-1]
-	}
-	return string(r) + "..."
+// revertCommitLabels are the policy's own labels plus its name, so a rollback-controller
+// sharded by --watch-label-selector handles the RevertCommits of the policies it handles.
+func revertCommitLabels(p *rollbackv1alpha1.RollbackPolicy) map[string]string {
+	out := make(map[string]string, len(p.Labels)+1)
+	maps.Copy(out, p.Labels)
+	out[rollbackv1alpha1.PolicyLabel] = p.Name
+	return out
 }

@@ -14,12 +14,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
@@ -30,7 +28,8 @@ import (
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
-	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
+	"github.com/sluicehq/sluice/pkg/text"
 	"github.com/sluicehq/sluice/rollback-controller/internal/metrics"
 )
 
@@ -50,62 +49,84 @@ type Reconciler struct {
 	Recorder       record.EventRecorder
 	Metrics        *metrics.Rollbacks
 	Log            *slog.Logger
-	// PeersReady reports whether the promoter and commit-status CRDs are served and watched.
-	PeersReady     func() bool
+	// PeerCRDs reports whether the CRDs of other Sluice charts that policies read are served and
+	// watched, and when not, which are missing and which chart installs them. nil means they are.
+	PeerCRDs       func() (ready bool, missing string)
 	StalledRecheck time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the time: the manager's in a process, a fake one in tests.
+	Clock clock.PassiveClock
 }
+
+// ReasonPeerCRDsMissing is the Stalled reason of a policy whose peer CRDs are not installed.
+const ReasonPeerCRDsMissing = "PeerCRDsMissing"
 
 type policyStall struct{ reason, message string }
 
 func (s *policyStall) Error() string { return s.message }
 
+// policyStatus writes RollbackPolicy status. The status carries what earlier reconciles
+// decided (when a failure began, the dry SHAs reverted), so one decided from a stale copy must not
+// land: the conflict re-runs the reconcile from the live object instead.
+var policyStatus = reconcile.StatusWriter[*rollbackv1alpha1.RollbackPolicy, rollbackv1alpha1.RollbackPolicyStatus]{
+	Kind: "RollbackPolicy", FieldManager: FieldManager, ReturnConflicts: true,
+	Status: func(p *rollbackv1alpha1.RollbackPolicy) *rollbackv1alpha1.RollbackPolicyStatus { return &p.Status },
+}
+
 // Reconcile implements controller.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return controller.Result{}, controller.Permanent(err)
-	}
-	cur, err := r.Policies.RollbackPolicies(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return controller.Result{}, nil
-	}
-	if err != nil {
+	l, found, err := reconcile.Load(key, r.get, func(p *rollbackv1alpha1.RollbackPolicy) bool { return p.Spec.Suspend })
+	if !found || err != nil {
 		return controller.Result{}, err
 	}
-	p := cur.DeepCopy()
+	cur, p := l.Cached, l.Next
 	st, gen := &p.Status, p.Generation
 	st.ObservedGeneration = gen
-	s := suspend.Get(p, p.Spec.Suspend)
-	suspend.Report(&st.Conditions, gen, s)
-	if s.Suspended {
-		return controller.Result{}, r.write(ctx, cur, p)
+	if l.ReportSuspend(&st.Conditions) {
+		return controller.Result{}, r.write(ctx, cur, p, nil)
 	}
-	if r.PeersReady != nil && !r.PeersReady() {
-		conditions.MarkStalled(&st.Conditions, gen, "PeerCRDsMissing",
-			"the promoter.sluice.dev, commitstatus.sluice.dev and scm.sluice.dev CRDs must be installed for a RollbackPolicy to watch anything: install the promoter-controller chart, or this chart with its crds/")
-		return controller.Result{RequeueAfter: r.StalledRecheck}, r.write(ctx, cur, p)
+	if ready, missing := r.peers(); !ready {
+		conditions.MarkStalled(&st.Conditions, gen, ReasonPeerCRDsMissing,
+			"a RollbackPolicy reads PromotionStrategies (promoter.sluice.dev) and CommitStatuses (commitstatus.sluice.dev): "+missing)
+		return controller.Result{RequeueAfter: r.StalledRecheck}, r.write(ctx, cur, p, nil)
 	}
 	res, announce, err := r.evaluate(ctx, p)
 	if ps, ok := err.(*policyStall); ok {
 		conditions.MarkStalled(&st.Conditions, gen, ps.reason, ps.message)
-		return controller.Result{}, r.write(ctx, cur, p)
+		return controller.Result{}, r.write(ctx, cur, p, nil)
 	}
 	if err != nil {
 		conditions.MarkNotReady(&st.Conditions, gen, "Retrying", err.Error())
-		if werr := r.write(ctx, cur, p); werr != nil {
+		if werr := r.write(ctx, cur, p, nil); werr != nil {
 			r.Log.Info("cannot write status", "rollbackpolicy", key, "error", werr)
 		}
 		return controller.Result{}, err
 	}
-	if err := r.write(ctx, cur, p); err != nil {
-		return controller.Result{}, err
+	return res, r.write(ctx, cur, p, announce)
+}
+
+func (r *Reconciler) get(namespace, name string) (*rollbackv1alpha1.RollbackPolicy, error) {
+	return r.Policies.RollbackPolicies(namespace).Get(name)
+}
+
+// peers reports whether the CRDs of other charts are served and watched, and if not, what to do.
+func (r *Reconciler) peers() (bool, string) {
+	if r.PeerCRDs == nil {
+		return true, ""
+	}
+	return r.PeerCRDs()
+}
+
+// write stores the status when it changed and then announces what the reconcile did: only after
+// a write this call made, so a RevertCommit created once is announced once.
+func (r *Reconciler) write(ctx context.Context, cur, p *rollbackv1alpha1.RollbackPolicy, announce []func()) error {
+	_, wrote, err := policyStatus.Write(ctx, r.Client.RollbackV1alpha1().RollbackPolicies(cur.Namespace), cur, p)
+	if err != nil || !wrote {
+		return err
 	}
 	for _, f := range announce {
 		f()
 	}
-	return res, nil
+	return nil
 }
 
 // evaluate decides every selected environment, creates the RevertCommits that are due, and
@@ -121,7 +142,7 @@ func (r *Reconciler) evaluate(ctx context.Context, p *rollbackv1alpha1.RollbackP
 	}
 	reverts, _ := r.RevertCommits.RevertCommits(p.Namespace).List(labels.Everything())
 	rules := rulesOf(p.Spec)
-	now := r.now()
+	now := r.Clock.Now()
 	var res controller.Result
 	var announce []func()
 	var summary []string
@@ -147,7 +168,7 @@ func (r *Reconciler) evaluate(ctx context.Context, p *rollbackv1alpha1.RollbackP
 		if v.RequeueAfter > 0 && (res.RequeueAfter == 0 || v.RequeueAfter < res.RequeueAfter) {
 			res.RequeueAfter = v.RequeueAfter
 		}
-		v.Status.Message = truncate(v.Status.Message, 1024)
+		v.Status.Message = text.Truncate(v.Status.Message, 1024)
 		out = append(out, v.Status)
 		summary = append(summary, env.Branch+": "+v.Status.Message)
 	}
@@ -216,25 +237,10 @@ func (r *Reconciler) failure(ps *promoterv1alpha1.PromotionStrategy, env promote
 	return nil
 }
 
-func (r *Reconciler) write(ctx context.Context, cur, p *rollbackv1alpha1.RollbackPolicy) error {
-	if equality.Semantic.DeepEqual(cur.Status, p.Status) {
-		return nil
-	}
-	_, err := r.Client.RollbackV1alpha1().RollbackPolicies(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: FieldManager})
-	return err
-}
-
 func (r *Reconciler) announceFire(p *rollbackv1alpha1.RollbackPolicy, env string, rc *rollbackv1alpha1.RevertCommit) func() {
 	return func() {
 		r.Recorder.Eventf(p, corev1.EventTypeWarning, EventRevertCommitCreated, "%s: created RevertCommit %s: %s", env, rc.Name, rc.Spec.Reason)
 	}
-}
-
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 func rulesOf(s rollbackv1alpha1.RollbackPolicySpec) Rules {

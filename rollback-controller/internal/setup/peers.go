@@ -2,6 +2,8 @@ package setup
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -13,16 +15,22 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 )
 
-// peerResources are the kinds of other Sluice groups that reverts read or write. The chart ships
-// their CRDs, but a cluster may have been installed without them (helm --skip-crds, or CRDs
-// managed elsewhere): then the controller keeps running and says so on every RevertCommit and
-// RollbackPolicy, and starts watching them as soon as they are installed.
-var peerResources = []schema.GroupResource{
-	{Group: "promoter.sluice.dev", Resource: "promotionstrategies"},
-	{Group: "promoter.sluice.dev", Resource: "pullrequests"},
-	{Group: "commitstatus.sluice.dev", Resource: "commitstatuses"},
-	{Group: "scm.sluice.dev", Resource: "scmrepositories"},
-	{Group: "scm.sluice.dev", Resource: "scmproviders"},
+// peerResources are the kinds of other Sluice groups that reverts read or write, each with the
+// chart that owns its CRD. A cluster may lack them (those charts not installed yet, helm
+// --skip-crds, CRDs managed elsewhere): then the controller keeps running and says so on every
+// RevertCommit and RollbackPolicy, and starts watching them as soon as they are installed.
+var peerResources = []peerResource{
+	{schema.GroupResource{Group: "promoter.sluice.dev", Resource: "promotionstrategies"}, "PromotionStrategy", "promoter-controller"},
+	{schema.GroupResource{Group: "promoter.sluice.dev", Resource: "pullrequests"}, "PullRequest", "promoter-controller"},
+	{schema.GroupResource{Group: "commitstatus.sluice.dev", Resource: "commitstatuses"}, "CommitStatus", "commitstatus-controller"},
+	{schema.GroupResource{Group: "scm.sluice.dev", Resource: "scmrepositories"}, "ScmRepository", "commitstatus-controller"},
+	{schema.GroupResource{Group: "scm.sluice.dev", Resource: "scmproviders"}, "ScmProvider", "commitstatus-controller"},
+}
+
+type peerResource struct {
+	schema.GroupResource
+	kind  string
+	chart string
 }
 
 // peers holds the informers of peer kinds. They are referenced objects, read whatever shard
@@ -47,15 +55,47 @@ func newPeers(m *manager.Manager) *peers {
 	}
 }
 
-// Ready reports whether every peer CRD is installed and its cache synced.
-func (p *peers) Ready() bool { return p.ready.Load() }
+// Status reports whether every peer CRD is installed and its cache synced; when not, missing
+// says which CRDs are not installed and the chart that installs each, for a Stalled message.
+func (p *peers) Status() (ready bool, missing string) {
+	if p.ready.Load() {
+		return true, ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return false, describeMissing(p.present)
+}
+
+// describeMissing names the peer CRDs not in present, grouped by the chart that owns them.
+func describeMissing(present map[schema.GroupResource]bool) string {
+	var charts []string
+	kinds := map[string][]string{}
+	for _, r := range peerResources {
+		if present[r.GroupResource] {
+			continue
+		}
+		if kinds[r.chart] == nil {
+			charts = append(charts, r.chart)
+		}
+		kinds[r.chart] = append(kinds[r.chart], r.kind)
+	}
+	if len(charts) == 0 {
+		return "their CRDs are installed, and the controller is loading them; it carries on in a moment"
+	}
+	parts := make([]string, len(charts))
+	for i, chart := range charts {
+		parts[i] = fmt.Sprintf("the %s CRDs are not installed: install the %s chart", strings.Join(kinds[chart], ", "), chart)
+	}
+	return strings.Join(parts, "; ") + " (with replicaCount: 0 for its CRDs alone), or the sluice chart, which installs every chart;" +
+		" the controller carries on as soon as they are installed, without a restart"
+}
 
 func (p *peers) crdChanged(e crdwatch.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.present[e.Resource] = !e.Deleted
 	for _, r := range peerResources {
-		if !p.present[r] {
+		if !p.present[r.GroupResource] {
 			p.ready.Store(false)
 			return
 		}

@@ -1,16 +1,11 @@
 package setup
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"k8s.io/client-go/tools/cache"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
@@ -26,46 +21,12 @@ import (
 	"github.com/sluicehq/sluice/rollback-controller/internal/rollbackpolicy"
 )
 
-// RollbackConfig configures RevertCommits and RollbackPolicies.
-type RollbackConfig struct {
-	// GitCacheDir holds the git cache.
-	GitCacheDir string
-	// PollInterval: see revertcommit.Reconciler.PollInterval.
-	PollInterval time.Duration
-	// StalledRecheck: see revertcommit.Reconciler.StalledRecheck.
-	StalledRecheck time.Duration
-}
-
-// AddFlags registers the rollback flags on fs.
-func (c *RollbackConfig) AddFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.GitCacheDir, "git-cache-dir", filepath.Join(os.TempDir(), "sluice-rollback-git"),
-		"Folder of the git cache: one bare repository per remote, kept across restarts.")
-	fs.DurationVar(&c.PollInterval, "revert-poll-interval", revertcommit.DefaultPollInterval,
-		"How often an open revert looks at git for a merge made outside Sluice; PullRequest and PromotionStrategy changes are seen at once.")
-	fs.DurationVar(&c.StalledRecheck, "stalled-recheck-interval", revertcommit.DefaultStalledRecheck,
-		"How often a RevertCommit stalled on something not watched (a Secret, credentials) looks again.")
-}
-
-// Validate rejects unusable values.
-func (c RollbackConfig) Validate() error {
-	if c.PollInterval <= 0 || c.StalledRecheck <= 0 {
-		return fmt.Errorf("--revert-poll-interval and --stalled-recheck-interval must be positive")
-	}
-	if c.GitCacheDir == "" {
-		return fmt.Errorf("--git-cache-dir must name a folder")
-	}
-	return nil
-}
-
-// addRollbacks registers the RevertCommit and RollbackPolicy reconcilers.
-func addRollbacks(m *manager.Manager, cfg Config) error {
-	rc := cfg.Rollback
-	if err := rc.Validate(); err != nil {
-		return err
-	}
-	cache, err := git.NewCache(rc.GitCacheDir, m.Log)
+// Reverts registers the RevertCommit and RollbackPolicy reconcilers, and the watch of the peer
+// CRDs they need.
+func Reverts(m *manager.Manager, cfg Config) error {
+	cache, err := git.NewCache(cfg.GitCacheDir, m.Log)
 	if err != nil {
-		return fmt.Errorf("git cache in %s: %w", rc.GitCacheDir, err)
+		return fmt.Errorf("git cache in %s: %w", cfg.GitCacheDir, err)
 	}
 	peer := newPeers(m)
 	pi, ci, si := peer.factory.Promoter().V1alpha1(), peer.factory.Commitstatus().V1alpha1(), peer.factory.Scm().V1alpha1()
@@ -74,16 +35,16 @@ func addRollbacks(m *manager.Manager, cfg Config) error {
 	revertInformer := m.SluiceInformers.Rollback().V1alpha1().RevertCommits()
 	policyInformer := m.SluiceInformers.Rollback().V1alpha1().RollbackPolicies()
 
-	reverts := m.NewController("revertcommit", &revertcommit.Reconciler{
+	reverts := m.NewController(RevertCommitControllerName, &revertcommit.Reconciler{
 		Client: m.Sluice, RevertCommits: revertInformer.Lister(), Strategies: strategies.Lister(),
 		Opener:   &scmgit.Opener{Kube: m.Kube, Repos: si.ScmRepositories().Lister(), Providers: si.ScmProviders().Lister(), Cache: cache},
-		Recorder: m.Recorder, Metrics: mets, Log: m.Log, PromoterCRDs: peer.Ready,
-		PollInterval: rc.PollInterval, StalledRecheck: rc.StalledRecheck, HistoryLimit: revertcommit.DefaultHistoryLimit,
+		Recorder: m.Recorder, Metrics: mets, Log: m.Log, PeerCRDs: peer.Status, Clock: m.Clock,
+		PollInterval: cfg.PollInterval, StalledRecheck: cfg.StalledRecheck, HistoryLimit: revertcommit.DefaultHistoryLimit,
 	})
-	policies := m.NewController("rollbackpolicy", &rollbackpolicy.Reconciler{
+	policies := m.NewController(RollbackPolicyControllerName, &rollbackpolicy.Reconciler{
 		Client: m.Sluice, Policies: policyInformer.Lister(), Strategies: strategies.Lister(),
 		CommitStatuses: ci.CommitStatuses().Lister(), RevertCommits: revertInformer.Lister(),
-		Recorder: m.Recorder, Metrics: mets, Log: m.Log, PeersReady: peer.Ready, StalledRecheck: rc.StalledRecheck,
+		Recorder: m.Recorder, Metrics: mets, Log: m.Log, PeerCRDs: peer.Status, StalledRecheck: cfg.StalledRecheck, Clock: m.Clock,
 	})
 
 	revertKind := schema.GroupKind{Group: rollbackv1alpha1.GroupName, Kind: "RevertCommit"}

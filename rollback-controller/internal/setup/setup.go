@@ -1,48 +1,112 @@
 // Package setup wires the rollback-controller's reconcilers into a manager. It is the template
 // every controller module follows: Config, AddFlags, Validate and Setup(m, cfg) error, which
 // cmd/<name>/main.go hands to manager.Main, with one package per reconciled kind beside it
-// (internal/<kind>), each observe -> decide -> apply. See docs/architecture.md.
+// (internal/<kind>: manifestrelease, revertcommit, rollbackpolicy), each observe -> decide ->
+// apply. This package owns every flag and every watch; see docs/architecture.md.
 package setup
 
 import (
 	"errors"
 	"flag"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
-	"github.com/sluicehq/sluice/rollback-controller/internal/manifestrelease"
+	"github.com/sluicehq/sluice/pkg/snapshot"
+	"github.com/sluicehq/sluice/rollback-controller/internal/revertcommit"
+)
+
+// Queue names of the reconcilers, which label their logs and metrics.
+const (
+	ManifestReleaseControllerName = "manifestreleases"
+	RevertCommitControllerName    = "revertcommit"
+	RollbackPolicyControllerName  = "rollbackpolicy"
 )
 
 // Config is the rollback-controller's own configuration, beside the shared flags of
 // pkg/runtime/options.
 type Config struct {
-	// ManifestReleases configures ManifestReleases (RFC-0002).
-	ManifestReleases manifestrelease.Config
-	// Rollback configures RevertCommits and RollbackPolicies.
-	Rollback RollbackConfig
+	// GitCacheDir holds the git cache of reverts.
+	GitCacheDir string
+	// PollInterval: see revertcommit.Reconciler.PollInterval.
+	PollInterval time.Duration
+	// StalledRecheck: see revertcommit.Reconciler.StalledRecheck; it paces RollbackPolicies
+	// waiting for peer CRDs too.
+	StalledRecheck time.Duration
+
+	// ManifestGitCacheDir keeps the repositories ManifestRelease git sources are read from.
+	ManifestGitCacheDir string
+	// SnapshotMaxChunks is the most Secrets one ManifestRelease snapshot may take.
+	SnapshotMaxChunks int
+	// ManifestMaxBytes bounds the manifests read from one ManifestRelease source.
+	ManifestMaxBytes int64
+	// ReleaseRecheck: see manifestrelease.Reconciler.StalledRecheck.
+	ReleaseRecheck time.Duration
 }
 
-// AddFlags registers the controller's own flags on fs, with their defaults: manager.Main starts
-// from a zero Config.
+// Defaults returns the configuration the flags start from.
+func Defaults() Config {
+	return Config{
+		GitCacheDir:         filepath.Join(os.TempDir(), "sluice-rollback-git"),
+		PollInterval:        revertcommit.DefaultPollInterval,
+		StalledRecheck:      revertcommit.DefaultStalledRecheck,
+		ManifestGitCacheDir: filepath.Join(os.TempDir(), "sluice-rollback-manifests-git"),
+		SnapshotMaxChunks:   snapshot.DefaultMaxChunks,
+		ManifestMaxBytes:    64 << 20,
+		ReleaseRecheck:      time.Minute,
+	}
+}
+
+// AddFlags registers the controller's own flags on fs, starting from Defaults: manager.Main
+// starts from a zero Config.
 func (c *Config) AddFlags(fs *flag.FlagSet) {
-	c.ManifestReleases.AddFlags(fs)
-	c.Rollback.AddFlags(fs)
+	*c = Defaults()
+	fs.StringVar(&c.GitCacheDir, "git-cache-dir", c.GitCacheDir,
+		"Folder of the git cache of reverts: one bare repository per remote, kept across restarts.")
+	fs.DurationVar(&c.PollInterval, "revert-poll-interval", c.PollInterval,
+		"How often an open revert looks at git for a merge made outside Sluice; PullRequest and PromotionStrategy changes are seen at once.")
+	fs.DurationVar(&c.StalledRecheck, "stalled-recheck-interval", c.StalledRecheck,
+		"How often a RevertCommit stalled on something not watched (a Secret, credentials) looks again.")
+	fs.StringVar(&c.ManifestGitCacheDir, "manifest-git-cache-dir", c.ManifestGitCacheDir,
+		"Folder of the git repositories ManifestRelease sources are read from; it survives restarts.")
+	fs.IntVar(&c.SnapshotMaxChunks, "snapshot-max-chunks", c.SnapshotMaxChunks,
+		"Most Secrets (of at most 1 MiB each) one ManifestRelease snapshot may take; a larger version is refused, Stalled.")
+	fs.Int64Var(&c.ManifestMaxBytes, "manifest-max-bytes", c.ManifestMaxBytes,
+		"Most bytes of manifests read from one ManifestRelease source.")
+	fs.DurationVar(&c.ReleaseRecheck, "release-recheck-interval", c.ReleaseRecheck,
+		"How often a ManifestRelease stalled on the cluster (a CRD that still has objects) is looked at again.")
 }
 
 // Validate rejects a configuration no reconciler could run with, in words a person can act on.
 func (c *Config) Validate() error {
-	return errors.Join(c.ManifestReleases.Validate(), c.Rollback.Validate())
+	var errs []error
+	if c.GitCacheDir == "" {
+		errs = append(errs, errors.New("--git-cache-dir must name a folder"))
+	}
+	if c.PollInterval <= 0 || c.StalledRecheck <= 0 {
+		errs = append(errs, errors.New("--revert-poll-interval and --stalled-recheck-interval must be positive, for example 1m"))
+	}
+	if c.ManifestGitCacheDir == "" {
+		errs = append(errs, errors.New("--manifest-git-cache-dir must name a folder"))
+	}
+	if c.SnapshotMaxChunks < 1 || c.ManifestMaxBytes < 1 {
+		errs = append(errs, errors.New("--snapshot-max-chunks and --manifest-max-bytes must be positive"))
+	}
+	if c.ReleaseRecheck <= 0 {
+		errs = append(errs, errors.New("--release-recheck-interval must be positive, for example 1m"))
+	}
+	return errors.Join(errs...)
 }
 
 // Setup registers each reconciler. An error is returned, never only logged, so the process
 // exits with the reason instead of running without a reconciler.
 func Setup(m *manager.Manager, cfg Config) error {
-	for _, add := range []func(*manager.Manager, Config) error{
-		func(m *manager.Manager, cfg Config) error { return manifestrelease.Setup(m, cfg.ManifestReleases) },
-		addRollbacks,
-	} {
-		if err := add(m, cfg); err != nil {
-			return err
-		}
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
-	return nil
+	if err := ManifestReleases(m, cfg); err != nil {
+		return err
+	}
+	return Reverts(m, cfg)
 }

@@ -1,7 +1,7 @@
-// Package gates reconciles Gate objects: it evaluates the effective state from the spec and the
+// Package gate reconciles Gate objects: it evaluates the effective state from the spec and the
 // time, records transitions, reports the objects a gate holds, and requeues a gate exactly when
 // a window or override next changes it, never on a poll.
-package gates
+package gate
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
-	"github.com/sluicehq/sluice/pkg/gate"
+	gatelogic "github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/suspend"
 	"github.com/sluicehq/sluice/pkg/text"
 )
@@ -35,7 +35,7 @@ type Observed struct {
 	Holding int
 	// Cycle is the shortest cycle of gates, through this one, that name each other in
 	// gating.sluice.dev/gates; nil when there is none.
-	Cycle []gate.Ref
+	Cycle []gatelogic.Ref
 }
 
 // MaxMessage bounds status.message and the messages in history: a suspend reason copied into a
@@ -61,7 +61,7 @@ func NextStatus(g *gatingv1alpha1.Gate, now time.Time, obs Observed) (gatingv1al
 	if obs.Cycle != nil {
 		conditions.MarkStalled(&st.Conditions, gen, gatingv1alpha1.ReasonGateCycle, fmt.Sprintf(
 			"%s in %s; a gate is never held by itself, so the gate-controller ignores these references: remove one of them",
-			gate.FormatCycle(obs.Cycle), gate.GatesAnnotation))
+			gatelogic.FormatCycle(obs.Cycle), gatelogic.GatesAnnotation))
 	}
 	st.Held = obs.Held
 	st.Holding = int32(obs.Holding)
@@ -75,7 +75,7 @@ func suspended(st *gatingv1alpha1.GateStatus, gen int64, s suspend.State, evalua
 	if !evaluated {
 		kept = "was suspended before its first evaluation, so it is"
 	}
-	message := fmt.Sprintf("suspended (%s): %s, %s, until it is resumed", text.TruncateBytes(s.Message, gate.MaxGateMessage), kept, stateOf(open))
+	message := fmt.Sprintf("suspended (%s): %s, %s, until it is resumed", text.TruncateBytes(s.Message, gatelogic.MaxGateMessage), kept, stateOf(open))
 	transitioned := setState(st, open, gatingv1alpha1.ReasonSuspended, message, evaluated, now)
 	st.NextTransitionTime = nil
 	// A suspended gate keeps reporting the readiness it last reached.
@@ -89,7 +89,7 @@ func suspended(st *gatingv1alpha1.GateStatus, gen int64, s suspend.State, evalua
 func evaluate(st *gatingv1alpha1.GateStatus, g *gatingv1alpha1.Gate, evaluated bool, now time.Time) Outcome {
 	var out Outcome
 	gen := g.Generation
-	d := gate.Evaluate(g.Spec, now)
+	d := gatelogic.Evaluate(g.Spec, now)
 	out.Transitioned = setState(st, d.Open, d.Reason, d.Message, evaluated, now)
 	st.NextTransitionTime = timePtr(d.NextTransition)
 	if d.NextEvaluation != nil {
@@ -101,7 +101,7 @@ func evaluate(st *gatingv1alpha1.GateStatus, g *gatingv1alpha1.Gate, evaluated b
 	} else {
 		st.ExpiredOverride = nil
 	}
-	if err := gate.ValidateSpec(g.Spec); err != nil {
+	if err := gatelogic.ValidateSpec(g.Spec); err != nil {
 		conditions.MarkStalled(&st.Conditions, gen, conditions.ReasonInvalidSpec,
 			"the spec cannot be evaluated, so the gate stays closed until it is fixed: "+err.Error())
 	} else {

@@ -1,4 +1,4 @@
-package gates
+package gate
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
-	"github.com/sluicehq/sluice/pkg/gate"
+	gatelogic "github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
@@ -172,8 +172,8 @@ func TestNextStatusReportsHeldObjects(t *testing.T) {
 
 func TestNextStatusStallsOnACycleOfGates(t *testing.T) {
 	g := newGate(gatingv1alpha1.GateSpec{})
-	self := gate.Ref{Namespace: "apps", Name: "prod"}
-	st, _ := NextStatus(g, friday, Observed{Cycle: []gate.Ref{self, {Namespace: "apps", Name: "staging"}, self}})
+	self := gatelogic.Ref{Namespace: "apps", Name: "prod"}
+	st, _ := NextStatus(g, friday, Observed{Cycle: []gatelogic.Ref{self, {Namespace: "apps", Name: "staging"}, self}})
 	stalled := conditions.Get(st.Conditions, conditions.Stalled)
 	require.NotNil(t, stalled)
 	assert.Equal(t, gatingv1alpha1.ReasonGateCycle, stalled.Reason)
@@ -182,7 +182,7 @@ func TestNextStatusStallsOnACycleOfGates(t *testing.T) {
 	assert.True(t, st.Open, "the gate itself is still evaluated: only its references are ignored")
 	assert.False(t, conditions.IsTrue(st.Conditions, conditions.Ready))
 
-	st, _ = NextStatus(g, friday, Observed{Cycle: []gate.Ref{self, self}})
+	st, _ = NextStatus(g, friday, Observed{Cycle: []gatelogic.Ref{self, self}})
 	assert.Contains(t, conditions.Get(st.Conditions, conditions.Stalled).Message, "gate apps/prod names itself")
 
 	g.Status = st

@@ -1,4 +1,4 @@
-package healthcheck
+package setup
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/sluicehq/sluice/health-controller/internal/healthcheck"
 	"github.com/sluicehq/sluice/health-controller/internal/userlib"
 	"github.com/sluicehq/sluice/pkg/health"
 	"github.com/sluicehq/sluice/pkg/health/cel"
@@ -24,39 +25,31 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 )
 
-// Deps are what the reconciler is built from.
-type Deps struct {
-	Compiler *cel.Compiler
-	Builtin  *health.Layer
-	Library  *userlib.Library
-	// WatchLibrary keeps Library in step with its ConfigMap.
-	WatchLibrary bool
-	// AllowCrossNamespaceRefs lets targets and sources live in other namespaces than the
+// deps are what the HealthCheck reconciler is built from.
+type deps struct {
+	compiler *cel.Compiler
+	builtin  *health.Layer
+	library  *userlib.Library
+	// watchLibrary keeps library in step with its ConfigMap.
+	watchLibrary bool
+	// allowCrossNamespaceRefs lets targets and sources live in other namespaces than the
 	// HealthCheck.
-	AllowCrossNamespaceRefs bool
+	allowCrossNamespaceRefs bool
 }
 
-// Add registers the HealthCheck reconciler and everything it watches on m.
-func Add(m *manager.Manager, d Deps) (*Reconciler, error) {
+// addHealthChecks registers the HealthCheck reconciler and everything it watches on m.
+func addHealthChecks(m *manager.Manager, d deps) (*healthcheck.Reconciler, error) {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.Kube.Discovery()))
 	hcInformer := m.SluiceInformers.Health().V1alpha1().HealthChecks()
-	r := &Reconciler{
-		Lister:                  hcInformer.Lister(),
-		Client:                  m.Sluice,
-		Mapper:                  mapper,
-		Compiler:                d.Compiler,
-		Builtin:                 d.Builtin,
-		Library:                 d.Library,
-		Recorder:                m.Recorder,
-		Log:                     m.Log,
-		AllowCrossNamespaceRefs: d.AllowCrossNamespaceRefs,
-		Clock:                   m.Clock,
-		index:                   newIndex(),
-	}
+	r := healthcheck.New()
+	r.Lister, r.Client, r.Mapper = hcInformer.Lister(), m.Sluice, mapper
+	r.Compiler, r.Builtin, r.Library = d.compiler, d.builtin, d.library
+	r.Recorder, r.Log, r.Clock = m.Recorder, m.Log, m.Clock
+	r.AllowCrossNamespaceRefs = d.allowCrossNamespaceRefs
 	c := m.NewController("healthcheck", r)
 	watcher := dynamicwatch.New(m.Dynamic, dynamicwatch.Options{
 		OnEvent: func(s dynamicwatch.Scope, old, new *unstructured.Unstructured) {
-			enqueueAll(c, r.index.owners(s, old, new))
+			enqueueAll(c, r.Owners(s, old, new))
 		},
 		OnSynced: func(_ dynamicwatch.Scope, owners []string) { enqueueAll(c, owners) },
 		OnError:  func(_ dynamicwatch.Scope, owners []string, _ error) { enqueueAll(c, owners) },
@@ -65,14 +58,14 @@ func Add(m *manager.Manager, d Deps) (*Reconciler, error) {
 	r.Watcher = watcher
 	m.AddRunnable(watcher.Run)
 	var err error
-	if r.Metrics, err = NewMetrics(m.Metrics.Registry, watcher); err != nil {
+	if r.Metrics, err = healthcheck.NewMetrics(m.Metrics.Registry, watcher); err != nil {
 		return nil, err
 	}
 	// The controller's own status writes must not wake it again.
 	if _, err := hcInformer.Informer().AddEventHandler(handler.OnSpecOrMetadataChange(handler.EnqueueObject(c))); err != nil {
 		return nil, err
 	}
-	if d.WatchLibrary {
+	if d.watchLibrary {
 		if err := watchLibrary(m, c, r); err != nil {
 			return nil, err
 		}
@@ -90,7 +83,7 @@ func enqueueAll(q handler.Enqueuer, keys []string) {
 }
 
 // enqueueEvery enqueues every HealthCheck, when something they all read changes.
-func (r *Reconciler) enqueueEvery(q handler.Enqueuer) {
+func enqueueEvery(r *healthcheck.Reconciler, q handler.Enqueuer) {
 	hcs, err := r.Lister.List(labels.Everything())
 	if err != nil {
 		return
@@ -101,7 +94,7 @@ func (r *Reconciler) enqueueEvery(q handler.Enqueuer) {
 }
 
 // watchLibrary keeps the user library in step with its ConfigMap, watching that one object only.
-func watchLibrary(m *manager.Manager, c *controller.Controller, r *Reconciler) error {
+func watchLibrary(m *manager.Manager, c *controller.Controller, r *healthcheck.Reconciler) error {
 	lib := r.Library
 	namespace, name := lib.Namespace(), lib.Name()
 	factory := kubeinformers.NewSharedInformerFactoryWithOptions(m.Kube, 0,
@@ -118,7 +111,7 @@ func watchLibrary(m *manager.Manager, c *controller.Controller, r *Reconciler) e
 		} else {
 			m.Log.Info("user library loaded", "configMap", lib.Ref(), "checks", lib.Size())
 		}
-		r.enqueueEvery(c)
+		enqueueEvery(r, c)
 	}
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    update,
@@ -142,7 +135,7 @@ func watchLibrary(m *manager.Manager, c *controller.Controller, r *Reconciler) e
 // watchCRDs forgets discovery whenever a CRD changes, and wakes the HealthChecks waiting for a
 // kind, so that installing a CRD is noticed without polling. Discovery can lag the CRD's
 // Established condition by a moment, so they are woken again shortly after.
-func watchCRDs(m *manager.Manager, mapper *restmapper.DeferredDiscoveryRESTMapper, c *controller.Controller, r *Reconciler) error {
+func watchCRDs(m *manager.Manager, mapper *restmapper.DeferredDiscoveryRESTMapper, c *controller.Controller, r *healthcheck.Reconciler) error {
 	run, err := crdwatch.Watch(m.Metadata, func(e crdwatch.Event) {
 		if e.Initial {
 			return

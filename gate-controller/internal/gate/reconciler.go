@@ -1,4 +1,4 @@
-package gates
+package gate
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	gatinglisters "github.com/sluicehq/sluice/api/generated/listers/gating/v1alpha1"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
 	"github.com/sluicehq/sluice/pkg/conditions"
-	"github.com/sluicehq/sluice/pkg/gate"
+	gatelogic "github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
@@ -41,13 +41,14 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	Metrics  *metrics.Gates
 	// Held lists at most limit objects the gate holds, and their full count.
-	Held func(ref gate.Ref, limit int) ([]gatingv1alpha1.HeldObject, int)
+	Held func(ref gatelogic.Ref, limit int) ([]gatingv1alpha1.HeldObject, int)
 	// Transitioned is told, with full precision, when a gate's state changes.
-	Transitioned func(ref gate.Ref, at time.Time)
+	Transitioned func(ref gatelogic.Ref, at time.Time)
 	// Clock is the time; the manager's in a process, a fake one in tests.
 	Clock clock.PassiveClock
 
 	lastWrite sync.Map // "namespace/name" -> time.Time of the last status write
+	reported  sync.Map // "namespace/name" -> int32, the held count the last Holding or Released Event gave
 }
 
 // HeldListInterval spaces out status writes that change only the held objects: when a gate
@@ -72,12 +73,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		r.Metrics.Forget(ns, name)
 		r.lastWrite.Delete(key)
+		r.reported.Delete(key)
 		return controller.Result{}, nil
 	}
 	g, now := l.Cached, r.Clock.Now()
-	ref := gate.Ref{Namespace: g.Namespace, Name: g.Name}
+	ref := gatelogic.Ref{Namespace: g.Namespace, Name: g.Name}
+	cycle := gatelogic.Cycle(ref, r.refsOf)
+	if wait := r.sinceLastWrite(key, now); wait > 0 {
+		// A change of the held objects alone would wait anyway: unless something else changed,
+		// do not list them. As a gate closes over thousands of objects, each one held wakes it.
+		unchanged, out := NextStatus(g, now, Observed{Held: g.Status.Held, Holding: int(g.Status.Holding), Cycle: cycle})
+		if equality.Semantic.DeepEqual(unchanged, g.Status) {
+			// The held metric follows at the next write, within HeldListInterval.
+			return controller.Result{RequeueAfter: minPositive(out.Requeue, wait)}, nil
+		}
+	}
 	held, holding := r.Held(ref, gatingv1alpha1.MaxHeld)
-	status, out := NextStatus(g, now, Observed{Held: held, Holding: holding, Cycle: gate.Cycle(ref, r.refsOf)})
+	status, out := NextStatus(g, now, Observed{Held: held, Holding: holding, Cycle: cycle})
 	result := controller.Result{RequeueAfter: out.Requeue}
 	r.Metrics.Held.WithLabelValues(g.Namespace, g.Name).Set(float64(holding))
 	open := 0.0
@@ -87,9 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	r.Metrics.Open.WithLabelValues(g.Namespace, g.Name).Set(open)
 
 	if wait := r.heldListWait(key, g.Status, status, now); wait > 0 {
-		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
-			result.RequeueAfter = wait
-		}
+		result.RequeueAfter = minPositive(result.RequeueAfter, wait)
 		return result, nil
 	}
 	l.Next.Status = status
@@ -101,6 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		r.lastWrite.Store(key, now)
 		r.report(g, status, out, now)
 	}
+	result.RequeueAfter = minPositive(result.RequeueAfter, r.reportHeldCount(key, g, status, now))
 	return result, nil
 }
 
@@ -117,13 +128,13 @@ func ReferenceHandler(gates gatinglisters.GateLister, q handler.Enqueuer) cache.
 			return
 		}
 		for _, g := range all {
-			if _, refs := g.Annotations[gate.GatesAnnotation]; refs {
+			if _, refs := g.Annotations[gatelogic.GatesAnnotation]; refs {
 				q.Enqueue(handler.Key(g))
 			}
 		}
 	}
 	refs := func(g *gatingv1alpha1.Gate) (string, bool) {
-		v, ok := g.Annotations[gate.GatesAnnotation]
+		v, ok := g.Annotations[gatelogic.GatesAnnotation]
 		return v, ok
 	}
 	return handler.Funcs[*gatingv1alpha1.Gate]{
@@ -148,8 +159,8 @@ func ReferenceHandler(gates gatinglisters.GateLister, q handler.Enqueuer) cache.
 }
 
 // refsOf reads the gates a gate references from the cache.
-func (r *Reconciler) refsOf(ref gate.Ref) []gate.Ref {
-	return gate.RefsFrom(r.get)(ref)
+func (r *Reconciler) refsOf(ref gatelogic.Ref) []gatelogic.Ref {
+	return gatelogic.RefsFrom(r.get)(ref)
 }
 
 func (r *Reconciler) report(before *gatingv1alpha1.Gate, after gatingv1alpha1.GateStatus, out Outcome, now time.Time) {
@@ -161,7 +172,7 @@ func (r *Reconciler) report(before *gatingv1alpha1.Gate, after gatingv1alpha1.Ga
 		r.Recorder.Eventf(before, corev1.EventTypeNormal, reason, "%s (%s): %s", state, after.Reason, after.Message)
 		r.Metrics.Transitions.WithLabelValues(before.Namespace, before.Name, string(state)).Inc()
 		if r.Transitioned != nil {
-			r.Transitioned(gate.Ref{Namespace: before.Namespace, Name: before.Name}, now)
+			r.Transitioned(gatelogic.Ref{Namespace: before.Namespace, Name: before.Name}, now)
 		}
 	}
 	if out.OverrideExpired {
@@ -190,9 +201,23 @@ func (r *Reconciler) heldListWait(key string, current, next gatingv1alpha1.GateS
 	if !equality.Semantic.DeepEqual(current, next) {
 		return 0
 	}
+	return r.sinceLastWrite(key, now)
+}
+
+// sinceLastWrite is how long, within HeldListInterval of the last status write, until the
+// interval ends; zero when it has.
+func (r *Reconciler) sinceLastWrite(key string, now time.Time) time.Duration {
 	last, ok := r.lastWrite.Load(key)
 	if !ok {
 		return 0
 	}
-	return HeldListInterval - now.Sub(last.(time.Time))
+	return max(HeldListInterval-now.Sub(last.(time.Time)), 0)
+}
+
+// minPositive is the smaller of two requeue delays, zero meaning none.
+func minPositive(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }

@@ -1,4 +1,4 @@
-package gates
+package gate
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
 	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
-	"github.com/sluicehq/sluice/pkg/gate"
+	gatelogic "github.com/sluicehq/sluice/pkg/gate"
 )
 
 type harness struct {
@@ -39,8 +39,8 @@ func newHarness(t *testing.T, g *gatingv1alpha1.Gate) *harness {
 	require.NoError(t, lister.Informer().GetIndexer().Add(g))
 	h.r = &Reconciler{
 		Gates: lister.Lister(), Client: h.client, Recorder: h.events, Metrics: h.metrics,
-		Held:         func(gate.Ref, int) ([]gatingv1alpha1.HeldObject, int) { return nil, 0 },
-		Transitioned: func(_ gate.Ref, at time.Time) { h.told = append(h.told, at) },
+		Held:         func(gatelogic.Ref, int) ([]gatingv1alpha1.HeldObject, int) { return nil, 0 },
+		Transitioned: func(_ gatelogic.Ref, at time.Time) { h.told = append(h.told, at) },
 		Clock:        clockFunc(func() time.Time { return h.now }),
 	}
 	return h
@@ -116,23 +116,26 @@ func TestReconcileForgetsADeletedGate(t *testing.T) {
 func TestReconcileSpacesOutHeldListWrites(t *testing.T) {
 	h := newHarness(t, newGate(gatingv1alpha1.GateSpec{Closed: true}))
 	var held []gatingv1alpha1.HeldObject
-	h.r.Held = func(gate.Ref, int) ([]gatingv1alpha1.HeldObject, int) { return held, len(held) }
+	listed := 0
+	h.r.Held = func(gatelogic.Ref, int) ([]gatingv1alpha1.HeldObject, int) { listed++; return held, len(held) }
 	_, err := h.r.Reconcile(context.Background(), "apps/prod")
 	require.NoError(t, err)
 	h.sync(t)
 
 	held = append(held, gatingv1alpha1.HeldObject{Kind: "Kustomization", Namespace: "apps", Name: "a"})
 	h.now = h.now.Add(300 * time.Millisecond)
+	listed = 0
 	res, err := h.r.Reconcile(context.Background(), "apps/prod")
 	require.NoError(t, err)
 	assert.Equal(t, HeldListInterval-300*time.Millisecond, res.RequeueAfter)
 	assert.Equal(t, int32(0), h.sync(t).Status.Holding, "not written yet")
-	assert.Equal(t, 1.0, testutil.ToFloat64(h.metrics.Held.WithLabelValues("apps", "prod")), "the metric is current")
+	assert.Zero(t, listed, "the held objects are not listed while their list would wait anyway")
 
 	h.now = h.now.Add(res.RequeueAfter)
 	_, err = h.r.Reconcile(context.Background(), "apps/prod")
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), h.sync(t).Status.Holding)
+	assert.Equal(t, 1.0, testutil.ToFloat64(h.metrics.Held.WithLabelValues("apps", "prod")), "the metric follows within the interval")
 
 	// Opening the gate is written at once, held list and all.
 	updated := h.sync(t).DeepCopy()
@@ -154,3 +157,36 @@ type clockFunc func() time.Time
 
 func (c clockFunc) Now() time.Time                  { return c() }
 func (c clockFunc) Since(t time.Time) time.Duration { return c().Sub(t) }
+
+// The objects a closing gate holds are reported in one Event on the gate, with their count,
+// once the count has stopped changing; not one Event per object.
+func TestReconcileReportsTheHeldCountOnceItSettles(t *testing.T) {
+	h := newHarness(t, newGate(gatingv1alpha1.GateSpec{Closed: true}))
+	var held []gatingv1alpha1.HeldObject
+	h.r.Held = func(gatelogic.Ref, int) ([]gatingv1alpha1.HeldObject, int) { return held, len(held) }
+	reconcile := func(after time.Duration) time.Duration {
+		h.now = h.now.Add(after)
+		res, err := h.r.Reconcile(context.Background(), "apps/prod")
+		require.NoError(t, err)
+		h.sync(t)
+		return res.RequeueAfter
+	}
+	reconcile(0)
+	require.Len(t, h.drain(), 1, "the Closed Event")
+
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		held = append(held, gatingv1alpha1.HeldObject{Kind: "Kustomization", Namespace: "apps", Name: name})
+		reconcile(400 * time.Millisecond)
+	}
+	assert.Empty(t, h.drain(), "nothing while objects are still being held")
+	for wait := reconcile(0); wait > 0; wait = reconcile(wait) {
+	}
+	assert.Equal(t, []string{"Normal Holding holds 5 objects, 5 more than at the last report: Kustomization apps/a, Kustomization apps/b, Kustomization apps/c and 2 more"}, h.drain())
+	reconcile(time.Hour)
+	assert.Empty(t, h.drain(), "reported once")
+
+	held = held[:1]
+	for wait := reconcile(time.Millisecond); wait > 0; wait = reconcile(wait) {
+	}
+	assert.Equal(t, []string{"Normal Released holds 1 object, 4 released since the last report: Kustomization apps/a"}, h.drain())
+}

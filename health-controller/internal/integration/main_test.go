@@ -1,4 +1,7 @@
-package healthcheck_test
+// Package integration runs the health-controller in-process against the real local control plane
+// (testenv), with the RFC's custom resources and Flux's Kustomization CRD, and drives it through
+// objects as people do; chart_test.go runs it under its Helm chart's ServiceAccount.
+package integration
 
 import (
 	"context"
@@ -132,22 +135,10 @@ func startController(t *testing.T, ns string, cfg *rest.Config, mutate func(*set
 	require.NoError(t, err)
 	r, err := setup.HealthChecks(m, c)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("controller stopped with an error: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("controller did not stop within 30s")
-		}
-		tw.closed.Store(true)
-	})
-	metricsAddr, _, err := m.Probes.Addrs(ctx)
+	// Cleanups run last first: the log is closed once the controller has stopped.
+	t.Cleanup(func() { tw.closed.Store(true) })
+	testenv.RunManager(t, m)
+	metricsAddr, _, err := m.Probes.Addrs(t.Context())
 	require.NoError(t, err)
 	return &running{r: r, m: m, metrics: "http://" + metricsAddr + "/metrics"}
 }
@@ -186,13 +177,19 @@ func obj(t *testing.T, doc string) *unstructured.Unstructured {
 // subresource as the object's own controller would.
 func create(t *testing.T, gvr schema.GroupVersionResource, ns, doc string) *unstructured.Unstructured {
 	t.Helper()
+	return createIn(t, env, gvr, ns, doc)
+}
+
+// createIn is create on control plane e.
+func createIn(t *testing.T, e *testenv.Env, gvr schema.GroupVersionResource, ns, doc string) *unstructured.Unstructured {
+	t.Helper()
 	u := obj(t, doc)
 	status, hasStatus := u.Object["status"]
-	created, err := env.Dynamic.Resource(gvr).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{})
+	created, err := e.Dynamic.Resource(gvr).Namespace(ns).Create(context.Background(), u, metav1.CreateOptions{})
 	require.NoError(t, err)
 	if hasStatus {
 		created.Object["status"] = status
-		created, err = env.Dynamic.Resource(gvr).Namespace(ns).UpdateStatus(context.Background(), created, metav1.UpdateOptions{})
+		created, err = e.Dynamic.Resource(gvr).Namespace(ns).UpdateStatus(context.Background(), created, metav1.UpdateOptions{})
 		require.NoError(t, err)
 	}
 	return created
@@ -223,9 +220,14 @@ func setSpec(t *testing.T, gvr schema.GroupVersionResource, ns, name string, val
 
 func createHC(t *testing.T, ns, doc string) *healthv1alpha1.HealthCheck {
 	t.Helper()
+	return createHCIn(t, env, ns, doc)
+}
+
+func createHCIn(t *testing.T, e *testenv.Env, ns, doc string) *healthv1alpha1.HealthCheck {
+	t.Helper()
 	var hc healthv1alpha1.HealthCheck
 	require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &hc))
-	created, err := env.Sluice.HealthV1alpha1().HealthChecks(ns).Create(context.Background(), &hc, metav1.CreateOptions{})
+	created, err := e.Sluice.HealthV1alpha1().HealthChecks(ns).Create(context.Background(), &hc, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return created
 }
@@ -239,17 +241,25 @@ func updateHC(t *testing.T, ns, name string, mutate func(*healthv1alpha1.HealthC
 // waitHC waits until cond holds for the HealthCheck, and fails with its last status otherwise.
 func waitHC(t *testing.T, ns, name string, cond func(*healthv1alpha1.HealthCheck) bool) *healthv1alpha1.HealthCheck {
 	t.Helper()
+	return waitHCIn(t, env, 30*time.Second, ns, name, cond)
+}
+
+func waitHCIn(t *testing.T, e *testenv.Env, timeout time.Duration, ns, name string, cond func(*healthv1alpha1.HealthCheck) bool) *healthv1alpha1.HealthCheck {
+	t.Helper()
 	var last *healthv1alpha1.HealthCheck
-	err := testenv.Wait(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
-		hc, err := env.Sluice.HealthV1alpha1().HealthChecks(ns).Get(ctx, name, metav1.GetOptions{})
+	err := testenv.Wait(context.Background(), timeout, func(ctx context.Context) (bool, error) {
+		hc, err := e.Sluice.HealthV1alpha1().HealthChecks(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return false, nil
 		}
 		last = hc
 		return cond(hc), nil
 	})
 	if err != nil {
-		b, _ := yaml.Marshal(last.Status)
+		var b []byte
+		if last != nil {
+			b, _ = yaml.Marshal(last.Status)
+		}
 		require.NoError(t, err, "HealthCheck %s/%s; last status:\n%s", ns, name, b)
 	}
 	return last

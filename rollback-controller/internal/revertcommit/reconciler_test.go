@@ -1,0 +1,171 @@
+package revertcommit
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
+	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
+	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
+	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/rollback-controller/internal/metrics"
+)
+
+// rig is a Reconciler on a fake clientset, with caches the test fills as informers would. It has
+// no repository opener: these tests stop before git.
+type rig struct {
+	t       *testing.T
+	client  *fake.Clientset
+	reverts cache.Indexer
+	events  *record.FakeRecorder
+	r       *Reconciler
+}
+
+func newRig(t *testing.T, rc *rollbackv1alpha1.RevertCommit) *rig {
+	t.Helper()
+	g := &rig{t: t, events: record.NewFakeRecorder(10)}
+	g.client = fake.NewSimpleClientset(rc) //nolint:staticcheck // NewClientset needs OpenAPI schemas the generated clientset does not carry.
+	reconciletest.OptimisticConcurrency(g.client, rollbackv1alpha1.SchemeGroupVersion.WithResource("revertcommits"))
+	g.reverts = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	require.NoError(t, g.reverts.Add(rc))
+	g.r = &Reconciler{
+		Client: g.client, RevertCommits: rollbacklisters.NewRevertCommitLister(g.reverts),
+		Strategies: promoterlisters.NewPromotionStrategyLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		Recorder:   g.events, Metrics: metrics.New(prometheus.NewRegistry()), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		PollInterval: time.Minute, StalledRecheck: time.Minute, HistoryLimit: DefaultHistoryLimit,
+		Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)),
+	}
+	return g
+}
+
+func revert(mutate func(*rollbackv1alpha1.RevertCommit)) *rollbackv1alpha1.RevertCommit {
+	rc := &rollbackv1alpha1.RevertCommit{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web-prod", Generation: 1},
+		Spec: rollbackv1alpha1.RevertCommitSpec{PromotionStrategyRef: rollbackv1alpha1.PromotionStrategyReference{Name: "app"},
+			ActiveBranch: "prod", Reason: "INC-42"},
+	}
+	if mutate != nil {
+		mutate(rc)
+	}
+	return rc
+}
+
+func (g *rig) reconcile() (time.Duration, error) {
+	g.t.Helper()
+	res, err := g.r.Reconcile(context.Background(), "team/web-prod")
+	return res.RequeueAfter, err
+}
+
+// sync makes the cache hold what the fake API holds, as the informer would.
+func (g *rig) sync() *rollbackv1alpha1.RevertCommit {
+	g.t.Helper()
+	return reconciletest.Sync(g.t, g.reverts, g.client.RollbackV1alpha1().RevertCommits("team").Get, "web-prod")
+}
+
+// A revert whose strategy does not exist stalls with what to do, written once: the next
+// reconcile, which finds the same, writes nothing.
+func TestRevertStallsOnceOnAMissingStrategy(t *testing.T) {
+	g := newRig(t, revert(nil))
+	requeue, err := g.reconcile()
+	require.NoError(t, err)
+	assert.Zero(t, requeue, "the strategy's creation brings it back")
+	rc := g.sync()
+	assert.Equal(t, rollbackv1alpha1.RevertPending, rc.Status.Phase)
+	assert.Equal(t, int64(1), rc.Status.ObservedGeneration)
+	stalled := conditions.Get(rc.Status.Conditions, conditions.Stalled)
+	require.NotNil(t, stalled)
+	assert.Equal(t, "PromotionStrategyNotFound", stalled.Reason)
+	assert.Contains(t, stalled.Message, "create it, or fix spec.promotionStrategyRef")
+
+	_, err = g.reconcile()
+	require.NoError(t, err)
+	assert.Equal(t, 1, reconciletest.StatusUpdates(g.client), "an unchanged status is not written again")
+}
+
+func TestSuspendedRevertIsSkippedWithItsReason(t *testing.T) {
+	g := newRig(t, revert(func(rc *rollbackv1alpha1.RevertCommit) { rc.Spec.Suspend = true }))
+	_, err := g.reconcile()
+	require.NoError(t, err)
+	rc := g.sync()
+	s := conditions.Get(rc.Status.Conditions, conditions.Suspended)
+	require.NotNil(t, s)
+	assert.Equal(t, suspend.ReasonSpec, s.Reason)
+	assert.Nil(t, conditions.Get(rc.Status.Conditions, conditions.Stalled), "not looked at further: no strategy lookup")
+	assert.Empty(t, rc.Status.RevertSHA)
+
+	_, err = g.reconcile()
+	require.NoError(t, err)
+	assert.Equal(t, 1, reconciletest.StatusUpdates(g.client))
+}
+
+func TestMissingOrFinishedRevertIsANoOp(t *testing.T) {
+	g := newRig(t, revert(func(rc *rollbackv1alpha1.RevertCommit) { rc.Status.Phase = rollbackv1alpha1.RevertMerged }))
+	g.client.ClearActions()
+	_, err := g.reconcile()
+	require.NoError(t, err)
+	assert.Empty(t, g.client.Actions(), "a merged revert is done")
+
+	require.NoError(t, g.reverts.Delete(revert(nil)))
+	res, err := g.r.Reconcile(context.Background(), "team/web-prod")
+	require.NoError(t, err)
+	assert.Zero(t, res)
+	assert.Empty(t, g.client.Actions())
+	assert.Empty(t, g.events.Events)
+}
+
+// Without the peer CRDs the revert stalls, naming what to install, and looks again later.
+func TestRevertWithoutPeerCRDsSaysWhatToInstall(t *testing.T) {
+	g := newRig(t, revert(nil))
+	g.r.PeerCRDs = func() (bool, string) {
+		return false, "the PromotionStrategy, PullRequest CRDs are not installed: install the promoter-controller chart"
+	}
+	requeue, err := g.reconcile()
+	require.NoError(t, err)
+	assert.Equal(t, time.Minute, requeue)
+	stalled := conditions.Get(g.sync().Status.Conditions, conditions.Stalled)
+	require.NotNil(t, stalled)
+	assert.Equal(t, ReasonPromoterCRDsMissing, stalled.Reason)
+	assert.Contains(t, stalled.Message, "a revert is carried by a promoter.sluice.dev PullRequest")
+	assert.Contains(t, stalled.Message, "install the promoter-controller chart")
+}
+
+// What a pass announces follows a write this pass made: not a status the live object already
+// holds (an earlier pass wrote and announced it), and not one decided from a stale copy.
+func TestRevertAnnouncesOnlyAfterItsOwnWrite(t *testing.T) {
+	g := newRig(t, revert(nil))
+	stale := g.sync()
+	announced := 0
+	pass := func(phase rollbackv1alpha1.RevertPhase) *pass {
+		p := &pass{rc: stale.DeepCopy()}
+		p.rc.Status.Phase = phase
+		p.announce(func() { announced++ })
+		return p
+	}
+
+	require.NoError(t, g.r.write(context.Background(), stale, pass(rollbackv1alpha1.RevertOpen)))
+	assert.Equal(t, 1, announced)
+
+	require.NoError(t, g.r.write(context.Background(), stale, pass(rollbackv1alpha1.RevertOpen)),
+		"the live object already holds this status")
+	assert.Equal(t, 1, announced, "announced once")
+
+	err := g.r.write(context.Background(), stale, pass(rollbackv1alpha1.RevertFailed))
+	assert.True(t, apierrors.IsConflict(err), "a status decided from a stale copy does not land: %v", err)
+	assert.Equal(t, 1, announced)
+	assert.Equal(t, rollbackv1alpha1.RevertOpen, g.sync().Status.Phase)
+}

@@ -1,0 +1,76 @@
+package setup
+
+import (
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestConfigFlagsAndValidate(t *testing.T) {
+	var cfg Config
+	fs := flag.NewFlagSet("rollback-controller", flag.ContinueOnError)
+	cfg.AddFlags(fs)
+	assert.Equal(t, Defaults(), cfg, "the flags start from the defaults")
+	require.NoError(t, cfg.Validate())
+
+	require.NoError(t, fs.Parse([]string{
+		"--git-cache-dir=/var/cache/sluice-git", "--revert-poll-interval=30s", "--stalled-recheck-interval=2m",
+		"--manifest-git-cache-dir=/var/cache/sluice-manifests-git", "--snapshot-max-chunks=3",
+		"--manifest-max-bytes=1048576", "--release-recheck-interval=10s",
+	}))
+	assert.Equal(t, Config{
+		GitCacheDir: "/var/cache/sluice-git", PollInterval: 30 * time.Second, StalledRecheck: 2 * time.Minute,
+		ManifestGitCacheDir: "/var/cache/sluice-manifests-git", SnapshotMaxChunks: 3, ManifestMaxBytes: 1 << 20,
+		ReleaseRecheck: 10 * time.Second,
+	}, cfg)
+	require.NoError(t, cfg.Validate())
+
+	for flagName, breakIt := range map[string]func(*Config){
+		"--git-cache-dir":            func(c *Config) { c.GitCacheDir = "" },
+		"--revert-poll-interval":     func(c *Config) { c.PollInterval = 0 },
+		"--stalled-recheck-interval": func(c *Config) { c.StalledRecheck = -time.Second },
+		"--manifest-git-cache-dir":   func(c *Config) { c.ManifestGitCacheDir = "" },
+		"--snapshot-max-chunks":      func(c *Config) { c.SnapshotMaxChunks = 0 },
+		"--manifest-max-bytes":       func(c *Config) { c.ManifestMaxBytes = 0 },
+		"--release-recheck-interval": func(c *Config) { c.ReleaseRecheck = 0 },
+	} {
+		c := Defaults()
+		breakIt(&c)
+		assert.ErrorContains(t, c.Validate(), flagName)
+	}
+	broken := Config{}
+	err := broken.Validate()
+	require.Error(t, err)
+	for _, flagName := range []string{"--git-cache-dir", "--manifest-git-cache-dir", "--release-recheck-interval"} {
+		assert.ErrorContains(t, err, flagName, "every problem is reported at once")
+	}
+}
+
+// A missing peer CRD is named with the chart that owns it, so the Stalled message says what to
+// install; while the CRDs are there but not yet watched, it says so.
+func TestMissingPeerCRDsNameTheirCharts(t *testing.T) {
+	present := map[schema.GroupResource]bool{}
+	msg := describeMissing(present)
+	assert.Contains(t, msg, "the PromotionStrategy, PullRequest CRDs are not installed: install the promoter-controller chart")
+	assert.Contains(t, msg, "the CommitStatus, ScmRepository, ScmProvider CRDs are not installed: install the commitstatus-controller chart")
+	assert.Contains(t, msg, "replicaCount: 0")
+
+	for _, r := range peerResources {
+		if r.chart == "promoter-controller" {
+			present[r.GroupResource] = true
+		}
+	}
+	present[schema.GroupResource{Group: "scm.sluice.dev", Resource: "scmproviders"}] = true
+	msg = describeMissing(present)
+	assert.NotContains(t, msg, "promoter-controller")
+	assert.Contains(t, msg, "the CommitStatus, ScmRepository CRDs are not installed: install the commitstatus-controller chart")
+
+	for _, r := range peerResources {
+		present[r.GroupResource] = true
+	}
+	assert.NotContains(t, describeMissing(present), "not installed")
+}

@@ -1,0 +1,36 @@
+package charts
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/sluicehq/sluice/testenv"
+)
+
+// InstallForTest installs the chart charts/<chart> of this checkout as release into namespace,
+// over the CRDs the test environment already installed (crds.enabled=false), and uninstalls it
+// when the test ends; the uninstall must succeed. Tests run a controller under the chart's
+// ServiceAccount with env.Impersonate(namespace, release) afterwards.
+func InstallForTest(t testing.TB, env *testenv.Env, release, namespace, chart string, set ...string) *Helm {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm, err := NewHelm(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = helm.Close() })
+	set = append([]string{"crds.enabled=false"}, set...)
+	if err := helm.Install(context.Background(), release, namespace, filepath.Join(root, "charts", chart), set...); err != nil {
+		t.Fatalf("install chart %s: %v", chart, err)
+	}
+	t.Cleanup(func() {
+		if err := helm.Uninstall(context.Background(), release, namespace); err != nil {
+			t.Errorf("uninstall chart %s: %v", chart, err)
+		}
+	})
+	return helm
+}
