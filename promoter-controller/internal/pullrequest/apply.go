@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/git"
@@ -18,8 +20,23 @@ import (
 const mergeRetries = 3
 
 // notMergeableRetry is how soon a merge the SCM refused for now (checks running, mergeability
-// not computed yet) is tried again.
-const notMergeableRetry = 500 * time.Millisecond
+// not computed yet) is tried again, at first; notMergeableMaxRetry is the longest wait.
+const (
+	notMergeableRetry    = 500 * time.Millisecond
+	notMergeableMaxRetry = time.Minute
+)
+
+// notMergeableRetryAfter is how long to wait before asking the SCM to merge again, given the
+// conditions of the last refusal: 500 ms while the SCM is likely still computing mergeability,
+// then a quarter of the time refused so far, up to a minute. A refusal can last: Gitea answers a
+// pull request with a conflict exactly as one it is still checking ("try again later").
+func notMergeableRetryAfter(conds []metav1.Condition, now time.Time) time.Duration {
+	c := conditions.Get(conds, conditions.Reconciling)
+	if c == nil || c.Reason != ReasonNotMergeableYet {
+		return notMergeableRetry
+	}
+	return min(max(now.Sub(c.LastTransitionTime.Time)/4, notMergeableRetry), notMergeableMaxRetry)
+}
 
 // apply makes the plan's writes in order and returns the status they lead to. On an error the
 // status is what was reached before it.
@@ -83,9 +100,9 @@ func (r *Reconciler) mergeSCM(ctx context.Context, repo *repository.Repository, 
 		return nil
 	case scm.IsNotMergeable(err), err != nil && scm.KindOf(err) == scm.KindTransient:
 		// Checks still running, or mergeability not computed yet (Gitea answers 5xx
-		// meanwhile): try again soon rather than backing off for minutes.
+		// meanwhile): try again soon rather than backing off for minutes, at first.
+		p.Requeue = notMergeableRetryAfter(st.Conditions, r.Clock.Now())
 		conditions.MarkReconciling(&st.Conditions, pr.Generation, ReasonNotMergeableYet, err.Error())
-		p.Requeue = notMergeableRetry
 		return nil
 	case err != nil:
 		return err
