@@ -4,35 +4,43 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strings"
 	"text/template"
 )
 
-// settings holds what varies between servers; everything else in app.ini is fixed for tests.
-type settings struct {
-	WorkDir   string
+// AppIni says where a Gitea server lives and how it is reached; everything else in its app.ini
+// is fixed for tests. testenv's own servers and the end-to-end suite's Gitea pod share it.
+type AppIni struct {
+	WorkDir   string // WORK_PATH: data, repositories and log go below it
 	StaticDir string
 	RunUser   string
-	Port      int
-	// Secrets are written up front: Gitea would otherwise generate them and rewrite app.ini.
+	// ListenAddr and Port are where Gitea listens; Domain, RootURL and LocalRootURL how clients
+	// and Gitea itself reach it.
+	ListenAddr, Domain, RootURL, LocalRootURL string
+	Port                                      int
+	// CertFile and KeyFile, when set, make Gitea serve HTTPS.
+	CertFile, KeyFile string
+	// WebhookHosts is Gitea's webhook ALLOWED_HOST_LIST: loopback for a server beside the tests,
+	// private for a pod that calls a Service.
+	WebhookHosts string
+}
+
+// localAppIni is a server on loopback, on port.
+func localAppIni(workDir, staticDir, runUser string, port int) AppIni {
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	return AppIni{WorkDir: workDir, StaticDir: staticDir, RunUser: runUser, ListenAddr: "127.0.0.1", Port: port,
+		Domain: "127.0.0.1", RootURL: url, LocalRootURL: url, WebhookHosts: "loopback"}
+}
+
+// settings are an AppIni with fresh secrets, written up front: Gitea would otherwise generate
+// them and rewrite app.ini.
+type settings struct {
+	AppIni
 	SecretKey     string
 	InternalToken string
 	JWTSecret     string
-}
-
-func newConfig(workDir, staticDir, runUser string, port int) settings {
-	jwt := make([]byte, 32)
-	_, _ = rand.Read(jwt)
-	return settings{
-		WorkDir:       workDir,
-		StaticDir:     staticDir,
-		RunUser:       runUser,
-		Port:          port,
-		SecretKey:     randomHex(32),
-		InternalToken: randomHex(32),
-		JWTSecret:     base64.RawURLEncoding.EncodeToString(jwt),
-	}
 }
 
 func randomHex(bytes int) string {
@@ -55,12 +63,18 @@ RUN_MODE = prod
 WORK_PATH = {{.WorkDir}}
 
 [server]
+{{- if .CertFile}}
+PROTOCOL = https
+CERT_FILE = {{.CertFile}}
+KEY_FILE = {{.KeyFile}}
+{{- else}}
 PROTOCOL = http
-HTTP_ADDR = 127.0.0.1
+{{- end}}
+HTTP_ADDR = {{.ListenAddr}}
 HTTP_PORT = {{.Port}}
-DOMAIN = 127.0.0.1
-ROOT_URL = http://127.0.0.1:{{.Port}}/
-LOCAL_ROOT_URL = http://127.0.0.1:{{.Port}}/
+DOMAIN = {{.Domain}}
+ROOT_URL = {{.RootURL}}
+LOCAL_ROOT_URL = {{.LocalRootURL}}
 APP_DATA_PATH = {{.WorkDir}}/data
 STATIC_ROOT_PATH = {{.StaticDir}}
 OFFLINE_MODE = true
@@ -133,7 +147,7 @@ ENABLED = false
 ENABLED = false
 
 [webhook]
-ALLOWED_HOST_LIST = loopback
+ALLOWED_HOST_LIST = {{.WebhookHosts}}
 DELIVER_TIMEOUT = 5
 
 [migrations]
@@ -151,10 +165,22 @@ ROOT_PATH = {{.WorkDir}}/log
 COLORIZE = false
 `))
 
-func writeAppIni(path string, c settings) error {
+// Render is the app.ini of c, with fresh secrets.
+func (c AppIni) Render() ([]byte, error) {
+	jwt := make([]byte, 32)
+	if _, err := rand.Read(jwt); err != nil {
+		return nil, err
+	}
 	var b strings.Builder
-	if err := appIni.Execute(&b, c); err != nil {
+	err := appIni.Execute(&b, settings{AppIni: c, SecretKey: randomHex(32), InternalToken: randomHex(32),
+		JWTSecret: base64.RawURLEncoding.EncodeToString(jwt)})
+	return []byte(b.String()), err
+}
+
+func writeAppIni(path string, c AppIni) error {
+	data, err := c.Render()
+	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, []byte(b.String()), 0o600)
+	return os.WriteFile(path, data, 0o600)
 }

@@ -170,7 +170,7 @@ func (s *Server) prepare(binDir string) error {
 		return err
 	}
 	s.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
-	if err := writeAppIni(s.appIni, newConfig(s.dir, static, s.user.name, port)); err != nil {
+	if err := writeAppIni(s.appIni, localAppIni(s.dir, static, s.user.name, port)); err != nil {
 		return fmt.Errorf("writing %s: %w", s.appIni, err)
 	}
 	if s.user.dropsPrivileges() {

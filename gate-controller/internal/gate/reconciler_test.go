@@ -17,6 +17,7 @@ import (
 	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
 	gatelogic "github.com/sluicehq/sluice/pkg/gate"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
 )
 
 type harness struct {
@@ -54,17 +55,7 @@ func (h *harness) sync(t *testing.T) *gatingv1alpha1.Gate {
 	return g
 }
 
-func (h *harness) drain() []string {
-	var got []string
-	for {
-		select {
-		case e := <-h.events.Events:
-			got = append(got, e)
-		default:
-			return got
-		}
-	}
-}
+func (h *harness) drain() []string { return reconciletest.Events(h.events) }
 
 // The clock is injected: a window edge reached without any edit changes the state at the
 // instant the reconciler asked to be woken.

@@ -28,6 +28,7 @@ import (
 	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
 	"github.com/sluicehq/sluice/pkg/gate"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
@@ -103,17 +104,7 @@ func (f *fixture) target(t *testing.T, annotations map[string]string) string {
 	return Key(f.watched.GroupResource(), m)
 }
 
-func (f *fixture) drain() []string {
-	var got []string
-	for {
-		select {
-		case e := <-f.events.Events:
-			got = append(got, e)
-		default:
-			return got
-		}
-	}
-}
+func (f *fixture) drain() []string { return reconciletest.Events(f.events) }
 
 func TestReconcileHoldsATargetOfAClosedGate(t *testing.T) {
 	f := newFixture(t)

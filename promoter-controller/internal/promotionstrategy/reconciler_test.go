@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -14,10 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -33,6 +30,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 	"github.com/sluicehq/sluice/pkg/promotion"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
 	_ "github.com/sluicehq/sluice/pkg/scm/plaingit" // the "git" provider
 	"github.com/sluicehq/sluice/promoter-controller/internal/crds"
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
@@ -74,7 +72,7 @@ func newRig(t *testing.T, envs ...string) *rig {
 	cacheDir, log := t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil))
 	gitCache, err := git.NewCache(cacheDir, log)
 	require.NoError(t, err)
-	optimisticStatus(g.client, "promotionstrategies")
+	reconciletest.OptimisticConcurrency(g.client, promoterv1alpha1.SchemeGroupVersion.WithResource("promotionstrategies"))
 	g.r = &Reconciler{
 		Client: g.client, Strategies: promoterlisters.NewPromotionStrategyLister(g.indexers["strategies"]),
 		ProposedCommits: promoterlisters.NewProposedCommitLister(g.indexers["proposed"]),
@@ -89,27 +87,6 @@ func newRig(t *testing.T, envs ...string) *rig {
 		g.repo.CommitFiles(t, e, map[string]string{"hydrator.metadata": fmt.Sprintf(`{"drySha":%q}`, d0)}, "initial "+e)
 	}
 	return g
-}
-
-// optimisticStatus makes the fake clientset refuse a status write from a stale copy, as the API
-// server does: resourceVersions count writes, and a write must carry the current one.
-func optimisticStatus(c *fake.Clientset, resource string) {
-	c.PrependReactor("update", resource, func(action clienttesting.Action) (bool, runtime.Object, error) {
-		u := action.(clienttesting.UpdateAction)
-		obj := u.GetObject().(*promoterv1alpha1.PromotionStrategy)
-		gvr := schema.GroupVersionResource{Group: promoterv1alpha1.GroupName, Version: "v1alpha1", Resource: resource}
-		stored, err := c.Tracker().Get(gvr, obj.Namespace, obj.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		if have := stored.(*promoterv1alpha1.PromotionStrategy).ResourceVersion; have != obj.ResourceVersion {
-			return true, nil, apierrors.NewConflict(gvr.GroupResource(), obj.Name, fmt.Errorf("resourceVersion %s is not %s", obj.ResourceVersion, have))
-		}
-		next := obj.DeepCopy()
-		n, _ := strconv.Atoi(next.ResourceVersion)
-		next.ResourceVersion = strconv.Itoa(n + 1)
-		return true, next, c.Tracker().Update(gvr, next, obj.Namespace)
-	})
 }
 
 // create stores ps in the fake API and the cache.
@@ -147,16 +124,13 @@ func (g *rig) reconcile() error {
 	return err
 }
 
+// drainEvents are the reasons of the Events recorded so far.
 func (g *rig) drainEvents() []string {
 	var out []string
-	for {
-		select {
-		case e := <-g.events.Events:
-			out = append(out, strings.SplitN(e, " ", 3)[1])
-		default:
-			return out
-		}
+	for _, e := range reconciletest.Events(g.events) {
+		out = append(out, strings.SplitN(e, " ", 3)[1])
 	}
+	return out
 }
 
 func (g *rig) pullRequest() *promoterv1alpha1.PullRequest {

@@ -2,10 +2,8 @@ package pullrequest
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,9 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -28,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
 	_ "github.com/sluicehq/sluice/pkg/scm/plaingit" // the "git" provider
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
@@ -154,23 +151,14 @@ func TestReconcileSkipsASuspendedPullRequest(t *testing.T) {
 }
 
 func (g *rig) drainEvents() []string {
-	var out []string
-	events := g.r.Recorder.(*record.FakeRecorder).Events
-	for {
-		select {
-		case e := <-events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return reconciletest.Events(g.r.Recorder.(*record.FakeRecorder))
 }
 
 // A stall is announced after the write that records it, once: a reconcile from a copy the cache
 // held before that write finds the live object already stalled, writes nothing, and says nothing.
 func TestReconcileAnnouncesAStallOnlyWhenItWritesIt(t *testing.T) {
 	g := newRig(t)
-	optimisticStatus(g.client)
+	reconciletest.OptimisticConcurrency(g.client, promoterv1alpha1.SchemeGroupVersion.WithResource("pullrequests"))
 	pr := gitPullRequest(promoterv1alpha1.PullRequestOpen, g.proposed)
 	pr.Spec.RepositoryRef.Name = "missing"
 	pr.ResourceVersion = "1"
@@ -191,24 +179,4 @@ func TestReconcileAnnouncesAStallOnlyWhenItWritesIt(t *testing.T) {
 	g.reconcile()
 	assert.Empty(t, g.drainEvents(), "the live object already says so: nothing is written, nothing is announced")
 	assert.Equal(t, stalled.ResourceVersion, g.sync().ResourceVersion)
-}
-
-// optimisticStatus makes the fake clientset refuse a status write from a stale copy, as the API
-// server does: resourceVersions count writes, and a write must carry the current one.
-func optimisticStatus(c *fake.Clientset) {
-	gvr := promoterv1alpha1.SchemeGroupVersion.WithResource("pullrequests")
-	c.PrependReactor("update", gvr.Resource, func(action clienttesting.Action) (bool, runtime.Object, error) {
-		obj := action.(clienttesting.UpdateAction).GetObject().(*promoterv1alpha1.PullRequest)
-		stored, err := c.Tracker().Get(gvr, obj.Namespace, obj.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		if have := stored.(*promoterv1alpha1.PullRequest).ResourceVersion; have != obj.ResourceVersion {
-			return true, nil, apierrors.NewConflict(gvr.GroupResource(), obj.Name, fmt.Errorf("resourceVersion %s is not %s", obj.ResourceVersion, have))
-		}
-		next := obj.DeepCopy()
-		n, _ := strconv.Atoi(next.ResourceVersion)
-		next.ResourceVersion = strconv.Itoa(n + 1)
-		return true, next, c.Tracker().Update(gvr, next, obj.Namespace)
-	})
 }
