@@ -50,7 +50,14 @@ type Options struct {
 	RateLimiter workqueue.TypedRateLimiter[string]
 	// Observer, if set, is told of every key enqueued and reconciled.
 	Observer Observer
+	// ShutdownGracePeriod is how long a reconcile in flight may run on once Run's context ends,
+	// unless it ends with ErrOwnershipLost. Zero cancels reconciles in flight at once.
+	ShutdownGracePeriod time.Duration
 }
+
+// ErrOwnershipLost, as the cause that ends Run's context, cancels the reconciles in flight at once
+// instead of letting them finish: another process works the same keys now (a lost Lease).
+var ErrOwnershipLost = errors.New("another process reconciles these objects now")
 
 // Observer is told what a Controller does with each key, so that a test waits for the reconcile
 // an event brings instead of sleeping, and knows for sure that an event brought none. Calls come
@@ -73,6 +80,7 @@ type Controller struct {
 	log        *slog.Logger
 	metrics    *metrics.ReconcileMetrics
 	observer   Observer
+	grace      time.Duration
 
 	mu        sync.Mutex
 	hasSynced []cache.InformerSynced
@@ -98,7 +106,7 @@ func New(name string, r Reconciler, opts Options) *Controller {
 		opts.RateLimiter = DefaultRateLimiter()
 	}
 	cfg := workqueue.TypedRateLimitingQueueConfig[string]{Name: name}
-	c := &Controller{name: name, reconciler: r, log: opts.Logger.With("controller", name), observer: opts.Observer}
+	c := &Controller{name: name, reconciler: r, log: opts.Logger.With("controller", name), observer: opts.Observer, grace: opts.ShutdownGracePeriod}
 	if opts.Metrics != nil {
 		cfg.MetricsProvider = opts.Metrics.Workqueue
 		c.metrics = opts.Metrics.Reconcile
@@ -134,6 +142,11 @@ func (c *Controller) WaitFor(synced ...cache.InformerSynced) {
 
 // Run waits for caches, then processes keys with workers goroutines until ctx is done. It returns
 // once every worker has finished its current item.
+//
+// A reconcile runs on a context of its own, which outlives ctx by the shutdown grace period:
+// cancelled halfway, a call to an SCM (a merge, a push) can take effect while its reply is lost,
+// and the next owner of the key then finds a state no reconcile recorded. Once ctx is done no new
+// key is taken, so a graceful stop waits for at most one reconcile per worker.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer c.queue.ShutDown()
 	if workers < 1 {
@@ -150,32 +163,45 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	c.log.Info("starting workers", "workers", workers)
 
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for c.processNext(ctx) {
+			for c.processNext(ctx, workCtx) {
 			}
 		})
 	}
 	<-ctx.Done()
-	c.log.Info("stopping workers")
 	c.queue.ShutDown()
+	if cause := context.Cause(ctx); errors.Is(cause, ErrOwnershipLost) || c.grace <= 0 {
+		c.log.Info("stopping workers; cancelling reconciles in flight", "cause", cause)
+		cancelWork()
+	} else {
+		c.log.Info("stopping workers; reconciles in flight may finish", "gracePeriod", c.grace)
+		defer time.AfterFunc(c.grace, cancelWork).Stop()
+	}
 	wg.Wait()
 	return nil
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
+// processNext reconciles the next key on workCtx, unless ctx is done: a queue being shut down
+// still hands out the keys it holds, and a stopping worker takes none of them.
+func (c *Controller) processNext(ctx, workCtx context.Context) bool {
 	key, shutdown := c.queue.Get()
 	if shutdown {
 		return false
 	}
 	defer c.queue.Done(key)
+	if ctx.Err() != nil {
+		return false
+	}
 	if c.observer != nil {
 		c.observer.Started(c.name, key)
 	}
 
 	start := time.Now()
-	res, err := c.safeReconcile(ctx, key)
+	res, err := c.safeReconcile(workCtx, key)
 	outcome := c.handle(key, res, err)
 	c.reconciled.Add(1)
 	if c.metrics != nil {

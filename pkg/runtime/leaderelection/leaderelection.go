@@ -1,11 +1,12 @@
-// Package leaderelection runs work only while this process holds a Lease. The Lease is released
-// on a clean shutdown so a standby takes over at once, and losing it is fatal: the process exits
-// and restarts as a standby instead of running on with a stale view of who leads.
+// Package leaderelection runs work only while this process holds a Lease. On a clean shutdown the
+// work stops first, while the Lease is still held and renewed, and the Lease is released after,
+// so a standby takes over at once and never beside work still in flight. Losing the Lease is
+// fatal: the work is cancelled at once, and the process exits and restarts as a standby instead
+// of running on with a stale view of who leads.
 package leaderelection
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -14,10 +15,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/sluicehq/sluice/pkg/runtime/controller"
 )
 
-// ErrLeaseLost is returned when another process took the Lease while this one was leading.
-var ErrLeaseLost = errors.New("leader election lost: another replica holds the lease")
+// ErrLeaseLost is returned when another process took the Lease while this one was leading. It is
+// also the cause that ends the work's context then, and wraps controller.ErrOwnershipLost so
+// that reconciles in flight stop at once.
+var ErrLeaseLost = fmt.Errorf("leader election lost: another replica holds the lease (%w)", controller.ErrOwnershipLost)
 
 // Config names the Lease and sets its timings.
 type Config struct {
@@ -52,16 +57,19 @@ func New(client kubernetes.Interface, cfg Config, log *slog.Logger) *Elector {
 func (e *Elector) Watchdog() *leaderelection.HealthzAdaptor { return e.watchdog }
 
 // Run blocks until ctx is done or leadership is lost. While leading it runs lead with a context
-// that is cancelled on loss of the Lease or shutdown, and waits for lead to return before
-// releasing the Lease. It returns ErrLeaseLost if the Lease was lost, or lead's error.
+// that ends on shutdown (cause: ctx's) or on loss of the Lease (cause: ErrLeaseLost). On shutdown
+// the Lease is renewed until lead returns, and released then. Run returns ErrLeaseLost if the
+// Lease was lost, or lead's error.
 func (e *Elector) Run(ctx context.Context, lead func(context.Context) error) error {
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: e.cfg.Namespace, Name: e.cfg.Name},
 		Client:     e.client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: e.cfg.Identity},
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// client-go releases the Lease as soon as the elector's context ends, so that context must
+	// outlive ctx: it ends only once lead has returned.
+	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElector()
 
 	// The elector starts OnStartedLeading in a goroutine of its own; handing the context over a
 	// channel lets Run own the lead goroutine and wait for it deterministically.
@@ -75,7 +83,7 @@ func (e *Elector) Run(ctx context.Context, lead func(context.Context) error) err
 		WatchDog:        e.watchdog,
 		Name:            e.cfg.Name,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leadCtx context.Context) { leading <- leadCtx },
+			OnStartedLeading: func(leaseCtx context.Context) { leading <- leaseCtx },
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(identity string) {
 				if identity != e.cfg.Identity {
@@ -90,18 +98,22 @@ func (e *Elector) Run(ctx context.Context, lead func(context.Context) error) err
 	electorDone := make(chan struct{})
 	go func() {
 		defer close(electorDone)
-		elector.Run(runCtx)
+		elector.Run(electorCtx)
 	}()
 
 	select {
-	case <-electorDone:
+	case <-ctx.Done():
 		// Shut down while standing by.
+		stopElector()
+		<-electorDone
 		return nil
-	case leadCtx := <-leading:
+	case <-electorDone:
+		// Acquired and lost before lead could start.
+		return ErrLeaseLost
+	case leaseCtx := <-leading:
 		e.log.Info("acquired lease; starting controllers")
-		leadErr := lead(leadCtx)
-		// Step down and release the Lease now that no controller is running.
-		cancel()
+		leadErr := e.lead(ctx, leaseCtx, lead)
+		stopElector()
 		<-electorDone
 		e.log.Info("released lease")
 		switch {
@@ -112,4 +124,18 @@ func (e *Elector) Run(ctx context.Context, lead func(context.Context) error) err
 		}
 		return nil
 	}
+}
+
+// lead runs lead until ctx ends or the Lease, held while leaseCtx lives, is lost.
+func (e *Elector) lead(ctx, leaseCtx context.Context, lead func(context.Context) error) error {
+	workCtx, stopWork := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopWork(nil)
+	stopOnShutdown := context.AfterFunc(ctx, func() { stopWork(context.Cause(ctx)) })
+	defer stopOnShutdown()
+	stopOnLoss := context.AfterFunc(leaseCtx, func() {
+		e.log.Error("lost the lease; cancelling controllers")
+		stopWork(ErrLeaseLost)
+	})
+	defer stopOnLoss()
+	return lead(workCtx)
 }

@@ -125,7 +125,9 @@ func New(name string, opts options.Options, cfg *rest.Config, log *slog.Logger) 
 
 // NewController creates a controller that runs with this manager, reporting into its metrics.
 func (m *Manager) NewController(name string, r controller.Reconciler) *controller.Controller {
-	c := controller.New(name, r, controller.Options{Metrics: m.Metrics, Logger: m.Log, Observer: m.Observer})
+	c := controller.New(name, r, controller.Options{
+		Metrics: m.Metrics, Logger: m.Log, Observer: m.Observer, ShutdownGracePeriod: m.Options.ShutdownGracePeriod,
+	})
 	m.controllers = append(m.controllers, c)
 	return c
 }

@@ -29,6 +29,8 @@ type Options struct {
 	RenewDeadline           time.Duration
 	RetryPeriod             time.Duration
 
+	ShutdownGracePeriod time.Duration
+
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
 
@@ -71,9 +73,12 @@ func Defaults(name string) Options {
 		LeaseDuration:           15 * time.Second,
 		RenewDeadline:           10 * time.Second,
 		RetryPeriod:             2 * time.Second,
-		MetricsBindAddress:      fmt.Sprintf(":%d", ports.Metrics),
-		HealthProbeBindAddress:  fmt.Sprintf(":%d", ports.Probes),
-		LogFormat:               "json",
+		// Well inside a pod's default terminationGracePeriodSeconds (30 s), which must also
+		// cover releasing the Lease.
+		ShutdownGracePeriod:    10 * time.Second,
+		MetricsBindAddress:     fmt.Sprintf(":%d", ports.Metrics),
+		HealthProbeBindAddress: fmt.Sprintf(":%d", ports.Probes),
+		LogFormat:              "json",
 	}
 }
 
@@ -91,6 +96,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long standbys wait before taking over a Lease that is not renewed.")
 	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader keeps retrying to renew before it gives up leading.")
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "How often to try to acquire or renew the Lease.")
+	fs.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", o.ShutdownGracePeriod, "How long reconciles in flight may finish after SIGTERM, while the Lease is still held; keep it well below the pod's terminationGracePeriodSeconds.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the /metrics server; \"0\" disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /livez and /readyz server; \"0\" disables it.")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or text.")
@@ -108,6 +114,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := labels.Parse(o.WatchLabelSelector); err != nil {
 		errs = append(errs, fmt.Errorf("--watch-label-selector %q is not a label selector: %w", o.WatchLabelSelector, err))
+	}
+	if o.ShutdownGracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-grace-period must not be negative, got %s", o.ShutdownGracePeriod))
 	}
 	if o.LogFormat != "json" && o.LogFormat != "text" {
 		errs = append(errs, fmt.Errorf("--log-format must be json or text, got %q", o.LogFormat))
