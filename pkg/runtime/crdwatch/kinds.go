@@ -2,6 +2,9 @@ package crdwatch
 
 import (
 	"context"
+	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,11 +25,15 @@ import (
 //	gates := gatinginformers.NewFilteredGateInformer(m.Sluice, ns, 0, indexers, nil)
 //	kinds.Add(gatesResource, gates)       // before Run; handlers and listers as usual
 //	kinds.OnChange(enqueueEverything)     // a CRD came (and its cache synced) or went
+//	kinds.Log(m.Log, describeMissing)     // says once which CRDs are missing, then each that comes or goes
 //	m.WaitFor(kinds.HasSynced)            // /readyz waits for the kinds installed at start
 //	m.AddServer(kinds.Run)
 type Kinds struct {
 	crds   cache.SharedIndexInformer
 	listed cache.ResourceEventHandlerRegistration
+
+	log      *slog.Logger
+	describe func(missing []schema.GroupResource) string
 
 	mu       sync.Mutex
 	ctx      context.Context
@@ -46,16 +53,16 @@ func NewKinds(client metadata.Interface) (*Kinds, error) {
 		crds:  metadatainformer.NewFilteredMetadataInformer(client, Resource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer(),
 		kinds: map[schema.GroupResource]*kind{},
 	}
-	changed := func(obj any, installed bool) {
+	changed := func(obj any, installed, initial bool) {
 		if m, ok := handler.Object(obj); ok {
-			k.crdChanged(ResourceOf(m.GetName()), installed)
+			k.crdChanged(ResourceOf(m.GetName()), installed, initial)
 		}
 	}
 	var err error
-	k.listed, err = k.crds.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { changed(obj, true) },
-		UpdateFunc: func(_, obj any) { changed(obj, true) },
-		DeleteFunc: func(obj any) { changed(obj, false) },
+	k.listed, err = k.crds.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, initial bool) { changed(obj, true, initial) },
+		UpdateFunc: func(_, obj any) { changed(obj, true, false) },
+		DeleteFunc: func(obj any) { changed(obj, false, false) },
 	})
 	if err != nil {
 		return nil, err
@@ -79,6 +86,15 @@ func (k *Kinds) OnChange(f func()) {
 	k.onChange = append(k.onChange, f)
 }
 
+// Log makes Run tell log, once the CRDs are listed, which kinds' CRDs are missing (in the words
+// of describe, which should name the chart that installs them), and then each CRD of a kind that
+// is installed or removed later: once per change, never per reconcile. Call it before Run.
+func (k *Kinds) Log(log *slog.Logger, describe func(missing []schema.GroupResource) string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.log, k.describe = log, describe
+}
+
 // Run watches CRDs, and runs each kind's informer from when its CRD is installed, until ctx ends.
 // Add it with manager.AddServer, so a standby replica is warm too. An informer keeps running if
 // its CRD is removed: it lists again, on its own, once the CRD is back.
@@ -91,8 +107,27 @@ func (k *Kinds) Run(ctx context.Context) error {
 		}
 	}
 	k.mu.Unlock()
+	if k.log != nil {
+		go k.logMissingOnceListed(ctx)
+	}
 	k.crds.RunWithContext(ctx)
 	return nil
+}
+
+func (k *Kinds) logMissingOnceListed(ctx context.Context) {
+	if !cache.WaitForCacheSync(ctx.Done(), k.listed.HasSynced) {
+		return
+	}
+	k.mu.Lock()
+	var all []schema.GroupResource
+	for gr := range k.kinds {
+		all = append(all, gr)
+	}
+	k.mu.Unlock()
+	slices.SortFunc(all, func(a, b schema.GroupResource) int { return strings.Compare(a.String(), b.String()) })
+	if missing := k.Missing(all...); len(missing) > 0 {
+		k.log.Warn("CRDs of other charts are not installed; what needs them waits, and says so in its status", "missing", k.describe(missing))
+	}
 }
 
 // HasSynced reports whether the CRDs were listed, and the cache of every kind installed is
@@ -137,7 +172,7 @@ func (k *Kinds) Synced(gr schema.GroupResource) bool {
 	return ok && kd.installed && kd.started && kd.informer.HasSynced()
 }
 
-func (k *Kinds) crdChanged(gr schema.GroupResource, installed bool) {
+func (k *Kinds) crdChanged(gr schema.GroupResource, installed, initial bool) {
 	k.mu.Lock()
 	kd, ok := k.kinds[gr]
 	if !ok || kd.installed == installed {
@@ -149,9 +184,25 @@ func (k *Kinds) crdChanged(gr schema.GroupResource, installed bool) {
 		k.startLocked(kd)
 	}
 	k.mu.Unlock()
+	if !initial {
+		k.logChange(gr, installed)
+	}
 	if !installed {
 		k.notify()
 	}
+}
+
+// logChange tells the log of a CRD installed or removed after the CRDs were listed: those
+// listed at start are told once, together, by logMissingOnceListed.
+func (k *Kinds) logChange(gr schema.GroupResource, installed bool) {
+	if k.log == nil {
+		return
+	}
+	if installed {
+		k.log.Info("CRD installed; reading its kind", "resource", gr.String())
+		return
+	}
+	k.log.Warn("CRD removed; what needs its kind waits, and says so in its status", "missing", k.describe([]schema.GroupResource{gr}))
 }
 
 // startLocked runs kd's informer once, and tells OnChange when its cache synced.

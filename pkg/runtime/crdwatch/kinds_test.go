@@ -2,6 +2,10 @@ package crdwatch_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,4 +87,73 @@ func TestKindsStartEachInformerWhenItsCRDIsInstalled(t *testing.T) {
 	wait("gates missing", func() bool { return len(kinds.Missing(gates)) == 1 })
 	assert.False(t, kinds.Synced(gates))
 	wait("told that gates went", func() bool { return changes.Load() > before })
+}
+
+// records keeps what a logger was told.
+type records struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *records) WithGroup(string) slog.Handler            { return r }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	line := rec.Level.String() + " " + rec.Message
+	rec.Attrs(func(a slog.Attr) bool { line += " " + a.String(); return true })
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, line)
+	return nil
+}
+
+func (r *records) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.lines)
+}
+
+// The log says once, when the CRDs are listed, which are missing, in the caller's words; then
+// one line per CRD installed or removed, and nothing for those installed at start.
+func TestKindsLogMissingCRDsOnceThenEachChange(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	client := metadatafake.NewSimpleMetadataClient(scheme, crd("gates.gating.sluice.dev"))
+	gates := schema.GroupResource{Group: "gating.sluice.dev", Resource: "gates"}
+	widgets := schema.GroupResource{Group: "example.com", Resource: "widgets"}
+	gadgets := schema.GroupResource{Group: "example.com", Resource: "gadgets"}
+	kinds, err := crdwatch.NewKinds(client)
+	require.NoError(t, err)
+	for _, gr := range []schema.GroupResource{gates, widgets, gadgets} {
+		kinds.Add(gr, metadatainformer.NewFilteredMetadataInformer(client, gr.WithVersion("v1"), "", 0, cache.Indexers{}, nil).Informer())
+	}
+	log := &records{}
+	kinds.Log(slog.New(log), func(missing []schema.GroupResource) string {
+		return fmt.Sprintf("%v: install the example chart", missing)
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = kinds.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	logged := func(what string, n int) []string {
+		t.Helper()
+		require.NoError(t, testenv.Wait(ctx, 10*time.Second, func(context.Context) (bool, error) { return len(log.all()) >= n, nil }),
+			"%s; logged %q", what, log.all())
+		return log.all()
+	}
+
+	lines := logged("the missing CRDs", 1)
+	assert.Equal(t, []string{"WARN CRDs of other charts are not installed; what needs them waits, and says so in its status " +
+		"missing=[gadgets.example.com widgets.example.com]: install the example chart"}, lines)
+
+	require.NoError(t, client.Tracker().Add(crd("widgets.example.com")))
+	lines = logged("the CRD installed", 2)
+	assert.Equal(t, "INFO CRD installed; reading its kind resource=widgets.example.com", lines[1])
+
+	require.NoError(t, client.Resource(crdwatch.Resource).Delete(ctx, "gates.gating.sluice.dev", metav1.DeleteOptions{}))
+	lines = logged("the CRD removed", 3)
+	assert.Equal(t, "WARN CRD removed; what needs its kind waits, and says so in its status "+
+		"missing=[gates.gating.sluice.dev]: install the example chart", lines[2])
+	assert.Len(t, lines, 3, "one line per change")
 }

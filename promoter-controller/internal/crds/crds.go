@@ -80,5 +80,13 @@ func Message(missing []schema.GroupResource) string {
 	}
 	return fmt.Sprintf(what+" not installed: install the %s %s (replicaCount: 0 installs the CRDs alone), or the sluice chart; "+
 		"they are picked up once installed, without a restart",
-		strings.Join(names, ", "), strings.Join(charts, " and "), chart)
+		strings.Join(names, ", "), inWords(charts), chart)
+}
+
+// inWords joins names as a sentence does: "a", "a and b", "a, b and c".
+func inWords(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

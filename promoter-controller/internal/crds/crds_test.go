@@ -48,3 +48,9 @@ func TestCheckNamesTheMissingCRDsAndTheChartsThatInstallThem(t *testing.T) {
 	assert.Empty(t, missing)
 	assert.True(t, ready, "no CRD watching: every kind is there")
 }
+
+func TestMessageNamesEveryChartOnce(t *testing.T) {
+	assert.Contains(t, Message([]schema.GroupResource{CommitStatuses, Gates, ScmProviders, RevertCommits}),
+		"the CRDs commitstatuses.commitstatus.sluice.dev, gates.gating.sluice.dev, scmproviders.scm.sluice.dev, revertcommits.rollback.sluice.dev are not installed: "+
+			"install the commitstatus-controller, gate-controller and rollback-controller charts (")
+}

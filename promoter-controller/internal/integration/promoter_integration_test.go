@@ -67,6 +67,12 @@ func webhookConfig(t testing.TB, cacheDir string) (setup.Config, net.Addr) {
 // its record of reconciles (observed).
 func startPromoterManager(t testing.TB, cfg *rest.Config, pcfg setup.Config, mutate func(*options.Options)) (m *manager.Manager, stop func()) {
 	t.Helper()
+	return startPromoterLogging(t, cfg, pcfg, mutate, slog.NewTextHandler(io.Discard, nil))
+}
+
+// startPromoterLogging is startPromoterManager whose log goes to logs.
+func startPromoterLogging(t testing.TB, cfg *rest.Config, pcfg setup.Config, mutate func(*options.Options), logs slog.Handler) (m *manager.Manager, stop func()) {
+	t.Helper()
 	opts := options.Defaults("promoter-controller")
 	opts.MetricsBindAddress = "127.0.0.1:0"
 	opts.HealthProbeBindAddress = "127.0.0.1:0"
@@ -74,7 +80,7 @@ func startPromoterManager(t testing.TB, cfg *rest.Config, pcfg setup.Config, mut
 	if mutate != nil {
 		mutate(&opts)
 	}
-	panics := &panicCounter{Handler: slog.NewTextHandler(io.Discard, nil)}
+	panics := &panicCounter{Handler: logs}
 	log := slog.New(panics)
 	var err error
 	m, err = manager.New("promoter-controller", opts, cfg, log)

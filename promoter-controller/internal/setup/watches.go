@@ -57,6 +57,7 @@ func newReferences(m *manager.Manager) (*references, error) {
 	kinds.Add(crds.CommitStatuses, r.commitStatuses)
 	kinds.Add(crds.Gates, r.gates)
 	kinds.Add(crds.RevertCommits, r.revertCommits)
+	kinds.Log(m.Log, crds.Message)
 	m.WaitFor(kinds.HasSynced)
 	m.AddServer(kinds.Run)
 	return r, nil

@@ -1,11 +1,9 @@
 package setup
 
 import (
-	"context"
 	"fmt"
+	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
@@ -18,7 +16,7 @@ import (
 // peerResources are the kinds of other Sluice groups that reverts read or write, each with the
 // chart that owns its CRD. A cluster may lack them (those charts not installed yet, helm
 // --skip-crds, CRDs managed elsewhere): then the controller keeps running and says so on every
-// RevertCommit and RollbackPolicy, and starts watching them as soon as they are installed.
+// RevertCommit and RollbackPolicy, and starts watching each as soon as it is installed.
 var peerResources = []peerResource{
 	{schema.GroupResource{Group: "promoter.sluice.dev", Resource: "promotionstrategies"}, "PromotionStrategy", "promoter-controller"},
 	{schema.GroupResource{Group: "promoter.sluice.dev", Resource: "pullrequests"}, "PullRequest", "promoter-controller"},
@@ -34,44 +32,48 @@ type peerResource struct {
 }
 
 // peers holds the informers of peer kinds. They are referenced objects, read whatever shard
-// label the RevertCommits carry, so their factory is scoped by namespace only; it starts once
-// every peer CRD is installed.
+// label the RevertCommits carry, so their factory is scoped by namespace only. Each informer
+// runs under crdwatch.Kinds, from when its CRD is installed; the factory itself is never started.
 type peers struct {
 	factory sluiceinformers.SharedInformerFactory
-	ready   atomic.Bool
-	// onReady runs once the peer caches synced, to bring back what waited for them.
-	onReady []func()
-
-	mu      sync.Mutex
-	present map[schema.GroupResource]bool
-	wake    chan struct{}
+	kinds   *crdwatch.Kinds
 }
 
-func newPeers(m *manager.Manager) *peers {
+func newPeers(m *manager.Manager) (*peers, error) {
+	kinds, err := crdwatch.NewKinds(m.Metadata)
+	if err != nil {
+		return nil, err
+	}
 	return &peers{
 		factory: sluiceinformers.NewSharedInformerFactoryWithOptions(m.Sluice, 0, sluiceinformers.WithNamespace(m.Options.Namespace)),
-		present: map[schema.GroupResource]bool{},
-		wake:    make(chan struct{}, 1),
-	}
+		kinds:   kinds,
+	}, nil
 }
 
 // Status reports whether every peer CRD is installed and its cache synced; when not, missing
 // says which CRDs are not installed and the chart that installs each, for a Stalled message.
 func (p *peers) Status() (ready bool, missing string) {
-	if p.ready.Load() {
-		return true, ""
+	all := make([]schema.GroupResource, len(peerResources))
+	for i, r := range peerResources {
+		all[i] = r.GroupResource
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return false, describeMissing(p.present)
+	if gone := p.kinds.Missing(all...); len(gone) > 0 {
+		return false, describeMissing(gone)
+	}
+	for _, gr := range all {
+		if !p.kinds.Synced(gr) {
+			return false, describeMissing(nil)
+		}
+	}
+	return true, ""
 }
 
-// describeMissing names the peer CRDs not in present, grouped by the chart that owns them.
-func describeMissing(present map[schema.GroupResource]bool) string {
+// describeMissing names the peer CRDs missing, grouped by the chart that owns them.
+func describeMissing(missing []schema.GroupResource) string {
 	var charts []string
 	kinds := map[string][]string{}
 	for _, r := range peerResources {
-		if present[r.GroupResource] {
+		if !slices.Contains(missing, r.GroupResource) {
 			continue
 		}
 		if kinds[r.chart] == nil {
@@ -90,62 +92,27 @@ func describeMissing(present map[schema.GroupResource]bool) string {
 		" the controller carries on as soon as they are installed, without a restart"
 }
 
-func (p *peers) crdChanged(e crdwatch.Event) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.present[e.Resource] = !e.Deleted
+// start runs each peer informer the reconcilers took from the factory once its CRD is
+// installed, on every replica so a standby is warm; /readyz waits for those installed at start.
+// onChange runs when a peer CRD comes (its cache synced) or goes, to bring back what waited.
+func (p *peers) start(m *manager.Manager, onChange ...func()) error {
 	for _, r := range peerResources {
-		if !p.present[r.GroupResource] {
-			p.ready.Store(false)
-			return
+		informer, err := p.factory.ForResource(r.WithVersion("v1alpha1"))
+		if err != nil {
+			return fmt.Errorf("peer kind %s: %w", r.kind, err)
 		}
+		p.kinds.Add(r.GroupResource, informer.Informer())
 	}
-	select {
-	case p.wake <- struct{}{}:
-	default:
+	for _, f := range onChange {
+		p.kinds.OnChange(f)
 	}
-}
-
-// start is added to the manager: it watches CRDs, and starts the peer informers once all are
-// there. An informer of a CRD installed a moment ago may fail its first lists; it retries on its
-// own until the resource is served.
-func (p *peers) start(m *manager.Manager) error {
-	watch, err := crdwatch.Watch(m.Metadata, p.crdChanged)
-	if err != nil {
-		return err
-	}
-	m.AddRunnable(func(ctx context.Context) error {
-		go func() { _ = watch(ctx) }()
-		started := false
-		for {
-			select {
-			case <-ctx.Done():
-				p.factory.Shutdown()
-				return nil
-			case <-p.wake:
-			}
-			if !started {
-				p.factory.Start(ctx.Done())
-				started = true
-			}
-			for _, ok := range p.factory.WaitForCacheSync(ctx.Done()) {
-				if !ok {
-					p.factory.Shutdown()
-					return nil
-				}
-			}
-			if !p.ready.Swap(true) {
-				m.Log.Info("peer CRDs installed and watched", "kinds", len(peerResources))
-				for _, f := range p.onReady {
-					f()
-				}
-			}
-		}
-	})
+	p.kinds.Log(m.Log, describeMissing)
+	m.WaitFor(p.kinds.HasSynced)
+	m.AddServer(p.kinds.Run)
 	return nil
 }
 
-// enqueueAll returns an onReady hook that enqueues every object of an informer.
+// enqueueAll returns an onChange hook that enqueues every object of an informer.
 func enqueueAll(inf cache.SharedIndexInformer, enqueue func(string)) func() {
 	return func() {
 		for _, key := range inf.GetStore().ListKeys() {

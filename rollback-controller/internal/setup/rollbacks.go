@@ -28,7 +28,10 @@ func Reverts(m *manager.Manager, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("git cache in %s: %w", cfg.GitCacheDir, err)
 	}
-	peer := newPeers(m)
+	peer, err := newPeers(m)
+	if err != nil {
+		return err
+	}
 	pi, ci, si := peer.factory.Promoter().V1alpha1(), peer.factory.Commitstatus().V1alpha1(), peer.factory.Scm().V1alpha1()
 	strategies, pullRequests := pi.PromotionStrategies(), pi.PullRequests()
 	mets := metrics.New(m.Metrics)
@@ -65,10 +68,9 @@ func Reverts(m *manager.Manager, cfg Config) error {
 	); err != nil {
 		return err
 	}
-	peer.onReady = append(peer.onReady,
+	return peer.start(m,
 		enqueueAll(revertInformer.Informer(), reverts.Enqueue),
 		enqueueAll(policyInformer.Informer(), policies.Enqueue))
-	return peer.start(m)
 }
 
 // openRevertsOf maps a PromotionStrategy to its RevertCommits still under way: a strategy that
