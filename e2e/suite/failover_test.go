@@ -53,8 +53,9 @@ const failoverRounds = 3
 func (c *Cluster) failover(t *testing.T, p *promotion) {
 	ctx := context.Background()
 	c.helmWait(t, "upgrade", release, c.chart("sluice"), "--namespace", system, "--reuse-values", "--set", "promoter-controller.replicaCount=2")
-	// A standby answers deliveries with 503 (the leader acts) and Gitea does not retry them: the
-	// strategy's poll catches up with what the Service sent to the standby.
+	// A delivery the Service sends to the standby is passed on to the leader through the
+	// strategy's refresh annotation (result "forwarded"), but one sent to the leader pod as it is
+	// deleted can be lost, and Gitea does not retry it: the strategy's poll catches up with that.
 	_, err := testenv.Update(ctx, c.Sluice.PromoterV1alpha1().PromotionStrategies(p.ns), "web", func(s *promoterv1alpha1.PromotionStrategy) {
 		s.Spec.Interval = &metav1.Duration{Duration: 5 * time.Second}
 	})
@@ -62,8 +63,8 @@ func (c *Cluster) failover(t *testing.T, p *promotion) {
 	for round := 1; round <= failoverRounds; round++ {
 		c.failoverRound(t, p, round)
 	}
-	t.Logf("webhook deliveries on the promoter pods now: %v accepted, %v refused by a standby",
-		c.webhookDeliveries(t, "accepted"), c.webhookDeliveries(t, "standby"))
+	t.Logf("webhook deliveries on the promoter pods now: %v accepted by the leader, %v forwarded by a standby, %v not forwarded",
+		c.webhookDeliveries(t, "accepted"), c.webhookDeliveries(t, "forwarded"), c.webhookDeliveries(t, "unforwarded"))
 }
 
 func (c *Cluster) failoverRound(t *testing.T, p *promotion, round int) {

@@ -53,7 +53,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"namespace", "strategy", "environment", "rule"}),
 		webhookEvent: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_promoter_webhook_deliveries_total",
-			Help: "Webhook deliveries by provider and result (accepted, refused, malformed, ignored, standby).",
+			Help: "Webhook deliveries by provider and result (accepted, forwarded, unforwarded, refused, malformed, ignored, unready).",
 		}, []string{"provider", "result"}),
 	}
 	reg.MustRegister(m.gitOps, m.gitDuration, m.promotions, m.deployments, m.leadTime, m.blocked, m.webhookEvent)

@@ -101,8 +101,9 @@ func Setup(m *manager.Manager, cfg Config) error {
 		return nil
 	}
 	return serveWebhooks(m, cfg, &webhook.Receiver{
-		Kube: m.Kube, Providers: refs.providerLister(), Repos: refs.repoLister(),
-		Strategies: promoterInformers.PromotionStrategies().Lister(), Queue: strategies, Metrics: met, Leading: m.Leading,
+		Kube: m.Kube, Client: m.Sluice, Providers: refs.providerLister(), Repos: refs.repoLister(),
+		Strategies: promoterInformers.PromotionStrategies().Lister(), Queue: strategies, Metrics: met,
+		Leading: m.Leading, Ready: m.Probes.Ready, Log: m.Log,
 	})
 }
 

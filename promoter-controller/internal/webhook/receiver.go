@@ -1,11 +1,13 @@
 // Package webhook is the promoter's webhook receiver: it verifies SCM deliveries with the
-// ScmProvider's webhook secret and enqueues at once the PromotionStrategies on the repository a
-// push or pull-request event is about, long before their fallback poll.
+// ScmProvider's webhook secret and has the PromotionStrategies on the repository a push or
+// pull-request event is about reconciled at once, long before their fallback poll, whichever
+// replica the delivery reaches.
 package webhook
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
+	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
 	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
@@ -30,25 +33,33 @@ import (
 // the SCM's webhook with this URL and the ScmProvider secret's webhookSecret.
 const WebhookPath = "/hooks/"
 
-// Receiver receives SCM deliveries. It runs on every replica and acts only on the leader.
+// Receiver receives SCM deliveries on every replica. The leader enqueues the strategies a
+// delivery is about; another replica passes it on through the API server (forward.go).
 type Receiver struct {
-	Kube       kubernetes.Interface
+	Kube kubernetes.Interface
+	// Client sets the refresh annotation of strategies when this replica does not lead.
+	Client     sluice.Interface
 	Providers  scmlisters.ScmProviderLister
 	Repos      scmlisters.ScmRepositoryLister
 	Strategies promoterlisters.PromotionStrategyLister
-	// Strategies receives the keys of the strategies a delivery is about.
+	// Queue receives the keys of the strategies a delivery is about, on the leader.
 	Queue   handler.Enqueuer
 	Metrics *metrics.Metrics
-	// Leading reports whether this replica runs the reconcilers; only then can a delivery be
-	// acted on.
+	// Leading reports whether this replica runs the reconcilers.
 	Leading func() bool
+	// Ready reports whether the listers are filled; until then a delivery is answered 503, as
+	// an unknown ScmProvider would wrongly be 404. Nil means always.
+	Ready func() bool
+	// Log, when set, records what cannot be passed on to the leader.
+	Log *slog.Logger
 
 	verifiersMu sync.Mutex
 	verifiers   map[string]verifier
+	forwards    forwarder
 }
 
-// Handler receives SCM deliveries, verifies them with the ScmProvider's webhook secret and
-// enqueues at once the strategies on the repository the event is about.
+// Handler receives SCM deliveries, verifies them with the ScmProvider's webhook secret and has
+// the strategies on the repository the event is about reconciled at once.
 func (p *Receiver) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodPost {
@@ -60,10 +71,10 @@ func (p *Receiver) Handler() http.Handler {
 			http.Error(w, "use /hooks/<namespace>/<scmprovider>", http.StatusNotFound)
 			return
 		}
-		if !p.awaitLeadership(req.Context()) {
-			p.Metrics.WebhookDelivery("unknown", "standby")
-			w.Header().Set("Retry-After", "10")
-			http.Error(w, "this replica is a standby: the leader acts on deliveries, and spec.interval catches up with missed ones", http.StatusServiceUnavailable)
+		if p.Ready != nil && !p.Ready() {
+			p.Metrics.WebhookDelivery("unknown", "unready")
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "this replica is starting and has not read the cluster yet", http.StatusServiceUnavailable)
 			return
 		}
 		ns, name := parts[0], parts[1]
@@ -73,39 +84,66 @@ func (p *Receiver) Handler() http.Handler {
 			http.Error(w, "no such ScmProvider", http.StatusNotFound)
 			return
 		}
-		ptype := string(provider.Spec.Type)
-		sp, status, msg := p.webhookVerifier(req.Context(), provider)
-		if sp == nil {
-			http.Error(w, msg, status)
+		ev, ok := p.receive(w, req, provider)
+		if !ok {
 			return
 		}
-		ev, err := scm.ReceiveWebhook(sp, req, 0)
-		switch {
-		case errors.Is(err, scm.ErrMalformedWebhook):
-			p.Metrics.WebhookDelivery(ptype, "malformed")
-			http.Error(w, "signed, but the payload cannot be read as a "+ptype+" event", http.StatusBadRequest)
-			return
-		case errors.Is(err, webhook.ErrTooLarge):
-			p.Metrics.WebhookDelivery(ptype, "refused")
-			http.Error(w, "delivery too large", http.StatusRequestEntityTooLarge)
-			return
-		case err != nil:
-			p.forgetStaleVerifier(provider)
-			p.Metrics.WebhookDelivery(ptype, "refused")
-			http.Error(w, "delivery refused", http.StatusUnauthorized)
-			return
-		}
-		if ev.Kind != scm.EventPush && ev.Kind != scm.EventPullRequest {
-			p.Metrics.WebhookDelivery(ptype, "ignored")
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
+		p.act(req.Context(), w, string(provider.Spec.Type), p.strategiesFor(ns, name, ev.Repository))
+	})
+}
+
+// receive verifies a delivery and reads its event. When the delivery is not to be acted on, it
+// answers and counts it, and returns false.
+func (p *Receiver) receive(w http.ResponseWriter, req *http.Request, provider *scmv1alpha1.ScmProvider) (*scm.Event, bool) {
+	ptype := string(provider.Spec.Type)
+	sp, status, msg := p.webhookVerifier(req.Context(), provider)
+	if sp == nil {
+		http.Error(w, msg, status)
+		return nil, false
+	}
+	ev, err := scm.ReceiveWebhook(sp, req, 0)
+	switch {
+	case errors.Is(err, scm.ErrMalformedWebhook):
+		p.Metrics.WebhookDelivery(ptype, "malformed")
+		http.Error(w, "signed, but the payload cannot be read as a "+ptype+" event", http.StatusBadRequest)
+		return ev, false
+	case errors.Is(err, webhook.ErrTooLarge):
+		p.Metrics.WebhookDelivery(ptype, "refused")
+		http.Error(w, "delivery too large", http.StatusRequestEntityTooLarge)
+		return ev, false
+	case err != nil:
+		p.forgetStaleVerifier(provider)
+		p.Metrics.WebhookDelivery(ptype, "refused")
+		http.Error(w, "delivery refused", http.StatusUnauthorized)
+		return ev, false
+	}
+	if ev.Kind != scm.EventPush && ev.Kind != scm.EventPullRequest {
+		p.Metrics.WebhookDelivery(ptype, "ignored")
+		w.WriteHeader(http.StatusAccepted)
+		return ev, false
+	}
+	return ev, true
+}
+
+// act has the strategies keys reconciled: the leader enqueues them before answering; another
+// replica answers once their refresh annotations are set, or 503 if they cannot be.
+func (p *Receiver) act(ctx context.Context, w http.ResponseWriter, ptype string, keys []string) {
+	if p.Leading() {
 		p.Metrics.WebhookDelivery(ptype, "accepted")
-		for _, key := range p.strategiesFor(ns, name, ev.Repository) {
+		for _, key := range keys {
 			p.Queue.Enqueue(key)
 		}
 		w.WriteHeader(http.StatusAccepted)
-	})
+		return
+	}
+	if err := p.forward(ctx, keys); err != nil {
+		p.Metrics.WebhookDelivery(ptype, "unforwarded")
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, "this replica does not lead and could not pass the delivery on to the leader; redeliver it, or spec.interval catches up", http.StatusServiceUnavailable)
+		return
+	}
+	p.Metrics.WebhookDelivery(ptype, "forwarded")
+	w.WriteHeader(http.StatusAccepted)
 }
 
 // verifierTTL is how long a provider's webhook secret is reused. Deliveries are unauthenticated
@@ -168,31 +206,6 @@ func (p *Receiver) forgetStaleVerifier(provider *scmv1alpha1.ScmProvider) {
 }
 
 const verifierRereadAfter = 10 * time.Second
-
-// leadershipWait is how long a delivery waits for this replica to lead. It covers a start or a
-// handover, where the replica leads within seconds, while a standby in a long-lived pair still
-// answers well before an SCM's delivery timeout (10 s on GitHub).
-const leadershipWait = 5 * time.Second
-
-func (p *Receiver) awaitLeadership(ctx context.Context) bool {
-	if p.Leading() {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(ctx, leadershipWait)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-tick.C:
-			if p.Leading() {
-				return true
-			}
-		}
-	}
-}
 
 // strategiesFor lists the strategies on repositories of provider that match the event's repository.
 func (p *Receiver) strategiesFor(ns, provider string, repo scm.Repository) []string {
