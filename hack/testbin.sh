@@ -3,7 +3,7 @@
 # into a cache folder shared by every clone on this machine. Each binary is built once; a cold
 # build takes about 8 minutes on 2 cores. Prints the folder.
 # With --node it also builds what a real single-node cluster needs (make e2e, docs/e2e.md):
-# kubelet, kube-controller-manager, kube-scheduler and kube-proxy, about 5 more minutes.
+# kubelet, kube-controller-manager, kube-scheduler, kube-proxy and CoreDNS, about 7 more minutes.
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,5 +32,6 @@ if [ "${1:-}" = "--node" ]; then
   for bin in kubelet kube-controller-manager kube-scheduler kube-proxy; do
     build kube "${bin}" "k8s.io/kubernetes/cmd/${bin}"
   done
+  build coredns coredns github.com/coredns/coredns
 fi
 echo "${DIR}"

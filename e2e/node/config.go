@@ -87,7 +87,7 @@ func (p Paths) HostBin() string { return filepath.Join(p.Work, "hostbin") }
 type Config struct {
 	Paths
 	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy,
-	// kubelet and kubectl (hack/testbin.sh --node).
+	// kubelet, coredns and kubectl (hack/testbin.sh --node).
 	BinDir string
 	// LogDir receives each component's log; it is kept after Down.
 	LogDir string

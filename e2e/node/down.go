@@ -32,7 +32,7 @@ func (p Paths) Down() error {
 		errs = append(errs, p.stopByPidFile(name, 10*time.Second))
 	}
 	errs = append(errs, killPods(), p.killShims(), p.stopByPidFile("containerd", 10*time.Second))
-	for _, name := range []string{"kube-apiserver", "etcd"} {
+	for _, name := range []string{"coredns", "kube-apiserver", "etcd"} {
 		errs = append(errs, p.stopByPidFile(name, 10*time.Second))
 	}
 	errs = append(errs, p.unmountAll(s), removeCgroups(), removeChains())

@@ -14,12 +14,12 @@ import (
 func APIServerURL() string { return fmt.Sprintf("https://%s:%d", NodeIP, APIServerPort) }
 
 // writeKubeconfigs writes one kubeconfig per client identity: admin, kubelet, kube-proxy,
-// kube-controller-manager and kube-scheduler.
+// kube-controller-manager, kube-scheduler and coredns.
 func (c Config) writeKubeconfigs() error {
 	if err := os.MkdirAll(filepath.Dir(c.kubeconfig("admin")), 0o700); err != nil {
 		return err
 	}
-	for _, who := range []string{"admin", "kubelet", "kube-proxy", "kube-controller-manager", "kube-scheduler"} {
+	for _, who := range []string{"admin", "kubelet", "kube-proxy", "kube-controller-manager", "kube-scheduler", "coredns"} {
 		cfg := clientcmdapi.NewConfig()
 		cfg.Clusters[NodeName] = &clientcmdapi.Cluster{Server: APIServerURL(), CertificateAuthority: c.pki("ca.crt")}
 		cfg.AuthInfos[who] = &clientcmdapi.AuthInfo{ClientCertificate: c.pki(who + ".crt"), ClientKey: c.pki(who + ".key")}

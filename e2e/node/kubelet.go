@@ -10,9 +10,10 @@ import (
 )
 
 // kubeletConfig is the kubelet on this machine: cgroup v1 through cgroupfs (kubelet 1.36 refuses
-// v1 unless failCgroupV1 is false), swap allowed, every listener on the node's address, no
-// cluster DNS (nothing resolves names in the suite), and eviction thresholds low enough that a
-// busy shared disk does not evict the suite's pods.
+// v1 unless failCgroupV1 is false), swap allowed, every listener on the node's address, CoreDNS
+// on the node's address as the pods' nameserver (and not the machine's resolv.conf, so a pod
+// resolves cluster names only), and eviction thresholds low enough that a busy shared disk does
+// not evict the suite's pods.
 var kubeletConfig = template.Must(template.New("kubelet.yaml").Parse(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: {{.NodeIP}}
@@ -33,6 +34,8 @@ cgroupDriver: cgroupfs
 failCgroupV1: false
 failSwapOn: false
 resolvConf: ""
+clusterDNS: [{{.NodeIP}}]
+clusterDomain: {{.ClusterDomain}}
 podCIDR: {{.PodCIDR}}
 maxPods: 60
 serializeImagePulls: false
@@ -51,7 +54,7 @@ func (c Config) startKubelet() (*process, error) {
 	if err := kubeletConfig.Execute(&b, map[string]string{
 		"NodeIP": NodeIP.String(), "CA": c.pki("ca.crt"), "Socket": c.ContainerdSocket(),
 		"ServingCert": c.pki("kubelet-serving.crt"), "ServingKey": c.pki("kubelet-serving.key"),
-		"PodCIDR": PodCIDR.String(),
+		"PodCIDR": PodCIDR.String(), "ClusterDomain": ClusterDomain,
 	}); err != nil {
 		return nil, err
 	}

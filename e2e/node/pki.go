@@ -44,6 +44,7 @@ func (c Config) identities() []identity {
 		{file: "kube-controller-manager", cn: "system:kube-controller-manager"},
 		{file: "kube-scheduler", cn: "system:kube-scheduler"},
 		{file: "kube-proxy", cn: "system:kube-proxy"},
+		{file: "coredns", cn: dnsUser},
 		{file: "kubelet", cn: "system:node:" + NodeName, groups: []string{"system:nodes"}},
 	}
 }
@@ -131,14 +132,14 @@ func (a *authority) issue(id identity) ([]byte, *ecdsa.PrivateKey, error) {
 	return der, key, err
 }
 
-// IssueServing issues a serving certificate for ips from the node's CA, in PEM, for test servers
-// in pods (the git server): clients trust it through the CA in CAPEM.
-func (c Config) IssueServing(cn string, ips ...net.IP) (certPEM, keyPEM []byte, err error) {
+// IssueServing issues a serving certificate for names and ips from the node's CA, in PEM, for
+// test servers in pods (the git server): clients trust it through the CA in CAPEM.
+func (c Config) IssueServing(cn string, names []string, ips ...net.IP) (certPEM, keyPEM []byte, err error) {
 	ca, err := c.loadAuthority()
 	if err != nil {
 		return nil, nil, err
 	}
-	der, key, err := ca.issue(identity{cn: cn, server: true, ips: ips})
+	der, key, err := ca.issue(identity{cn: cn, server: true, ips: ips, dns: names})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -24,7 +24,7 @@ type Node struct {
 
 // Up brings a node up: addresses and egress rules first, then etcd, the API server, kube-proxy
 // (the kubernetes Service must have a local path before any pod starts), the controller manager,
-// the scheduler, containerd with the images, and the kubelet; it returns once the node is Ready
+// the scheduler, CoreDNS, containerd with the images, and the kubelet; it returns once the node is Ready
 // and the default ServiceAccount exists. On failure it tears down what it started.
 func Up(ctx context.Context, c Config) (*Node, error) {
 	if err := c.validate(); err != nil {
@@ -103,6 +103,9 @@ func (n *Node) startComponents(ctx context.Context) error {
 		return err
 	}
 	if _, err := n.startScheduler(); err != nil {
+		return err
+	}
+	if _, err := n.startCoreDNS(ctx, kube); err != nil {
 		return err
 	}
 	if _, err := n.startContainerd(ctx); err != nil {

@@ -32,7 +32,8 @@ func (c *Cluster) promotionByWebhook(t *testing.T, ns string, srv *gitea.Server,
 	p := c.newPromotion(t, ns, srv, caPEM, time.Hour)
 	svc, err := c.Kube.CoreV1().Services(system).Get(ctx, release+"-promoter-controller-webhook", metav1.GetOptions{})
 	require.NoError(t, err)
-	p.addWebhook(t, fmt.Sprintf("http://%s/hooks/%s/gitea", svc.Spec.ClusterIP, ns))
+	// Gitea's pod resolves the Service's name through the cluster DNS.
+	p.addWebhook(t, fmt.Sprintf("http://%s.%s.svc/hooks/%s/gitea", svc.Name, system, ns))
 	before := c.webhookDeliveries(t, "accepted")
 
 	d1 := p.propose(t, "web 1.1.0")

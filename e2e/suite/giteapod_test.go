@@ -18,13 +18,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sluicehq/sluice/e2e/harness"
+	"github.com/sluicehq/sluice/e2e/node"
 	"github.com/sluicehq/sluice/testenv"
 	"github.com/sluicehq/sluice/testenv/gitea"
 )
 
 // giteaIP is the git server's Service address, fixed so its certificate can name it before the
-// Service exists. Nothing resolves names on the node, so everyone uses the address.
+// Service exists. The host, which has no cluster DNS, uses it; pods and the controllers use the
+// Service's name (giteaHost).
 const giteaIP = "10.96.100.10"
+
+// giteaHost is the git server's Service name in ns, as pods resolve it.
+func giteaHost(ns string) string { return "gitea." + ns + ".svc" }
 
 // giteaPod runs Gitea (hack/tools/gitea/build.sh) as a pod behind a Service, over HTTPS with a
 // certificate from the node's CA. Gitea is linked against glibc and runs git, so the pod mounts
@@ -35,7 +40,8 @@ func (c *Cluster) giteaPod(t *testing.T, ns string) (*gitea.Server, []byte) {
 	ctx := context.Background()
 	dir, err := harness.GiteaDir(c.Root)
 	require.NoError(t, err)
-	certPEM, keyPEM, err := c.Node.IssueServing("gitea", net.ParseIP(giteaIP), net.IPv4(127, 0, 0, 1))
+	names := []string{giteaHost(ns), giteaHost(ns) + "." + node.ClusterDomain}
+	certPEM, keyPEM, err := c.Node.IssueServing("gitea", names, net.ParseIP(giteaIP), net.IPv4(127, 0, 0, 1))
 	require.NoError(t, err)
 	caPEM, err := c.Node.CAPEM()
 	require.NoError(t, err)

@@ -44,6 +44,11 @@ func (c *Cluster) newPromotion(t *testing.T, ns string, srv *gitea.Server, caPEM
 	ctx := context.Background()
 	cloneURL, err := srv.CreateRepo(ctx, "web-deploy")
 	require.NoError(t, err)
+	// The controllers reach Gitea by its Service's name, through the cluster DNS; the host by
+	// address.
+	inCluster := "https://" + giteaHost(ns)
+	require.True(t, strings.HasPrefix(cloneURL, srv.URL+"/"), "Gitea's clone URL %s is under %s", cloneURL, srv.URL)
+	inClusterCloneURL := inCluster + strings.TrimPrefix(cloneURL, srv.URL)
 	cache, err := git.NewCache(t.TempDir(), nil)
 	require.NoError(t, err)
 	repo, err := cache.Open(cloneURL, git.Auth{Username: srv.AdminUser, Password: srv.Token, CABundle: caPEM}, git.Options{})
@@ -66,7 +71,7 @@ func (c *Cluster) newPromotion(t *testing.T, ns string, srv *gitea.Server, caPEM
 	_, err = scm.ScmProviders(ns).Create(ctx, &scmv1alpha1.ScmProvider{
 		ObjectMeta: metav1.ObjectMeta{Name: "gitea"},
 		Spec: scmv1alpha1.ScmProviderSpec{
-			Type: scmv1alpha1.ScmProviderGitea, BaseURL: srv.URL,
+			Type: scmv1alpha1.ScmProviderGitea, BaseURL: inCluster,
 			SecretRef: &scmv1alpha1.LocalObjectReference{Name: "gitea"},
 			CABundle:  &scmv1alpha1.CABundleReference{Kind: "Secret", Name: "gitea"},
 		},
@@ -75,7 +80,7 @@ func (c *Cluster) newPromotion(t *testing.T, ns string, srv *gitea.Server, caPEM
 	_, err = scm.ScmRepositories(ns).Create(ctx, &scmv1alpha1.ScmRepository{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-deploy"},
 		Spec: scmv1alpha1.ScmRepositorySpec{
-			URL: cloneURL, ProviderRef: scmv1alpha1.LocalObjectReference{Name: "gitea"},
+			URL: inClusterCloneURL, ProviderRef: scmv1alpha1.LocalObjectReference{Name: "gitea"},
 			Owner: srv.AdminUser, Name: "web-deploy",
 			Auth: &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthBasic, SecretRef: scmv1alpha1.LocalObjectReference{Name: "gitea"}},
 		},

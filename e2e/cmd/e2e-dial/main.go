@@ -1,6 +1,7 @@
 // Command e2e-dial opens a TCP connection to each address it is given, in a test pod, and
-// exits 0 only if every one connected. It prints one line per address; the suite reads them
-// from the pod's termination message.
+// exits 0 only if every one connected. It prints one line per address, with the address it
+// connected to (a name is resolved by the pod's nameserver); the suite reads them from the pod's
+// log.
 package main
 
 import (
@@ -23,7 +24,7 @@ func main() {
 			code = 1
 			continue
 		}
-		fmt.Printf("%s: connected\n", addr)
+		fmt.Printf("%s: connected to %s\n", addr, conn.RemoteAddr())
 		_ = conn.Close()
 	}
 	os.Exit(code)
