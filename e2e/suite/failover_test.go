@@ -18,7 +18,6 @@ import (
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/testenv"
-	"github.com/sluicehq/sluice/testenv/gitea"
 )
 
 // promoterLease is the umbrella release's promoter Lease (<fullname>-leader).
@@ -27,9 +26,9 @@ const promoterLease = release + "-promoter-controller-leader"
 // promotionByWebhook: with a fallback poll of an hour, only Gitea's signed deliveries, through
 // the promoter's webhook Service, move a dry change dev -> staging -> prod, through one merged
 // pull request per environment on Gitea.
-func (c *Cluster) promotionByWebhook(t *testing.T, ns string, srv *gitea.Server, caPEM []byte) *promotion {
+func (c *Cluster) promotionByWebhook(t *testing.T, ns string, server gitServer) *promotion {
 	ctx := context.Background()
-	p := c.newPromotion(t, ns, srv, caPEM, time.Hour)
+	p := c.newPromotion(t, ns, server, time.Hour)
 	svc, err := c.Kube.CoreV1().Services(system).Get(ctx, release+"-promoter-controller-webhook", metav1.GetOptions{})
 	require.NoError(t, err)
 	// Gitea's pod resolves the Service's name through the cluster DNS.

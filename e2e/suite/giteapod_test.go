@@ -28,19 +28,26 @@ import (
 // Service's name (giteaHost).
 const giteaIP = "10.96.100.10"
 
-// giteaHost is the git server's Service name in ns, as pods resolve it.
-func giteaHost(ns string) string { return "gitea." + ns + ".svc" }
+// gitServer is the Gitea pod: a client of its API as its admin, through its address, and what
+// the controllers are given: its URL by the Service's name and the CA of its certificate.
+type gitServer struct {
+	*gitea.Server
+	// InClusterURL is https://gitea.<namespace>.svc, as pods resolve it.
+	InClusterURL string
+	CAPEM        []byte
+}
 
 // giteaPod runs Gitea (hack/tools/gitea/build.sh) as a pod behind a Service, over HTTPS with a
 // certificate from the node's CA. Gitea is linked against glibc and runs git, so the pod mounts
 // the node's /usr (and /usr/bin as /bin, /usr/lib as /lib) read-only into the pause image, beside the Gitea folder; it runs as 65532 with
-// a read-only root filesystem like the charts. It returns a client for Gitea's API as its admin.
-func (c *Cluster) giteaPod(t *testing.T, ns string) (*gitea.Server, []byte) {
+// a read-only root filesystem like the charts.
+func (c *Cluster) giteaPod(t *testing.T, ns string) gitServer {
 	t.Helper()
 	ctx := context.Background()
 	dir, err := harness.GiteaDir(c.Root)
 	require.NoError(t, err)
-	names := []string{giteaHost(ns), giteaHost(ns) + "." + node.ClusterDomain}
+	host := "gitea." + ns + ".svc"
+	names := []string{host, host + "." + node.ClusterDomain}
 	certPEM, keyPEM, err := c.Node.IssueServing("gitea", names, net.ParseIP(giteaIP), net.IPv4(127, 0, 0, 1))
 	require.NoError(t, err)
 	caPEM, err := c.Node.CAPEM()
@@ -87,7 +94,7 @@ func (c *Cluster) giteaPod(t *testing.T, ns string) (*gitea.Server, []byte) {
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: served.config(pool)}}
 	srv, err := gitea.Remote(ctx, "https://"+giteaIP, "sluice", password, client)
 	require.NoError(t, err, "the host reaches Gitea through its Service; it served %s", served)
-	return srv, caPEM
+	return gitServer{Server: srv, InClusterURL: "https://" + host, CAPEM: caPEM}
 }
 
 // servedCertificates verifies servers against a pool, as the default does, and records what

@@ -39,14 +39,15 @@ const webhookSecret = "e2e-webhook-secret"
 // environment, and the Secret, ScmProvider, ScmRepository and PromotionStrategy that reach it
 // through the Gitea Service, with the cluster CA as the provider's CA bundle. interval is the
 // strategy's fallback poll.
-func (c *Cluster) newPromotion(t *testing.T, ns string, srv *gitea.Server, caPEM []byte, interval time.Duration) *promotion {
+func (c *Cluster) newPromotion(t *testing.T, ns string, server gitServer, interval time.Duration) *promotion {
 	t.Helper()
 	ctx := context.Background()
+	srv, caPEM := server.Server, server.CAPEM
 	cloneURL, err := srv.CreateRepo(ctx, "web-deploy")
 	require.NoError(t, err)
 	// The controllers reach Gitea by its Service's name, through the cluster DNS; the host by
 	// address.
-	inCluster := "https://" + giteaHost(ns)
+	inCluster := server.InClusterURL
 	require.True(t, strings.HasPrefix(cloneURL, srv.URL+"/"), "Gitea's clone URL %s is under %s", cloneURL, srv.URL)
 	inClusterCloneURL := inCluster + strings.TrimPrefix(cloneURL, srv.URL)
 	cache, err := git.NewCache(t.TempDir(), nil)

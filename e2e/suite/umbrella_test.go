@@ -31,11 +31,11 @@ func TestUmbrellaChart(t *testing.T) {
 	t.Run("a closed gate holds a Flux Kustomization until it opens", c.gateHoldsAKustomization)
 
 	gitNS := c.namespace(t, "e2e-git")
-	srv, caPEM := c.giteaPod(t, gitNS)
+	server := c.giteaPod(t, gitNS)
 	appNS := c.namespace(t, "e2e-promotion")
 	var p *promotion
 	t.Run("promotion dev -> staging -> prod on the Gitea pod, woken by its webhook", func(t *testing.T) {
-		p = c.promotionByWebhook(t, appNS, srv, caPEM)
+		p = c.promotionByWebhook(t, appNS, server)
 	})
 	t.Run("health of a running Deployment, published as a commit status on the Gitea pod", func(t *testing.T) {
 		require.NotNil(t, p, "needs the promotion")
