@@ -151,8 +151,9 @@ func (m *Manager) AddServer(run func(context.Context) error) {
 	m.servers = append(m.servers, run)
 }
 
-// Leading reports whether this replica runs the controllers now: while it holds the Lease, or
-// once caches synced when leader election is off.
+// Leading reports whether this replica takes new work now: while it holds the Lease, or once
+// caches synced when leader election is off, until it is told to stop. A stopping leader only
+// finishes the reconciles it has, so work handed to it must take a standby's way.
 func (m *Manager) Leading() bool { return m.leading.Load() }
 
 // Run serves probes, starts and syncs informers, then runs the controllers (under leader
@@ -206,6 +207,7 @@ func (m *Manager) Run(ctx context.Context) error {
 func (m *Manager) runControllers(ctx context.Context) error {
 	m.leading.Store(true)
 	defer m.leading.Store(false)
+	defer context.AfterFunc(ctx, func() { m.leading.Store(false) })()
 	g, ctx := errgroup.WithContext(ctx)
 	for _, c := range m.controllers {
 		g.Go(func() error { return c.Run(ctx, m.Options.Workers) })

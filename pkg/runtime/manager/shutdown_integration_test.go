@@ -24,6 +24,7 @@ import (
 // slowLeader is a leading manager whose reconcile of one Gate runs until it is released or its
 // context ends.
 type slowLeader struct {
+	m             *manager.Manager
 	lease, holder string
 	reconcileCtx  context.Context
 	release       chan struct{}
@@ -42,6 +43,7 @@ func startSlowLeader(t *testing.T) *slowLeader {
 	opts.ShutdownGracePeriod = time.Minute
 	m, err := manager.New("drain-controller", opts, env.Config, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
+	l.m = m
 	ns := newNamespace(t)
 	started := make(chan context.Context, 1)
 	// Other tests' Gates are reconciled at once; only this one's is slow.
@@ -111,6 +113,7 @@ func (l *slowLeader) returned(t *testing.T) error {
 func TestAStoppingLeaderKeepsItsLeaseUntilTheReconcileInFlightEnds(t *testing.T) {
 	testenv.SkipIfShort(t)
 	l := startSlowLeader(t)
+	require.True(t, l.m.Leading())
 	l.stop()
 	stopped := time.Now()
 
@@ -126,6 +129,7 @@ func TestAStoppingLeaderKeepsItsLeaseUntilTheReconcileInFlightEnds(t *testing.T)
 	}), "the stopping leader renews its Lease while its reconcile runs")
 	require.NoError(t, l.reconcileCtx.Err(), "the reconcile in flight is not cancelled by the stop")
 	l.requireRunning(t)
+	assert.False(t, l.m.Leading(), "a stopping leader takes no new work, though it holds the Lease")
 
 	close(l.release)
 	require.NoError(t, l.returned(t))
