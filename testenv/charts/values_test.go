@@ -33,6 +33,8 @@ func TestValuesSchemaRejectsBadValues(t *testing.T) {
 		"networkPolicy.egress.ports[0]=70000":           "ports",
 		"nodeSelecter.zone=a":                           "nodeSelecter",
 		"metrics.serviceMonitor.interval=half a minute": "interval",
+		"nameOverride=Gates":                            "nameOverride",
+		"fullnameOverride=" + strings.Repeat("a", 56):   "fullnameOverride",
 	}
 	for _, dir := range dirs {
 		for set, field := range bad {
@@ -115,5 +117,48 @@ func TestProductionValuesInstall(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, np.Spec.PolicyTypes, 2, "ingress and egress")
 		assert.Equal(t, "monitoring", np.Spec.Ingress[0].From[0].NamespaceSelector.MatchLabels["name"], "metrics only from monitoring")
+	}
+}
+
+// nameOverride and fullnameOverride name every object of a release and its Lease, and
+// nameOverride its app.kubernetes.io/name label, as in most Helm charts; unset, names are as before.
+func TestNameOverridesNameEveryObject(t *testing.T) {
+	dirs, err := Controllers()
+	require.NoError(t, err)
+	helm := renderer(t)
+	for _, dir := range dirs {
+		chart := filepath.Base(dir)
+		for _, c := range []struct {
+			set            []string
+			fullname, name string
+		}{
+			{nil, "sluice-" + chart, chart},
+			{[]string{"nameOverride=ctl"}, "sluice-ctl", "ctl"},
+			{[]string{"fullnameOverride=platform-ctl"}, "platform-ctl", chart},
+		} {
+			set := append([]string{"networkPolicy.enabled=true", "podDisruptionBudget.enabled=true"}, c.set...)
+			if chart == "promoter-controller" {
+				set = append(set, "webhook.enabled=true")
+			}
+			out, err := helm.Template(context.Background(), "sluice", "sluice-system", dir, nil, set...)
+			require.NoError(t, err, "%s %v", chart, c.set)
+			objs, err := Objects(out)
+			require.NoError(t, err)
+			for _, o := range objs {
+				// CRDs have fixed names, and the health library ConfigMap is named by library.name.
+				if o.GetKind() == "CustomResourceDefinition" || o.GetName() == "health-library" {
+					continue
+				}
+				assert.True(t, o.GetName() == c.fullname || strings.HasPrefix(o.GetName(), c.fullname+"-"),
+					"%s %v: %s %s is named after %s", chart, c.set, o.GetKind(), o.GetName(), c.fullname)
+				if labels := o.GetLabels(); labels != nil {
+					assert.Equal(t, c.name, labels["app.kubernetes.io/name"], "%s %v: %s %s", chart, c.set, o.GetKind(), o.GetName())
+				}
+			}
+			args, err := ContainerArgs(objs, c.fullname)
+			require.NoError(t, err, "%s %v: a Deployment named %s", chart, c.set, c.fullname)
+			id, _ := Flag(args, "leader-election-id")
+			assert.Equal(t, c.fullname+"-leader", id, "%s %v", chart, c.set)
+		}
 	}
 }
