@@ -34,16 +34,7 @@ func newGiteaBench(b *testing.B, envs ...string) *giteaBench {
 	ns := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	_, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	must(b, err)
-	srv := giteatest.StartForTest(b)
-	cloneURL, err := srv.CreateRepo(ctx, "app")
-	must(b, err)
-	cache, err := git.NewCache(b.TempDir(), nil)
-	must(b, err)
-	repo, err := cache.Open(cloneURL, git.Auth{Username: srv.AdminUser, Password: srv.Token}, git.Options{})
-	must(b, err)
-	_ = repo.Fetch(ctx, "main")
-	d0, err := repo.CommitFiles(ctx, git.CommitRequest{Branch: "main", Files: map[string][]byte{"v": []byte("0")}, Message: "initial"})
-	must(b, err)
+	srv, cloneURL, repo, d0 := giteaRepo(b, map[string][]byte{"v": []byte("0")})
 	for _, e := range envs {
 		hydrateTo(b, repo, "", e, d0, e)
 	}

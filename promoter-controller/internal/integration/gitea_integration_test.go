@@ -22,6 +22,24 @@ import (
 
 // hydrateTo writes a hydrated commit for dry onto branch (created from base when missing), with
 // the hydrator.metadata file, as Argo CD's source hydrator lays it out.
+// giteaRepo starts a Gitea server with a repository "app" whose main branch holds one dry
+// commit of files, and returns the server, the repository's clone URL, a clone and that commit.
+func giteaRepo(t testing.TB, files map[string][]byte) (*giteatest.Server, string, *git.Repository, string) {
+	t.Helper()
+	ctx := context.Background()
+	srv := giteatest.StartForTest(t)
+	cloneURL, err := srv.CreateRepo(ctx, "app")
+	require.NoError(t, err)
+	cache, err := git.NewCache(t.TempDir(), nil)
+	require.NoError(t, err)
+	repo, err := cache.Open(cloneURL, git.Auth{Username: srv.AdminUser, Password: srv.Token}, git.Options{})
+	require.NoError(t, err)
+	_ = repo.Fetch(ctx, "main")
+	dry, err := repo.CommitFiles(ctx, git.CommitRequest{Branch: "main", Files: files, Message: "initial"})
+	require.NoError(t, err)
+	return srv, cloneURL, repo, dry
+}
+
 func hydrateTo(t testing.TB, repo *git.Repository, base, branch, dry, content string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -46,18 +64,8 @@ func hydrateTo(t testing.TB, repo *git.Repository, base, branch, dry, content st
 // the cluster.
 func TestPromotionOnGitea(t *testing.T) {
 	f := newFixture(t)
-	srv := giteatest.StartForTest(t)
 	ctx := f.ctx
-	cloneURL, err := srv.CreateRepo(ctx, "app")
-	require.NoError(t, err)
-
-	client, err := git.NewCache(t.TempDir(), nil)
-	require.NoError(t, err)
-	repo, err := client.Open(cloneURL, git.Auth{Username: srv.AdminUser, Password: srv.Token}, git.Options{})
-	require.NoError(t, err)
-	_ = repo.Fetch(ctx, "main")
-	d0, err := repo.CommitFiles(ctx, git.CommitRequest{Branch: "main", Files: map[string][]byte{"values.yaml": []byte("v: 0\n")}, Message: "initial"})
-	require.NoError(t, err)
+	srv, cloneURL, repo, d0 := giteaRepo(t, map[string][]byte{"values.yaml": []byte("v: 0\n")})
 	hydrateTo(t, repo, "", "dev", d0, "v: 0\n")
 	hydrateTo(t, repo, "", "staging", d0, "v: 0\n")
 

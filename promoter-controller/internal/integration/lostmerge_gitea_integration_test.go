@@ -12,7 +12,6 @@ import (
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/testenv"
 	giteatest "github.com/sluicehq/sluice/testenv/gitea"
 )
@@ -24,17 +23,8 @@ import (
 // real node.
 func TestMergeWhoseReplyWasLostOnGitea(t *testing.T) {
 	f := newFixture(t)
-	srv := giteatest.StartForTest(t)
 	ctx := f.ctx
-	cloneURL, err := srv.CreateRepo(ctx, "app")
-	require.NoError(t, err)
-	cache, err := git.NewCache(t.TempDir(), nil)
-	require.NoError(t, err)
-	repo, err := cache.Open(cloneURL, git.Auth{Username: srv.AdminUser, Password: srv.Token}, git.Options{})
-	require.NoError(t, err)
-	_ = repo.Fetch(ctx, "main")
-	d0, err := repo.CommitFiles(ctx, git.CommitRequest{Branch: "main", Files: map[string][]byte{"values.yaml": []byte("v: 0\n")}, Message: "initial"})
-	require.NoError(t, err)
+	srv, cloneURL, repo, d0 := giteaRepo(t, map[string][]byte{"values.yaml": []byte("v: 0\n")})
 	base := hydrateTo(t, repo, "", "dev", d0, "v: 0\n")
 	head := hydrateTo(t, repo, "dev", "dev-next", d0, "v: 1\n")
 
@@ -45,7 +35,7 @@ func TestMergeWhoseReplyWasLostOnGitea(t *testing.T) {
 		map[string]string{"head": "dev-next", "base": "dev", "title": "Promote to dev"}, &opened))
 	// What Gitea's merge did before its request was cut short: the target holds the head.
 	require.NoError(t, repo.Push(ctx, "dev", head, base))
-	err = srv.API(ctx, "POST", fmt.Sprintf("/repos/%s/app/pulls/%d/merge", srv.AdminUser, opened.Number),
+	err := srv.API(ctx, "POST", fmt.Sprintf("/repos/%s/app/pulls/%d/merge", srv.AdminUser, opened.Number),
 		map[string]any{"Do": "merge", "head_commit_id": head}, nil)
 	require.Error(t, err, "the premise: Gitea refuses to merge a pull request whose head its target holds")
 	t.Logf("Gitea answers: %v", err)
