@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/pkg/health"
 	"github.com/sluicehq/sluice/pkg/manifest"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 )
 
 // Mapper maps kinds to resources and can forget what it learnt, after CRDs change.
@@ -208,7 +209,7 @@ func (a *Applier) Delete(ctx context.Context, refs []manifest.Ref, labels map[st
 			errs = append(errs, &Error{Object: ref, Err: err})
 			continue
 		}
-		if !hasLabels(live, labels) {
+		if !reconcile.HasLabels(live.GetLabels(), labels) {
 			errs = append(errs, &Error{Object: ref, Err: ErrNotOwned})
 			continue
 		}
@@ -221,16 +222,6 @@ func (a *Applier) Delete(ctx context.Context, refs []manifest.Ref, labels map[st
 		deleted = append(deleted, ref)
 	}
 	return deleted, errors.Join(errs...)
-}
-
-func hasLabels(obj *unstructured.Unstructured, labels map[string]string) bool {
-	have := obj.GetLabels()
-	for k, v := range labels {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

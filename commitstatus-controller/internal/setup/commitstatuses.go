@@ -23,38 +23,29 @@ func (w *wiring) addCommitStatuses() error {
 	c := w.m.NewController(ControllerName, r)
 	w.commitStatuses = c
 
-	if _, err := w.statuses.Informer().AddEventHandler(handler.EnqueueObject(c)); err != nil {
-		return err
-	}
-	if _, err := w.repos.Informer().AddEventHandler(onSpecChange(c, func(repo *scmv1alpha1.ScmRepository) []string {
-		return w.statusesOf(handler.Key(repo))
-	}, nil, nil)); err != nil {
-		return err
-	}
-	// A provider that turns Ready (its Secret was created or fixed) brings back at once the
-	// CommitStatuses that were waiting for it, instead of at their next recheck.
-	if _, err := w.providers.Informer().AddEventHandler(handler.Funcs[*scmv1alpha1.ScmProvider]{
-		Update: func(before, after *scmv1alpha1.ScmProvider) {
-			if !conditions.IsTrue(before.Status.Conditions, conditions.Ready) && conditions.IsTrue(after.Status.Conditions, conditions.Ready) {
-				enqueueAll(c, w.statusesOfProvider(after))
-			}
-		},
-	}); err != nil {
-		return err
-	}
-	if _, err := w.providers.Informer().AddEventHandler(onSpecChange(c, w.statusesOfProvider,
-		// Touching an ScmProvider (any annotation) makes the controller read its Secret again now.
-		func(p *scmv1alpha1.ScmProvider) { w.resolver.Invalidate(handler.Key(p)) },
-		func(p *scmv1alpha1.ScmProvider) { w.resolver.Forget(handler.Key(p)) },
-	)); err != nil {
+	err := handler.Register(
+		handler.Watch(w.statuses.Informer(), handler.EnqueueObject(c)),
+		handler.Watch(w.repos.Informer(), onSpecChange(c, func(repo *scmv1alpha1.ScmRepository) []string {
+			return w.statusesOf(handler.Key(repo))
+		}, nil, nil)),
+		// A provider that turns Ready (its Secret was created or fixed) brings back at once the
+		// CommitStatuses that were waiting for it, instead of at their next recheck.
+		handler.Watch(w.providers.Informer(), handler.Funcs[*scmv1alpha1.ScmProvider]{
+			Update: func(before, after *scmv1alpha1.ScmProvider) {
+				if !conditions.IsTrue(before.Status.Conditions, conditions.Ready) && conditions.IsTrue(after.Status.Conditions, conditions.Ready) {
+					handler.EnqueueKeys(c, w.statusesOfProvider(after))
+				}
+			},
+		}),
+		handler.Watch(w.providers.Informer(), onSpecChange(c, w.statusesOfProvider,
+			// Touching an ScmProvider (any annotation) makes the controller read its Secret again now.
+			func(p *scmv1alpha1.ScmProvider) { w.resolver.Invalidate(handler.Key(p)) },
+			func(p *scmv1alpha1.ScmProvider) { w.resolver.Forget(handler.Key(p)) },
+		)),
+	)
+	if err != nil {
 		return err
 	}
 	c.WaitFor(w.repos.Informer().HasSynced, w.providers.Informer().HasSynced)
 	return nil
-}
-
-func enqueueAll(q handler.Enqueuer, keys []string) {
-	for _, key := range keys {
-		q.Enqueue(key)
-	}
 }

@@ -37,10 +37,10 @@ func (w *wiring) addScmProviders() error {
 		Options: opts, Providers: w.providers.Lister(), Checker: w.resolver,
 	})
 	w.scmProviders = c
-	if _, err := w.providers.Informer().AddEventHandler(onSpecChange(c,
+	if err := handler.Register(handler.Watch(w.providers.Informer(), onSpecChange(c,
 		func(p *scmv1alpha1.ScmProvider) []string { return []string{handler.Key(p)} },
 		// A touch must reach a fresh Secret read, whichever handler runs first.
-		func(p *scmv1alpha1.ScmProvider) { w.resolver.Invalidate(handler.Key(p)) }, nil)); err != nil {
+		func(p *scmv1alpha1.ScmProvider) { w.resolver.Invalidate(handler.Key(p)) }, nil))); err != nil {
 		return err
 	}
 	c.WaitFor(w.providers.Informer().HasSynced)
@@ -58,11 +58,11 @@ func (w *wiring) addScmRepositories() error {
 		Options: opts, Repositories: w.repos.Lister(), Providers: w.providers.Lister(), Kube: w.m.Kube,
 	})
 	w.scmRepositories = c
-	if _, err := w.repos.Informer().AddEventHandler(onSpecChange(c,
-		func(r *scmv1alpha1.ScmRepository) []string { return []string{handler.Key(r)} }, nil, nil)); err != nil {
-		return err
-	}
-	if _, err := w.providers.Informer().AddEventHandler(onProviderVerdict(c, w.repos.Informer().GetIndexer())); err != nil {
+	if err := handler.Register(
+		handler.Watch(w.repos.Informer(), onSpecChange(c,
+			func(r *scmv1alpha1.ScmRepository) []string { return []string{handler.Key(r)} }, nil, nil)),
+		handler.Watch(w.providers.Informer(), onProviderVerdict(c, w.repos.Informer().GetIndexer())),
+	); err != nil {
 		return err
 	}
 	c.WaitFor(w.repos.Informer().HasSynced, w.providers.Informer().HasSynced)
@@ -72,7 +72,9 @@ func (w *wiring) addScmRepositories() error {
 // onProviderVerdict enqueues the ScmRepositories of an ScmProvider when what they read from it
 // changes: the provider appears or goes, its spec or annotations change, or its Ready condition.
 func onProviderVerdict(q handler.Enqueuer, repos cache.Indexer) cache.ResourceEventHandler {
-	enqueue := func(p *scmv1alpha1.ScmProvider) { enqueueAll(q, keysByIndex(repos, byProvider, handler.Key(p))) }
+	enqueue := func(p *scmv1alpha1.ScmProvider) {
+		handler.EnqueueKeys(q, keysByIndex(repos, byProvider, handler.Key(p)))
+	}
 	return handler.Funcs[*scmv1alpha1.ScmProvider]{
 		Add: enqueue,
 		Update: func(o, n *scmv1alpha1.ScmProvider) {

@@ -45,20 +45,19 @@ func (w *wiring) watchSecrets() error {
 		return err
 	}
 	providers, repos := w.providers.Informer().GetIndexer(), w.repos.Informer().GetIndexer()
-	if _, err := secrets.AddEventHandler(handler.EnqueueMapped(w.scmProviders, func(s metav1.Object) []string {
-		keys := referrers(providers, s)
-		for _, key := range keys {
-			// The resolver keeps Secret reads for a while; this one is known to be stale.
-			w.resolver.Invalidate(key)
-		}
-		return keys
-	})); err != nil {
-		return err
-	}
-	_, err := secrets.AddEventHandler(handler.EnqueueMapped(w.scmRepositories, func(s metav1.Object) []string {
-		return referrers(repos, s)
-	}))
-	return err
+	return handler.Register(
+		handler.Watch(secrets, handler.EnqueueMapped(w.scmProviders, func(s metav1.Object) []string {
+			keys := referrers(providers, s)
+			for _, key := range keys {
+				// The resolver keeps Secret reads for a while; this one is known to be stale.
+				w.resolver.Invalidate(key)
+			}
+			return keys
+		})),
+		handler.Watch(secrets, handler.EnqueueMapped(w.scmRepositories, func(s metav1.Object) []string {
+			return referrers(repos, s)
+		})),
+	)
 }
 
 // bySecret indexes ScmProviders and ScmRepositories by the "namespace/name" of each Secret they

@@ -121,11 +121,7 @@ func keysByIndex(indexer cache.Indexer, index, value string) []string {
 // spec or metadata change; updated and deleted, when set, are told first. Status-only writes by
 // other controllers are ignored, so they do not fan out to every CommitStatus of a repository.
 func onSpecChange[T metav1.Object](q handler.Enqueuer, fn func(T) []string, updated, deleted func(T)) cache.ResourceEventHandler {
-	enqueue := func(obj T) {
-		for _, key := range fn(obj) {
-			q.Enqueue(key)
-		}
-	}
+	enqueue := func(obj T) { handler.EnqueueKeys(q, fn(obj)) }
 	return handler.OnSpecOrMetadataChange(handler.Funcs[T]{
 		Add: enqueue,
 		Update: func(_, obj T) {

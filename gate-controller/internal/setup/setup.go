@@ -1,16 +1,14 @@
-// Package setup wires the gate-controller's reconcilers into a manager: Config, AddFlags,
-// Validate and Setup(m, cfg) error, the same in every controller module.
+// Package setup wires the gate-controller's reconcilers into a manager: of Gates (internal/gate)
+// and of the Flux objects they hold (internal/targets), in the style every controller's setup
+// follows (docs/architecture.md, "One setup style"): Config, Defaults, AddFlags, Validate and
+// Setup here; what the kinds share in wiring.go; one file per kind (gates.go, targets.go).
 package setup
 
 import (
 	"flag"
 	"fmt"
 
-	"github.com/sluicehq/sluice/gate-controller/internal/gate"
 	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
-	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
-	"github.com/sluicehq/sluice/gate-controller/internal/targets"
-	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 )
 
@@ -20,9 +18,15 @@ type Config struct {
 	Targets []kinds.Target
 }
 
-// AddFlags registers --targets on fs. The value is parsed when the flags are.
+// Defaults returns the configuration the flags start from: every kind of kinds.Defaults().
+func Defaults() Config {
+	return Config{Targets: kinds.Defaults()}
+}
+
+// AddFlags registers --targets on fs, starting from Defaults: manager.Main starts from a zero
+// Config. The value is parsed when the flags are.
 func (c *Config) AddFlags(fs *flag.FlagSet) {
-	c.Targets = kinds.Defaults()
+	*c = Defaults()
 	fs.Func("targets", fmt.Sprintf(
 		"Kinds to hold, as comma-separated RESOURCE.GROUP=MODE entries; MODE is annotation, spec or both, and RESOURCE * means every resource of GROUP. Default: %s",
 		kinds.FormatTargets(kinds.Defaults())), func(value string) error {
@@ -51,59 +55,14 @@ func (c *Config) Validate() error {
 //
 // An error is returned, never only logged, so the process exits with the reason.
 func Setup(m *manager.Manager, cfg Config) error {
-	if len(cfg.Targets) == 0 {
-		cfg.Targets = kinds.Defaults()
-	}
-	gateMetrics := metrics.New(m.Metrics)
-	registry := targets.NewRegistry()
-	latency := targets.NewLatency()
-	gateInformer := m.SluiceInformers.Gating().V1alpha1().Gates()
-
-	gateController := m.NewController("gates", &gate.Reconciler{
-		Gates:        gateInformer.Lister(),
-		Client:       m.Sluice,
-		Recorder:     m.Recorder,
-		Metrics:      gateMetrics,
-		Held:         registry.Held,
-		Transitioned: latency.Transitioned,
-		Clock:        m.Clock,
-	})
-	targetController := m.NewController("gate-targets", &targets.Reconciler{
-		Registry: registry,
-		Gates:    gateInformer.Lister(),
-		Dynamic:  m.Dynamic,
-		Recorder: m.Recorder,
-		Metrics:  gateMetrics,
-		Latency:  latency,
-		Log:      m.Log,
-		Clock:    m.Clock,
-	})
-	if _, err := gateInformer.Informer().AddEventHandler(handler.EnqueueObject(gateController)); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if _, err := gateInformer.Informer().AddEventHandler(gate.ReferenceHandler(gateInformer.Lister(), gateController)); err != nil {
-		return err
-	}
-	if _, err := gateInformer.Informer().AddEventHandler(targets.GateHandler(registry, targetController, latency)); err != nil {
-		return err
-	}
-
-	watcher := &targets.Watcher{
-		Targets:   cfg.Targets,
-		Discovery: m.Kube.Discovery(),
-		Factory:   m.MetadataInformers,
-		Metadata:  m.Metadata,
-		Registry:  registry,
-		OnWatch: func(w *targets.Watched) error {
-			_, err := w.Informer.AddEventHandler(targets.TargetHandler(w, targetController, gateController))
+	w := newWiring(m, cfg)
+	for _, add := range []func() error{w.addGates, w.addTargets} {
+		if err := add(); err != nil {
 			return err
-		},
-		Metrics: gateMetrics,
-		Log:     m.Log,
+		}
 	}
-	if err := watcher.Sync(); err != nil {
-		return err
-	}
-	m.AddRunnable(watcher.Run)
 	return nil
 }

@@ -1,5 +1,7 @@
-// Package setup wires the health-controller's reconciler into a manager: Config, AddFlags,
-// Validate and Setup(m, cfg) error, the same in every controller module.
+// Package setup wires the health-controller's one reconciler, of HealthChecks
+// (internal/healthcheck), into a manager, in the style every controller's setup follows
+// (docs/architecture.md, "One setup style"): Config, Defaults, AddFlags, Validate and Setup here;
+// what the kinds share in wiring.go; one file per kind (healthchecks.go).
 package setup
 
 import (
@@ -11,10 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sluicehq/sluice/health-controller/internal/healthcheck"
-	"github.com/sluicehq/sluice/health-controller/internal/userlib"
-	"github.com/sluicehq/sluice/pkg/health"
 	"github.com/sluicehq/sluice/pkg/health/cel"
-	"github.com/sluicehq/sluice/pkg/health/library"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 )
 
@@ -78,28 +77,17 @@ func Setup(m *manager.Manager, cfg Config) error {
 	return err
 }
 
-// HealthChecks registers the HealthCheck reconciler and returns it, for tests that look inside.
+// HealthChecks is Setup that returns the reconciler, for tests that look inside.
 func HealthChecks(m *manager.Manager, cfg Config) (*healthcheck.Reconciler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	compiler, err := cel.NewCompiler(cel.WithCostLimit(cfg.CELCostLimit))
+	w, err := newWiring(m, cfg)
 	if err != nil {
 		return nil, err
 	}
-	checks, err := library.Builtin()
-	if err != nil {
+	if err := w.addHealthChecks(); err != nil {
 		return nil, err
 	}
-	builtin, err := health.NewLayer(health.SourceBuiltin, checks)
-	if err != nil {
-		return nil, err
-	}
-	return addHealthChecks(m, deps{
-		compiler:                compiler,
-		builtin:                 builtin,
-		library:                 userlib.New(compiler, cfg.LibraryNamespace, cfg.LibraryName),
-		watchLibrary:            cfg.LibraryName != "",
-		allowCrossNamespaceRefs: !cfg.NoCrossNamespaceRefs,
-	})
+	return w.healthChecks, nil
 }

@@ -50,22 +50,11 @@ func mainWith[C any, PC interface {
 	return run(name, fs, args, stdout, stderr, PC(&cfg), func(m *Manager) error { return setup(m, cfg) })
 }
 
-// SetupFunc registers a controller's reconcilers on the manager.
-type SetupFunc func(m *Manager) error
-
-// MainWithFlags is Main for a controller whose flags are registered on fs by its main: prefer
-// Main and an internal/setup.Config.
-func MainWithFlags(name string, fs *flag.FlagSet, args []string, setup SetupFunc) int {
-	return run(name, fs, args, os.Stdout, os.Stderr, nil, setup)
-}
-
-// run is Main with its inputs explicit; cfg may be nil.
-func run(name string, fs *flag.FlagSet, args []string, stdout, stderr io.Writer, cfg Config, setup SetupFunc) int {
+// run is Main with its inputs explicit.
+func run(name string, fs *flag.FlagSet, args []string, stdout, stderr io.Writer, cfg Config, setup func(*Manager) error) int {
 	opts := options.Defaults(name)
 	opts.AddFlags(fs)
-	if cfg != nil {
-		cfg.AddFlags(fs)
-	}
+	cfg.AddFlags(fs)
 	showVersion := fs.Bool("version", false, "Print the version and exit.")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -76,7 +65,7 @@ func run(name string, fs *flag.FlagSet, args []string, stdout, stderr io.Writer,
 		return 0
 	}
 	log := processLogger(stderr, name, opts)
-	if err := errors.Join(opts.Validate(), validate(cfg)); err != nil {
+	if err := errors.Join(opts.Validate(), cfg.Validate()); err != nil {
 		log.Error("invalid flags", "error", err)
 		return 2
 	}
@@ -100,13 +89,6 @@ func run(name string, fs *flag.FlagSet, args []string, stdout, stderr io.Writer,
 	}
 	log.Info("stopped cleanly")
 	return 0
-}
-
-func validate(cfg Config) error {
-	if cfg == nil {
-		return nil
-	}
-	return cfg.Validate()
 }
 
 // processLogger is the logger of the whole process. It names the process under "process": the key

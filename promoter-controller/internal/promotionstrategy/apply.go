@@ -67,7 +67,7 @@ func (r *Reconciler) applyProposedCommit(ctx context.Context, ns string, p propo
 			return fmt.Errorf("ProposedCommit %s: %w", p.New.Name, err)
 		}
 	}
-	if !equality.Semantic.DeepEqual(cur.Spec, p.Spec) || !hasLabels(cur.Labels, p.Labels) {
+	if !equality.Semantic.DeepEqual(cur.Spec, p.Spec) || !reconcile.HasLabels(cur.Labels, p.Labels) {
 		next := cur.DeepCopy()
 		next.Spec = p.Spec
 		if next.Labels == nil {

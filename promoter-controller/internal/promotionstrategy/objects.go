@@ -15,6 +15,7 @@ import (
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/promotion"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/text"
 )
 
@@ -111,7 +112,7 @@ func relabeled(pr, update *promoterv1alpha1.PullRequest, labels map[string]strin
 	if base == nil {
 		base = pr
 	}
-	if hasLabels(base.Labels, labels) {
+	if reconcile.HasLabels(base.Labels, labels) {
 		return update
 	}
 	next := base.DeepCopy()
@@ -122,15 +123,6 @@ func relabeled(pr, update *promoterv1alpha1.PullRequest, labels map[string]strin
 		next.Labels[k] = v
 	}
 	return next
-}
-
-func hasLabels(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func finished(pr *promoterv1alpha1.PullRequest) bool {

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -19,11 +17,11 @@ import (
 	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/crds"
 	"github.com/sluicehq/sluice/pkg/promotion"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
-	"github.com/sluicehq/sluice/promoter-controller/internal/crds"
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
 )
@@ -163,19 +161,23 @@ func (r *Reconciler) fail(ctx context.Context, cur, ps *promoterv1alpha1.Promoti
 	return controller.Result{}, problem
 }
 
-// writeStatus writes status unless it equals cur's, and says whether it wrote. The write carries
-// cur's resourceVersion, so it fails with a conflict when cur was stale. Unlike
-// reconcile.StatusWriter it does not retry a conflict on the live object: a status decided from a
-// stale copy (history without the latest merge, say) must not land, or be announced; the
-// reconcile the conflict brings back decides again from the live one.
+// statusWriter writes PromotionStrategy status unless it equals cur's. It returns a conflict
+// instead of retrying it on the live object: a status decided from a stale copy (history without
+// the latest merge, say) must not land, or be announced; the reconcile the conflict brings back
+// decides again from the live one.
+var statusWriter = reconcile.StatusWriter[*promoterv1alpha1.PromotionStrategy, promoterv1alpha1.PromotionStrategyStatus]{
+	Kind: "PromotionStrategy", FieldManager: FieldManager, ReturnConflicts: true,
+	Status: func(ps *promoterv1alpha1.PromotionStrategy) *promoterv1alpha1.PromotionStrategyStatus {
+		return &ps.Status
+	},
+}
+
+// writeStatus writes status through statusWriter, and says whether it wrote.
 func (r *Reconciler) writeStatus(ctx context.Context, cur *promoterv1alpha1.PromotionStrategy, status promoterv1alpha1.PromotionStrategyStatus) (bool, error) {
-	if equality.Semantic.DeepEqual(cur.Status, status) {
-		return false, nil
-	}
 	next := cur.DeepCopy()
 	next.Status = status
-	_, err := r.Client.PromoterV1alpha1().PromotionStrategies(cur.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
-	return err == nil, err
+	_, wrote, err := statusWriter.Write(ctx, r.Client.PromoterV1alpha1().PromotionStrategies(cur.Namespace), cur, next)
+	return wrote, err
 }
 
 // announce makes the Events and metrics of a status that was written.

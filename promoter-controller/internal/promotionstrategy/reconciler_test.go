@@ -27,12 +27,12 @@ import (
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/crds"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 	"github.com/sluicehq/sluice/pkg/promotion"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
 	_ "github.com/sluicehq/sluice/pkg/scm/plaingit" // the "git" provider
-	"github.com/sluicehq/sluice/promoter-controller/internal/crds"
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
 )

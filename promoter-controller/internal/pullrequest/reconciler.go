@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -19,11 +18,11 @@ import (
 	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/crds"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/scm"
-	"github.com/sluicehq/sluice/promoter-controller/internal/crds"
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
 )
@@ -150,14 +149,11 @@ func (r *Reconciler) gitHeads(ctx context.Context, repo *git.Repository, src, ds
 func (r *Reconciler) stall(ctx context.Context, cur, pr *promoterv1alpha1.PullRequest, reason, problem string) error {
 	conditions.MarkStalled(&pr.Status.Conditions, pr.Generation, reason, problem)
 	pr.Status.ObservedGeneration = pr.Generation
-	if equality.Semantic.DeepEqual(cur.Status, pr.Status) {
-		return nil
+	_, wrote, err := stallWriter.Write(ctx, r.Client.PromoterV1alpha1().PullRequests(pr.Namespace), cur, pr)
+	if wrote {
+		r.Recorder.Event(pr, corev1.EventTypeWarning, reason, problem)
 	}
-	if _, err := r.Client.PromoterV1alpha1().PullRequests(pr.Namespace).UpdateStatus(ctx, pr, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
-		return err
-	}
-	r.Recorder.Event(pr, corev1.EventTypeWarning, reason, problem)
-	return nil
+	return err
 }
 
 // fail writes status with the error, Stalled when retrying cannot help.
@@ -179,6 +175,13 @@ var statusWriter = reconcile.StatusWriter[*promoterv1alpha1.PullRequest, promote
 	Kind: "PullRequest", FieldManager: FieldManager,
 	Status: func(pr *promoterv1alpha1.PullRequest) *promoterv1alpha1.PullRequestStatus { return &pr.Status },
 }
+
+// stallWriter is statusWriter returning conflicts: see stall.
+var stallWriter = func() reconcile.StatusWriter[*promoterv1alpha1.PullRequest, promoterv1alpha1.PullRequestStatus] {
+	w := statusWriter
+	w.ReturnConflicts = true
+	return w
+}()
 
 func (r *Reconciler) writeStatus(ctx context.Context, cur *promoterv1alpha1.PullRequest, status promoterv1alpha1.PullRequestStatus) error {
 	next := cur.DeepCopy()

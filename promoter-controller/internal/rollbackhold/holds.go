@@ -19,8 +19,8 @@ import (
 
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/crds"
 	"github.com/sluicehq/sluice/pkg/promotion"
-	"github.com/sluicehq/sluice/promoter-controller/internal/crds"
 )
 
 // Kinds is the part of crdwatch.Kinds that Holds reads.

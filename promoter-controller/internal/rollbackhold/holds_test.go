@@ -16,9 +16,9 @@ import (
 	rollbackinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions/rollback/v1alpha1"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/crds"
 	"github.com/sluicehq/sluice/pkg/promotion"
 	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
-	"github.com/sluicehq/sluice/promoter-controller/internal/crds"
 )
 
 const bad = "badbadbadbadbadbadbadbadbadbadbadbadbadb"

@@ -95,17 +95,19 @@ func TestMissingPromoterCRDsAreReportedThenPickedUp(t *testing.T) {
 	}
 	// Each missing CRD is named with the chart that installs it.
 	rc := waitStalled("PromoterCRDsMissing")
-	assert.Contains(t, stalledMessage(rc), "the PromotionStrategy, PullRequest CRDs are not installed: install the promoter-controller chart")
-	assert.Contains(t, stalledMessage(rc), "the CommitStatus, ScmRepository, ScmProvider CRDs are not installed: install the commitstatus-controller chart")
+	assert.Contains(t, stalledMessage(rc), "the CRDs promotionstrategies.promoter.sluice.dev, pullrequests.promoter.sluice.dev, "+
+		"commitstatuses.commitstatus.sluice.dev, scmrepositories.scm.sluice.dev, scmproviders.scm.sluice.dev are not installed: "+
+		"install the promoter-controller and commitstatus-controller charts")
 
 	require.NoError(t, own.InstallCRDPaths(
 		filepath.Join(crds, "promoter.sluice.dev_promotionstrategies.yaml"), filepath.Join(crds, "promoter.sluice.dev_pullrequests.yaml")))
 	require.NoError(t, testenv.Wait(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		rc, err = own.Sluice.RollbackV1alpha1().RevertCommits("default").Get(ctx, "web", metav1.GetOptions{})
-		return err == nil && !strings.Contains(stalledMessage(rc), "promoter-controller chart"), nil
+		return err == nil && !strings.Contains(stalledMessage(rc), "promoter-controller"), nil
 	}), "the message follows what is installed")
 	assert.Equal(t, "PromoterCRDsMissing", conditions.Get(rc.Status.Conditions, conditions.Stalled).Reason)
-	assert.Contains(t, stalledMessage(rc), "the CommitStatus, ScmRepository, ScmProvider CRDs are not installed: install the commitstatus-controller chart")
+	assert.Contains(t, stalledMessage(rc), "the CRDs commitstatuses.commitstatus.sluice.dev, scmrepositories.scm.sluice.dev, "+
+		"scmproviders.scm.sluice.dev are not installed: install the commitstatus-controller chart")
 
 	require.NoError(t, own.InstallCRDPaths(
 		filepath.Join(crds, "commitstatus.sluice.dev_commitstatuses.yaml"),

@@ -18,11 +18,21 @@ import (
 	"github.com/sluicehq/sluice/rollback-controller/internal/manifestrelease"
 )
 
-// ManifestReleases registers the ManifestRelease reconciler (Setup registers every reconciler;
-// tests of releases alone call this). A release comes back when it comes or goes or a person
-// changes it (spec, labels, annotations), not on the controller's own status writes: each
-// reconcile reads the live release and asks for its own requeue.
+// ManifestReleases registers the ManifestRelease reconciler alone, for tests of releases; Setup
+// registers every reconciler.
 func ManifestReleases(m *manager.Manager, cfg Config) error {
+	w, err := newWiring(m, cfg)
+	if err != nil {
+		return err
+	}
+	return w.addManifestReleases()
+}
+
+// addManifestReleases registers the ManifestRelease reconciler. A release comes back when it
+// comes or goes or a person changes it (spec, labels, annotations), not on the controller's own
+// status writes: each reconcile reads the live release and asks for its own requeue.
+func (w *wiring) addManifestReleases() error {
+	m, cfg := w.m, w.cfg
 	cache, err := git.NewCache(cfg.ManifestGitCacheDir, m.Log)
 	if err != nil {
 		return fmt.Errorf("git cache in %s: %w", cfg.ManifestGitCacheDir, err)
@@ -48,8 +58,7 @@ func ManifestReleases(m *manager.Manager, cfg Config) error {
 		StalledRecheck: cfg.ReleaseRecheck,
 		Clock:          m.Clock,
 	})
-	_, err = informer.Informer().AddEventHandler(handler.OnSpecOrMetadataChange(handler.EnqueueObject(c)))
-	return err
+	return handler.Register(handler.Watch(informer.Informer(), handler.OnSpecOrMetadataChange(handler.EnqueueObject(c))))
 }
 
 // healthEvaluator judges objects with the built-in CEL library, kstatus otherwise.

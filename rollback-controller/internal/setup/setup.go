@@ -1,8 +1,8 @@
-// Package setup wires the rollback-controller's reconcilers into a manager. It is the template
-// every controller module follows: Config, AddFlags, Validate and Setup(m, cfg) error, which
-// cmd/<name>/main.go hands to manager.Main, with one package per reconciled kind beside it
-// (internal/<kind>: manifestrelease, revertcommit, rollbackpolicy), each observe -> decide ->
-// apply. This package owns every flag and every watch; see docs/architecture.md.
+// Package setup wires the rollback-controller's reconcilers into a manager: of ManifestReleases
+// (internal/manifestrelease), RevertCommits (internal/revertcommit) and RollbackPolicies
+// (internal/rollbackpolicy), in the style every controller's setup follows (docs/architecture.md,
+// "One setup style"): Config, Defaults, AddFlags, Validate and Setup here; what the kinds share
+// in wiring.go (the peer kinds of other charts among it); one file per kind.
 package setup
 
 import (
@@ -105,8 +105,14 @@ func Setup(m *manager.Manager, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := ManifestReleases(m, cfg); err != nil {
+	w, err := newWiring(m, cfg)
+	if err != nil {
 		return err
 	}
-	return Reverts(m, cfg)
+	for _, add := range []func() error{w.addManifestReleases, w.addRevertCommits, w.addRollbackPolicies, w.startPeers} {
+		if err := add(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

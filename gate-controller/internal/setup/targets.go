@@ -1,0 +1,46 @@
+package setup
+
+import (
+	"github.com/sluicehq/sluice/gate-controller/internal/targets"
+	"github.com/sluicehq/sluice/pkg/runtime/handler"
+)
+
+// addTargets registers the reconciler that holds and releases the targets (Flux objects and other
+// kinds of --targets), brought back by the Gates that select them and by their own changes; the
+// watcher adds each target kind as its CRD appears. addGates comes first: a target's change
+// brings back its Gates too.
+func (w *wiring) addTargets() error {
+	m := w.m
+	c := m.NewController("gate-targets", &targets.Reconciler{
+		Registry: w.registry,
+		Gates:    w.gates.Lister(),
+		Dynamic:  m.Dynamic,
+		Recorder: m.Recorder,
+		Metrics:  w.metrics,
+		Latency:  w.latency,
+		Log:      m.Log,
+		Clock:    m.Clock,
+	})
+	w.targetController = c
+	if err := handler.Register(handler.Watch(w.gates.Informer(), targets.GateHandler(w.registry, c, w.latency))); err != nil {
+		return err
+	}
+	watcher := &targets.Watcher{
+		Targets:   w.cfg.Targets,
+		Discovery: m.Kube.Discovery(),
+		Factory:   m.MetadataInformers,
+		Metadata:  m.Metadata,
+		Registry:  w.registry,
+		OnWatch: func(watched *targets.Watched) error {
+			_, err := watched.Informer.AddEventHandler(targets.TargetHandler(watched, c, w.gateController))
+			return err
+		},
+		Metrics: w.metrics,
+		Log:     m.Log,
+	}
+	if err := watcher.Sync(); err != nil {
+		return err
+	}
+	m.AddRunnable(watcher.Run)
+	return nil
+}
