@@ -14,6 +14,7 @@ import (
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 	"github.com/sluicehq/sluice/health-controller/internal/verdict"
 	"github.com/sluicehq/sluice/pkg/conditions"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/text"
 )
 
@@ -78,7 +79,7 @@ func (r *Reconciler) publish(ctx context.Context, hc *healthv1alpha1.HealthCheck
 			return fmt.Errorf("reading CommitStatus %s/%s: %w", hc.Namespace, hc.Name, err)
 		}
 		desired.Spec.Suspend = current.Spec.Suspend
-		if !equality.Semantic.DeepEqual(current.Spec, desired.Spec) || !hasLabels(current.Labels, desired.Labels) {
+		if !equality.Semantic.DeepEqual(current.Spec, desired.Spec) || !reconcile.HasLabels(current.Labels, desired.Labels) {
 			update := current.DeepCopy()
 			update.Spec = desired.Spec
 			if update.Labels == nil {
@@ -168,15 +169,6 @@ func (r *Reconciler) unpublish(ctx context.Context, hc *healthv1alpha1.HealthChe
 		return fmt.Errorf("deleting CommitStatus %s/%s: %w", hc.Namespace, hc.Name, err)
 	}
 	return nil
-}
-
-func hasLabels(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func ptrTo[T any](v T) *T { return &v }
