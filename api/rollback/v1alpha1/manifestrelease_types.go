@@ -51,6 +51,16 @@ type ManifestReleaseSpec struct {
 	// Source gives the manifests of the desired version.
 	Source ManifestSource `json:"source"`
 
+	// ServiceAccountName is the ServiceAccount of the release's namespace whose rights everything
+	// the release does to the cluster is done with, by impersonation (as Flux's Kustomization
+	// does): reading the source, writing and reading its snapshot Secrets, applying, testing,
+	// waiting, pruning and rolling back. Empty means the controller's --default-service-account,
+	// and, when that is not set either, the controller's own rights.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
 	// Version is what people read for this version, such as v2.3.0. Empty means the git tag,
 	// branch@sha, the OCI tag or digest, or the ConfigMaps' resource versions.
 	// +kubebuilder:validation:MaxLength=128

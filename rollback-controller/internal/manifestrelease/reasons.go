@@ -33,3 +33,7 @@ const (
 	ReasonUpgradeStarted     = "UpgradeStarted"
 	ReasonManualRollbackDone = "ManualRollback"
 )
+
+// ReasonForbidden is an operation the identity a release acts as may not carry out, or a
+// ServiceAccount the controller may not impersonate.
+const ReasonForbidden = "Forbidden"

@@ -44,6 +44,12 @@ type Reconciler struct {
 	StalledRecheck time.Duration
 	// Clock is the time: the manager's in a process, a fake one in tests.
 	Clock clock.PassiveClock
+	// Identities impersonates the ServiceAccount each release acts as; nil lets releases that
+	// name none act with the controller's own rights.
+	Identities *Identities
+
+	// reviewer asks what the identity a release acts as may do (set by actingFor).
+	reviewer apply.Reviewer
 }
 
 // Reconcile converges one ManifestRelease, keyed "namespace/name".
@@ -66,6 +72,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		}
 	})
 	if err != nil || suspended {
+		return controller.Result{}, err
+	}
+	if r, err = r.actingFor(mr); err != nil {
 		return controller.Result{}, err
 	}
 	if mr.Status.Operation != nil {
@@ -193,7 +202,12 @@ func (r *Reconciler) stall(ctx context.Context, mr *rollbackv1.ManifestRelease, 
 
 func (r *Reconciler) sourceFailed(ctx context.Context, mr *rollbackv1.ManifestRelease, err *SourceError, interval time.Duration) (controller.Result, error) {
 	if err.NeedsPerson {
-		return r.stall(ctx, mr, err.Reason, err.Message, interval)
+		recheck := interval
+		if err.Reason == ReasonForbidden || err.Reason == ReasonSourceNotFound {
+			// RBAC is not watched, nor every kind of source: look again soon, then less often.
+			recheck = retryDelay(mr, err.Reason, r.Clock.Now())
+		}
+		return r.stall(ctx, mr, err.Reason, err.Message, recheck)
 	}
 	message := conditionMessage(err.Message)
 	if c := conditions.Get(mr.Status.Conditions, conditions.Ready); c == nil || c.Message != message {

@@ -78,6 +78,9 @@ func (r *Reconciler) runRollback(ctx context.Context, mr *rollbackv1.ManifestRel
 	current := fromInventory(mr.Status.Inventory)
 	stale := manifest.Stale(current, target)
 	action := "the rollback to " + describe(op.Version, op.Number)
+	if res, blocked, err := r.checkAccess(ctx, mr, action, plan{apply: objs, stale: stale}); blocked || err != nil {
+		return res, err
+	}
 	if res, blocked, err := r.checkCRDs(ctx, mr, action, objs, stale); blocked || err != nil {
 		return res, err
 	}

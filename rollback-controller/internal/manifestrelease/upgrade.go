@@ -37,10 +37,14 @@ func (r *Reconciler) upgrade(ctx context.Context, mr *rollbackv1.ManifestRelease
 	if pruneEnabled(mr) {
 		stale = manifest.Stale(previous, refs)
 	}
+	number := r.nextNumber(mr)
+	if res, blocked, err := r.checkAccess(ctx, mr, "the upgrade to "+fetched.Version,
+		plan{apply: objs, stale: stale, tests: r.plannedTests(ctx, mr), snapshot: number}); blocked || err != nil {
+		return res, err
+	}
 	if res, blocked, err := r.checkCRDs(ctx, mr, "the upgrade to "+fetched.Version, objs, stale); blocked || err != nil {
 		return res, err
 	}
-	number := r.nextNumber(mr)
 	info, err := r.saveSnapshot(ctx, mr, number, fetched)
 	var tooLarge *snapshot.TooLargeError
 	if errors.As(err, &tooLarge) {
