@@ -65,7 +65,6 @@ func (r *Reconciler) checkAccess(ctx context.Context, mr *rollbackv1.ManifestRel
 	return controller.Result{}, false, err
 }
 
-
 // Delays of a release stalled on something this controller does not watch (RBAC): the first
 // look again comes soon, then each waits as long as the problem has lasted, up to spec.interval.
 const minRetryDelay = 5 * time.Second
