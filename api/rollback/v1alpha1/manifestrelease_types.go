@@ -16,6 +16,11 @@ const (
 	// test objects included.
 	ReleaseNameLabel      = "rollback.sluice.dev/release-name"
 	ReleaseNamespaceLabel = "rollback.sluice.dev/release-namespace"
+	// AdoptAnnotation, set to "true" on an existing object by whoever owns it, lets a release
+	// whose manifests name that object take it over; its content from before is kept on it and
+	// put back when the release lets it go (a rollback, a prune). Without it an upgrade that names
+	// an existing object that is not the release's stops before anything is applied.
+	AdoptAnnotation = "rollback.sluice.dev/adopt"
 	// TestLabel marks test objects, which are deleted once the tests end.
 	TestLabel = "rollback.sluice.dev/test"
 	// VersionAnnotation on a snapshot's head Secret is the version it holds.

@@ -80,6 +80,11 @@ func (ids *Identities) clientsFor(namespace, serviceAccount string) (*identityCl
 // the ServiceAccount mr acts as. Status writes, Events and metrics stay the controller's own.
 func (r *Reconciler) actingFor(mr *rollbackv1.ManifestRelease) (*Reconciler, error) {
 	acting := *r
+	// Snapshots are bound to this release's UID: a Secret it did not write is never read,
+	// reused or deleted.
+	owned := *r.Snapshots
+	owned.Owner = mr.UID
+	acting.Snapshots = &owned
 	sa := r.Identities.ServiceAccountOf(mr)
 	if sa == "" {
 		acting.reviewer = apply.Reviewer{Reviews: r.Kube.AuthorizationV1().SelfSubjectAccessReviews(), User: "the rollback-controller"}
@@ -94,7 +99,7 @@ func (r *Reconciler) actingFor(mr *rollbackv1.ManifestRelease) (*Reconciler, err
 	}
 	sources := *r.Sources
 	sources.Kube, sources.Sluice = c.kube, c.sluice
-	snapshots := *r.Snapshots
+	snapshots := owned
 	snapshots.Client = c.kube.CoreV1()
 	applier := *r.Applier
 	applier.Dynamic = c.dynamic
