@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,9 @@ type Reconciler struct {
 	// name none act with the controller's own rights.
 	Identities *Identities
 
+	// Log records upgrades, test results and rollbacks (INFO) and failures (ERROR).
+	Log *slog.Logger
+
 	// reviewer asks what the identity a release acts as may do (set by actingFor).
 	reviewer apply.Reviewer
 }
@@ -66,7 +70,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	// The Suspended condition, set or removed, lands first; an unchanged status writes nothing.
 	suspended := l.Suspend.Suspended
 	mr, _, err := releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(l.Cached.Namespace), l.Cached, func(mr *rollbackv1.ManifestRelease) {
+		wasSuspended := conditions.Get(mr.Status.Conditions, conditions.Suspended) != nil
 		l.ReportSuspend(&mr.Status.Conditions)
+		keepHeldAcrossSuspend(&mr.Status, mr.Generation, suspended || wasSuspended)
 		if suspended {
 			mr.Status.ObservedGeneration = mr.Generation
 		}
@@ -96,6 +102,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		return res, err
 	}
 	return res, r.markHandled(ctx, mr)
+}
+
+// keepHeldAcrossSuspend keeps a failed version held when the only spec change since it failed
+// is suspending or resuming the release: spec.suspend bumps the generation, which otherwise
+// counts as a change of spec that tries the version again.
+func keepHeldAcrossSuspend(st *rollbackv1.ManifestReleaseStatus, generation int64, suspending bool) {
+	if suspending && st.LastAttemptFailed && st.LastAttemptedGeneration != 0 && st.LastAttemptedGeneration == st.ObservedGeneration {
+		st.LastAttemptedGeneration = generation
+	}
 }
 
 // getLive reads a release the cache still has from the API server: the cache may not hold this
@@ -220,9 +235,27 @@ func (r *Reconciler) sourceFailed(ctx context.Context, mr *rollbackv1.ManifestRe
 	return controller.Result{RequeueAfter: min(interval, time.Minute)}, nil
 }
 
-// event announces an Event on the release as stored.
+// event announces an Event on the release as stored, and logs it: Normal ones (upgrades, test
+// results, rollbacks) at INFO, Warnings (failures) at ERROR, with the release, the version and
+// the snapshot number.
 func (r *Reconciler) event(eventType, reason, message string) func(*rollbackv1.ManifestRelease) {
-	return func(mr *rollbackv1.ManifestRelease) { r.Recorder.Event(mr, eventType, reason, message) }
+	return func(mr *rollbackv1.ManifestRelease) {
+		r.Recorder.Event(mr, eventType, reason, message)
+		if r.Log == nil {
+			return
+		}
+		attrs := []any{"release", mr.Namespace + "/" + mr.Name, "reason", reason}
+		if op := mr.Status.Operation; op != nil {
+			attrs = append(attrs, "action", op.Action, "version", op.Version, "snapshot", op.Number, "from", op.From)
+		} else {
+			attrs = append(attrs, "version", mr.Status.DeployedVersion, "snapshot", mr.Status.UpgradeNumber)
+		}
+		if eventType == corev1.EventTypeWarning {
+			r.Log.Error(message, attrs...)
+			return
+		}
+		r.Log.Info(message, attrs...)
+	}
 }
 
 // ownerLabels mark the objects of mr; tests adds the test label.

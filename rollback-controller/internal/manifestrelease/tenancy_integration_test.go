@@ -46,8 +46,8 @@ func serviceAccountToken(t *testing.T, namespace, name string) *rest.Config {
 	return cfg
 }
 
-// tenant creates ServiceAccount name in the fixture's namespace, allowed there only what a
-// release of ConfigMaps needs: ConfigMaps, and Secrets for its snapshots.
+// tenant creates ServiceAccount name in the fixture's namespace, allowed there only what the
+// tests' releases need: ConfigMaps, Deployments, and Secrets for its snapshots (no list).
 func (f *fixture) tenant(name string) {
 	f.t.Helper()
 	_, err := env.Kube.CoreV1().ServiceAccounts(f.ns).Create(f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
@@ -55,6 +55,7 @@ func (f *fixture) tenant(name string) {
 	_, err = env.Kube.RbacV1().Roles(f.ns).Create(f.ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "delete"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 	}}, metav1.CreateOptions{})
 	require.NoError(f.t, err)
 	_, err = env.Kube.RbacV1().RoleBindings(f.ns).Create(f.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},

@@ -47,6 +47,7 @@ func ManifestReleases(m *manager.Manager, cfg Config) error {
 		Metrics:        manifestrelease.NewMetrics(m.Metrics),
 		StalledRecheck: cfg.ReleaseRecheck,
 		Clock:          m.Clock,
+		Log:            m.Log.With("controller", ManifestReleaseControllerName),
 		Identities:     &manifestrelease.Identities{Config: m.RESTConfig, DefaultServiceAccount: cfg.DefaultServiceAccount},
 	})
 	_, err = informer.Informer().AddEventHandler(handler.OnSpecOrMetadataChange(handler.EnqueueObject(c)))
