@@ -157,7 +157,7 @@ func (r *Reconciler) sync(ctx context.Context, mr *rollbackv1.ManifestRelease) (
 	st := mr.Status
 	switch {
 	case digest == st.DeployedDigest:
-		return r.deployed(ctx, mr, interval)
+		return r.deployed(ctx, mr, fetched, interval)
 	case st.LastAttemptFailed && digest == st.LastAttemptedDigest && st.LastAttemptedGeneration == mr.Generation:
 		return r.held(ctx, mr, interval)
 	}
@@ -175,7 +175,10 @@ func validateSpec(mr *rollbackv1.ManifestRelease) error {
 
 // deployed reports a release whose source gives what runs. A version held back before is no
 // longer what the source gives, so it is released.
-func (r *Reconciler) deployed(ctx context.Context, mr *rollbackv1.ManifestRelease, interval time.Duration) (controller.Result, error) {
+func (r *Reconciler) deployed(ctx context.Context, mr *rollbackv1.ManifestRelease, fetched Fetched, interval time.Duration) (controller.Result, error) {
+	if res, failed, err := r.correctDrift(ctx, mr, fetched); failed || err != nil {
+		return res, err
+	}
 	st := mr.Status
 	message := describe(st.DeployedVersion, st.UpgradeNumber) + " is deployed"
 	ready := conditions.Get(st.Conditions, conditions.Ready)
@@ -187,6 +190,24 @@ func (r *Reconciler) deployed(ctx context.Context, mr *rollbackv1.ManifestReleas
 		conditions.MarkReady(&st.Conditions, gen, ReasonDeployed, message)
 	})
 	return controller.Result{RequeueAfter: interval}, err
+}
+
+// correctDrift applies the deployed version again, as Flux does on each interval: objects
+// deleted or changed out of band come back as the manifests say. The source gives exactly the
+// deployed manifests here (same digest).
+func (r *Reconciler) correctDrift(ctx context.Context, mr *rollbackv1.ManifestRelease, fetched Fetched) (controller.Result, bool, error) {
+	objs, err := r.prepare(mr, fetched.Files)
+	if err == nil {
+		if err = r.Applier.Apply(ctx, objs, ownerLabels(mr, false)); err != nil && !refusedByServer(err) {
+			return controller.Result{}, true, err
+		}
+	}
+	if err == nil {
+		return controller.Result{}, false, nil
+	}
+	message := fmt.Sprintf("re-applying %s to correct drift failed: %v", describe(mr.Status.DeployedVersion, mr.Status.UpgradeNumber), err)
+	res, err := r.stall(ctx, mr, ReasonApplyFailed, message, retryDelay(mr, ReasonApplyFailed, r.Clock.Now()))
+	return res, true, err
 }
 
 // held keeps a failed version from being tried again until its source changes.

@@ -124,6 +124,11 @@ func TestTenantReleasesActWithTheirServiceAccountsRights(t *testing.T) {
 	assert.Equal(t, []string{"ConfigMap/web-config"}, f.liveObjects("web"))
 	assert.Equal(t, []int64{1}, f.snapshotNumbers("web"), "the snapshot is written as the tenant")
 
+	// Drift: deleted out of band, it comes back on the next look (here asked for at once).
+	require.NoError(t, env.Kube.CoreV1().ConfigMaps(f.ns).Delete(f.ctx, "web-config", metav1.DeleteOptions{}))
+	f.refresh("web")
+	assert.Equal(t, []string{"ConfigMap/web-config"}, f.liveObjects("web"), "re-applied as the tenant")
+
 	mr := f.waitRelease("admin", "the ClusterRoleBinding refused", forbidden)
 	assert.Contains(t, condition(mr, conditions.Stalled).Message, "ServiceAccount "+f.ns+"/tenant may not create ClusterRoleBinding.rbac.authorization.k8s.io/tenant-is-admin")
 	_, err = env.Kube.RbacV1().ClusterRoleBindings().Get(f.ctx, "tenant-is-admin", metav1.GetOptions{})
