@@ -34,7 +34,9 @@ func reviewsAllowing(allowed map[string]bool, asked *[]string) *fake.Clientset {
 func TestCheckAsksOncePerResourceThenPerNameAndNamesTheFirstMissingRight(t *testing.T) {
 	ctx := context.Background()
 	a := &apply.Applier{Mapper: newMapper(nil)}
-	cm := func(ns, name string) manifest.Ref { return manifest.Ref{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: name} }
+	cm := func(ns, name string) manifest.Ref {
+		return manifest.Ref{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: name}
+	}
 	widget := manifest.Ref{Group: "example.com", Version: "v1", Kind: "Widget", Namespace: "apps", Name: "w"}
 	crds := []manifest.CRDNames{{Group: "example.com", Kind: "Widget", Plural: "widgets", Namespaced: true}}
 
