@@ -62,12 +62,43 @@ data:
           containers: [{name: curl, image: curlimages/curl:8.10.1, args: ["-fsS", "http://podinfo:9898/healthz"]}]
 `
 
+// releaseTenant is the ServiceAccount the release acts as, allowed in the demo's namespace only
+// what podinfo, its smoke test and its snapshots need.
+func releaseTenant(namespace string) string {
+	return `
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: podinfo-releaser
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: podinfo-releaser
+rules:
+  - apiGroups: ["", apps, batch]
+    resources: [configmaps, services, deployments, jobs]
+    verbs: [get, list, watch, create, update, patch, delete]
+  - apiGroups: [""]
+    resources: [secrets]
+    verbs: [get, create, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: podinfo-releaser
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: podinfo-releaser}
+subjects: [{kind: ServiceAccount, name: podinfo-releaser, namespace: ` + namespace + `}]
+`
+}
+
 const releaseV1 = `
 apiVersion: rollback.sluice.dev/v1alpha1
 kind: ManifestRelease
 metadata:
   name: podinfo
 spec:
+  serviceAccountName: podinfo-releaser
   source:
     configMaps: [{name: podinfo-6.7.0}]
   version: "6.7.0"
@@ -87,7 +118,9 @@ func chapterRelease(ctx context.Context, s *Story) error {
 	s.Step("v1 of podinfo as plain manifests in a ConfigMap, a smoke test, and a ManifestRelease with tests")
 	s.Say("no pods run on this control plane: the demo plays the Deployment and Job controllers,")
 	s.Say("and podinfo 6.8.0-rc.1 answers the smoke test with HTTP 500")
-	if err := s.Apply(ctx, releaseVersion("6.7.0", false)+"---"+releaseTests+"---"+releaseV1); err != nil {
+	s.Say("the release acts as ServiceAccount podinfo-releaser, allowed only this namespace's")
+	s.Say("ConfigMaps, Services, Deployments, Jobs and snapshot Secrets: nothing runs with the controller's rights")
+	if err := s.Apply(ctx, releaseTenant(s.Namespace)+"---"+releaseVersion("6.7.0", false)+"---"+releaseTests+"---"+releaseV1); err != nil {
 		return err
 	}
 	if _, err := s.Kubectl(ctx, "wait", "--for=condition=Ready", "manifestrelease/podinfo", "--timeout=120s"); err != nil {

@@ -187,7 +187,8 @@ func conditionTrue(obj *unstructured.Unstructured, condition string) bool {
 var ErrNotOwned = errors.New("the object is not labelled as ours")
 
 // Delete deletes refs in the order given, skipping those already gone and refusing (without
-// stopping) those that do not carry labels. It returns what it deleted and every failure.
+// stopping) those that do not carry labels. An object taken over from someone else (it carries
+// PreviousAnnotation) is given back, with its content from before, instead. It returns what it deleted and every failure.
 func (a *Applier) Delete(ctx context.Context, refs []manifest.Ref, labels map[string]string) ([]manifest.Ref, error) {
 	var deleted []manifest.Ref
 	var errs []error
@@ -211,6 +212,14 @@ func (a *Applier) Delete(ctx context.Context, refs []manifest.Ref, labels map[st
 		}
 		if !reconcile.HasLabels(live.GetLabels(), labels) {
 			errs = append(errs, &Error{Object: ref, Err: ErrNotOwned})
+			continue
+		}
+		if _, adopted := live.GetAnnotations()[PreviousAnnotation]; adopted {
+			if err := a.restore(ctx, ri, live); err != nil {
+				errs = append(errs, &Error{Object: ref, Err: err})
+				continue
+			}
+			deleted = append(deleted, ref)
 			continue
 		}
 		uid := live.GetUID()

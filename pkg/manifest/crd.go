@@ -99,3 +99,26 @@ func droppedStoredVersions(crd *unstructured.Unstructured, stored []string) []st
 	}
 	return dropped
 }
+
+// CRDNames is what a CRD of a plan says about its kind, for the objects of that kind in the same
+// plan, before the cluster serves it.
+type CRDNames struct {
+	Group, Kind, Plural string
+	Namespaced          bool
+}
+
+// CRDNamesOf lists the kinds the CRDs among objs define.
+func CRDNamesOf(objs []*unstructured.Unstructured) []CRDNames {
+	var out []CRDNames
+	for _, obj := range objs {
+		if !RefOf(obj).IsCRD() {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "kind")
+		plural, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "plural")
+		scope, _, _ := unstructured.NestedString(obj.Object, "spec", "scope")
+		out = append(out, CRDNames{Group: group, Kind: kind, Plural: plural, Namespaced: scope == "Namespaced"})
+	}
+	return out
+}

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
@@ -27,6 +29,42 @@ type Store struct {
 	Options Options
 	// FieldManager names the writer in managedFields.
 	FieldManager string
+	// Owner, when set, is the UID of the only owner whose snapshots this store reads, reuses
+	// and deletes: a Secret of the right name and labels that is not owned by it (planted, or
+	// left by an earlier object of the same name) is never loaded or deleted, and a Save onto
+	// it fails with ErrNotOwned.
+	Owner types.UID
+}
+
+// ErrNotOwned is a snapshot Secret that exists under the name but was not written for Store.Owner.
+var ErrNotOwned = errors.New("snapshot Secret is not owned by this release")
+
+// owned reports whether secret belongs to s.Owner (always, without one).
+func (s *Store) owned(secret *corev1.Secret) bool {
+	if s.Owner == "" {
+		return true
+	}
+	for _, o := range secret.OwnerReferences {
+		if o.UID == s.Owner {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Store) notOwned(secret *corev1.Secret) error {
+	return fmt.Errorf("%w: Secret %s/%s (its owners: %s)", ErrNotOwned, secret.Namespace, secret.Name, ownersOf(secret))
+}
+
+func ownersOf(secret *corev1.Secret) string {
+	var out []string
+	for _, o := range secret.OwnerReferences {
+		out = append(out, fmt.Sprintf("%s %s uid %s", o.Kind, o.Name, o.UID))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 // Save packs files and writes them as snapshot m.Number, the head last. It is idempotent: saving
@@ -43,6 +81,8 @@ func (s *Store) Save(ctx context.Context, m Meta, files []File) (Info, error) {
 	client := s.Client.Secrets(m.Namespace)
 	head, err := client.Get(ctx, secrets[0].Name, metav1.GetOptions{})
 	switch {
+	case err == nil && !s.owned(head):
+		return Info{}, s.notOwned(head)
 	case err == nil:
 		return existingHead(head, a.Digest)
 	case !apierrors.IsNotFound(err):
@@ -56,6 +96,9 @@ func (s *Store) Save(ctx context.Context, m Meta, files []File) (Info, error) {
 	created, err := client.Create(ctx, secrets[0], metav1.CreateOptions{FieldManager: s.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		if created, err = client.Get(ctx, secrets[0].Name, metav1.GetOptions{}); err == nil {
+			if !s.owned(created) {
+				return Info{}, s.notOwned(created)
+			}
 			return existingHead(created, a.Digest)
 		}
 	}
@@ -83,6 +126,9 @@ func (s *Store) createReplacing(ctx context.Context, client corev1client.SecretI
 	old, err := client.Get(ctx, chunk.Name, metav1.GetOptions{})
 	if err != nil {
 		return wrapWrite(chunk, err)
+	}
+	if !s.owned(old) {
+		return s.notOwned(old)
 	}
 	if old.Annotations[AnnotationDigest] == chunk.Annotations[AnnotationDigest] &&
 		old.Labels[LabelChunk] == chunk.Labels[LabelChunk] && bytes.Equal(old.Data[DataKey], chunk.Data[DataKey]) {
@@ -116,6 +162,9 @@ func (s *Store) Load(ctx context.Context, namespace, release string, number int6
 	if head.Labels[LabelRelease] != release {
 		return nil, Info{}, fmt.Errorf("%w: Secret %s/%s is not a snapshot of %q", ErrIncomplete, namespace, head.Name, release)
 	}
+	if !s.owned(head) {
+		return nil, Info{}, s.notOwned(head)
+	}
 	info, err := InfoOf(head)
 	if err != nil {
 		return nil, Info{}, err
@@ -131,6 +180,9 @@ func (s *Store) Load(ctx context.Context, namespace, release string, number int6
 		}
 		if err != nil {
 			return nil, Info{}, err
+		}
+		if !s.owned(chunk) {
+			return nil, Info{}, s.notOwned(chunk)
 		}
 		secrets = append(secrets, chunk)
 	}
@@ -157,6 +209,9 @@ func (s *Store) Head(ctx context.Context, namespace, release string, number int6
 	if head.Labels[LabelRelease] != release {
 		return Info{}, fmt.Errorf("%w: Secret %s/%s is not a snapshot of %q", ErrIncomplete, namespace, head.Name, release)
 	}
+	if !s.owned(head) {
+		return Info{}, s.notOwned(head)
+	}
 	return InfoOf(head)
 }
 
@@ -171,7 +226,7 @@ func (s *Store) Delete(ctx context.Context, namespace, release string, number in
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return err
-	case head.Labels[LabelRelease] != release || head.Type != SecretType:
+	case head.Labels[LabelRelease] != release || head.Type != SecretType || !s.owned(head):
 		return fmt.Errorf("%w: Secret %s/%s is not a snapshot of %q; it is left alone", ErrIncomplete, namespace, head.Name, release)
 	default:
 		if info, err := InfoOf(head); err == nil {
@@ -189,7 +244,7 @@ func (s *Store) Delete(ctx context.Context, namespace, release string, number in
 		if err != nil {
 			return err
 		}
-		if chunk.Labels[LabelRelease] != release || chunk.Type != SecretType {
+		if chunk.Labels[LabelRelease] != release || chunk.Type != SecretType || !s.owned(chunk) {
 			continue
 		}
 		if err := s.deleteSecret(ctx, client, chunk); err != nil {

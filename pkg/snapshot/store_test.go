@@ -155,3 +155,33 @@ func TestStoreDeleteLeavesForeignSecretsAlone(t *testing.T) {
 	_, err = client.CoreV1().Secrets("platform").Get(ctx, "flux.1", metav1.GetOptions{})
 	require.NoError(t, err)
 }
+
+// A store bound to an owner never loads, reuses or deletes a snapshot Secret another owner wrote,
+// however well it is labelled: a planted snapshot cannot be rolled back to, and a release
+// re-created under the same name does not take over the old one's snapshots.
+func TestStoreBoundToAnOwnerIgnoresSecretsItDidNotWrite(t *testing.T) {
+	ctx := context.Background()
+	files := generated(3)
+	planter, client := newStore(Options{})
+	m := meta(2)
+	m.Owner = &metav1.OwnerReference{APIVersion: "rollback.sluice.dev/v1alpha1", Kind: "ManifestRelease", Name: "flux", UID: "old-uid"}
+	_, err := planter.Save(ctx, m, files)
+	require.NoError(t, err)
+
+	store := &Store{Client: client.CoreV1(), FieldManager: "rollback-controller", Owner: "new-uid"}
+	_, _, err = store.Load(ctx, "platform", "flux", 2)
+	require.ErrorIs(t, err, ErrNotOwned)
+	_, err = store.Head(ctx, "platform", "flux", 2)
+	require.ErrorIs(t, err, ErrNotOwned)
+	m.Owner.UID = "new-uid"
+	_, err = store.Save(ctx, m, files)
+	require.ErrorIs(t, err, ErrNotOwned, "the same digest under a name another owner holds is not adopted")
+	require.Error(t, store.Delete(ctx, "platform", "flux", 2))
+	_, err = client.CoreV1().Secrets("platform").Get(ctx, HeadName("flux", 2), metav1.GetOptions{})
+	require.NoError(t, err, "a Secret it did not write is never deleted")
+
+	owner := &Store{Client: client.CoreV1(), Owner: "old-uid"}
+	got, _, err := owner.Load(ctx, "platform", "flux", 2)
+	require.NoError(t, err)
+	require.Len(t, got, len(files))
+}

@@ -16,6 +16,11 @@ const (
 	// test objects included.
 	ReleaseNameLabel      = "rollback.sluice.dev/release-name"
 	ReleaseNamespaceLabel = "rollback.sluice.dev/release-namespace"
+	// AdoptAnnotation, set to "true" on an existing object by whoever owns it, lets a release
+	// whose manifests name that object take it over; its content from before is kept on it and
+	// put back when the release lets it go (a rollback, a prune). Without it an upgrade that names
+	// an existing object that is not the release's stops before anything is applied.
+	AdoptAnnotation = "rollback.sluice.dev/adopt"
 	// TestLabel marks test objects, which are deleted once the tests end.
 	TestLabel = "rollback.sluice.dev/test"
 	// VersionAnnotation on a snapshot's head Secret is the version it holds.
@@ -50,6 +55,16 @@ const (
 type ManifestReleaseSpec struct {
 	// Source gives the manifests of the desired version.
 	Source ManifestSource `json:"source"`
+
+	// ServiceAccountName is the ServiceAccount of the release's namespace whose rights everything
+	// the release does to the cluster is done with, by impersonation (as Flux's Kustomization
+	// does): reading the source, writing and reading its snapshot Secrets, applying, testing,
+	// waiting, pruning and rolling back. Empty means the controller's --default-service-account,
+	// and, when that is not set either, the controller's own rights.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// Version is what people read for this version, such as v2.3.0. Empty means the git tag,
 	// branch@sha, the OCI tag or digest, or the ConfigMaps' resource versions.

@@ -5,6 +5,9 @@ ManifestRelease sources are read from, as the root filesystem is read-only. */}}
 args:
   - --git-cache-dir=/var/cache/sluice-git
   - --manifest-git-cache-dir=/var/cache/sluice-manifests-git
+  {{- with .Values.manifestReleases.defaultServiceAccount }}
+  - --default-service-account={{ . }}
+  {{- end }}
 volumeMounts:
   - name: git-cache
     mountPath: /var/cache/sluice-git

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -48,6 +49,8 @@ func fiveHundred(ns string, round int) string {
 // kubectl has (none: it leaves throttling to the API server) and with the controller's default
 // --kube-api-qps 50 / --kube-api-burst 100; a whole ManifestRelease upgrade through the
 // controller (source read, snapshot, status, apply, wait), with the limit raised out of the way;
+// the same upgrade acting as a ServiceAccount of the namespace (spec.serviceAccountName: every
+// request impersonated, and every right checked first with SelfSubjectAccessReviews);
 // and the baseline, `kubectl apply --server-side` of the same file against the same API server
 // (which does not wait: these kinds are healthy once written).
 func BenchmarkApply500(b *testing.B) {
@@ -60,7 +63,8 @@ func BenchmarkApply500(b *testing.B) {
 	defaults.QPS, defaults.Burst = 50, 100
 	b.Run("sluice-pkg-apply-and-wait-unthrottled", func(b *testing.B) { benchApplyAndWait(b, unlimited) })
 	b.Run("sluice-pkg-apply-and-wait-qps-50-burst-100", func(b *testing.B) { benchApplyAndWait(b, defaults) })
-	b.Run("sluice-manifestrelease-upgrade-qps-1000", func(b *testing.B) { benchReleaseUpgrade(b, unlimited) })
+	b.Run("sluice-manifestrelease-upgrade-qps-1000", func(b *testing.B) { benchReleaseUpgrade(b, unlimited, "") })
+	b.Run("sluice-manifestrelease-upgrade-impersonated-qps-1000", func(b *testing.B) { benchReleaseUpgrade(b, unlimited, "releaser") })
 	b.Run("baseline-kubectl-apply-server-side", benchKubectlApply)
 }
 
@@ -80,9 +84,12 @@ func benchApplyAndWait(b *testing.B, cfg *rest.Config) {
 	}
 }
 
-func benchReleaseUpgrade(b *testing.B, cfg *rest.Config) {
+func benchReleaseUpgrade(b *testing.B, cfg *rest.Config, serviceAccount string) {
 	ctx := context.Background()
 	ns := benchNamespace(b, "release")
+	if serviceAccount != "" {
+		benchTenant(b, ns, serviceAccount)
+	}
 	startControllerWith(b, env.Config, ns, func(o *options.Options) { o.KubeAPIQPS, o.KubeAPIBurst = 1000, 2000 }, nil)
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	releases := sluice.NewForConfigOrDie(cfg).RollbackV1alpha1().ManifestReleases(ns)
@@ -94,7 +101,7 @@ func benchReleaseUpgrade(b *testing.B, cfg *rest.Config) {
 			_, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
 			must(b, err)
 			_, err = releases.Create(ctx, &rollbackv1.ManifestRelease{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: ns},
-				Spec: rollbackv1.ManifestReleaseSpec{Source: configMapSource("src"), Version: "r1"}}, metav1.CreateOptions{})
+				Spec: rollbackv1.ManifestReleaseSpec{Source: configMapSource("src"), Version: "r1", ServiceAccountName: serviceAccount}}, metav1.CreateOptions{})
 			must(b, err)
 		} else {
 			_, err := kube.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
@@ -104,6 +111,23 @@ func benchReleaseUpgrade(b *testing.B, cfg *rest.Config) {
 		}
 		waitDeployed(b, ns, "bench", fmt.Sprintf("r%d", round))
 	}
+}
+
+// benchTenant lets ServiceAccount name of ns apply fiveHundred's kinds and write snapshots.
+func benchTenant(b *testing.B, ns, name string) {
+	ctx := context.Background()
+	_, err := env.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	must(b, err)
+	_, err = env.Kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"", "rbac.authorization.k8s.io"}, Resources: []string{"configmaps", "serviceaccounts", "services", "roles", "rolebindings"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "delete"}},
+	}}, metav1.CreateOptions{})
+	must(b, err)
+	_, err = env.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}}}, metav1.CreateOptions{})
+	must(b, err)
 }
 
 func benchKubectlApply(b *testing.B) {

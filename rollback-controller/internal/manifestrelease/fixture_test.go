@@ -77,9 +77,13 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // start runs the controller in-process, watching the fixture's namespace, until the test ends.
-func (f *fixture) start(mutate func(*setup.Config)) {
+func (f *fixture) start(mutate func(*setup.Config), as ...*rest.Config) {
 	f.t.Helper()
-	f.manager = startController(f.t, env.Config, f.ns, mutate)
+	cfg := env.Config
+	if len(as) > 0 {
+		cfg = as[0]
+	}
+	f.manager = startController(f.t, cfg, f.ns, mutate)
 }
 
 func startController(t testing.TB, cfg *rest.Config, ns string, mutate func(*setup.Config)) *manager.Manager {

@@ -33,3 +33,10 @@ const (
 	ReasonUpgradeStarted     = "UpgradeStarted"
 	ReasonManualRollbackDone = "ManualRollback"
 )
+
+// ReasonForbidden is an operation the identity a release acts as may not carry out, or a
+// ServiceAccount the controller may not impersonate.
+const ReasonForbidden = "Forbidden"
+
+// ReasonSnapshotNameTaken is a snapshot Secret name held by a Secret this release did not write.
+const ReasonSnapshotNameTaken = "SnapshotNameTaken"

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +45,15 @@ type Reconciler struct {
 	StalledRecheck time.Duration
 	// Clock is the time: the manager's in a process, a fake one in tests.
 	Clock clock.PassiveClock
+	// Identities impersonates the ServiceAccount each release acts as; nil lets releases that
+	// name none act with the controller's own rights.
+	Identities *Identities
+
+	// Log records upgrades, test results and rollbacks (INFO) and failures (ERROR).
+	Log *slog.Logger
+
+	// reviewer asks what the identity a release acts as may do (set by actingFor).
+	reviewer apply.Reviewer
 }
 
 // Reconcile converges one ManifestRelease, keyed "namespace/name".
@@ -60,12 +70,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	// The Suspended condition, set or removed, lands first; an unchanged status writes nothing.
 	suspended := l.Suspend.Suspended
 	mr, _, err := releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(l.Cached.Namespace), l.Cached, func(mr *rollbackv1.ManifestRelease) {
+		wasSuspended := conditions.Get(mr.Status.Conditions, conditions.Suspended) != nil
 		l.ReportSuspend(&mr.Status.Conditions)
+		keepHeldAcrossSuspend(&mr.Status, mr.Generation, suspended || wasSuspended)
 		if suspended {
 			mr.Status.ObservedGeneration = mr.Generation
 		}
 	})
 	if err != nil || suspended {
+		return controller.Result{}, err
+	}
+	if r, err = r.actingFor(mr); err != nil {
 		return controller.Result{}, err
 	}
 	if mr.Status.Operation != nil {
@@ -87,6 +102,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		return res, err
 	}
 	return res, r.markHandled(ctx, mr)
+}
+
+// keepHeldAcrossSuspend keeps a failed version held when the only spec change since it failed
+// is suspending or resuming the release: spec.suspend bumps the generation, which otherwise
+// counts as a change of spec that tries the version again.
+func keepHeldAcrossSuspend(st *rollbackv1.ManifestReleaseStatus, generation int64, suspending bool) {
+	if suspending && st.LastAttemptFailed && st.LastAttemptedGeneration != 0 && st.LastAttemptedGeneration == st.ObservedGeneration {
+		st.LastAttemptedGeneration = generation
+	}
 }
 
 // getLive reads a release the cache still has from the API server: the cache may not hold this
@@ -133,7 +157,7 @@ func (r *Reconciler) sync(ctx context.Context, mr *rollbackv1.ManifestRelease) (
 	st := mr.Status
 	switch {
 	case digest == st.DeployedDigest:
-		return r.deployed(ctx, mr, interval)
+		return r.deployed(ctx, mr, fetched, interval)
 	case st.LastAttemptFailed && digest == st.LastAttemptedDigest && st.LastAttemptedGeneration == mr.Generation:
 		return r.held(ctx, mr, interval)
 	}
@@ -151,7 +175,10 @@ func validateSpec(mr *rollbackv1.ManifestRelease) error {
 
 // deployed reports a release whose source gives what runs. A version held back before is no
 // longer what the source gives, so it is released.
-func (r *Reconciler) deployed(ctx context.Context, mr *rollbackv1.ManifestRelease, interval time.Duration) (controller.Result, error) {
+func (r *Reconciler) deployed(ctx context.Context, mr *rollbackv1.ManifestRelease, fetched Fetched, interval time.Duration) (controller.Result, error) {
+	if res, failed, err := r.correctDrift(ctx, mr, fetched); failed || err != nil {
+		return res, err
+	}
 	st := mr.Status
 	message := describe(st.DeployedVersion, st.UpgradeNumber) + " is deployed"
 	ready := conditions.Get(st.Conditions, conditions.Ready)
@@ -163,6 +190,24 @@ func (r *Reconciler) deployed(ctx context.Context, mr *rollbackv1.ManifestReleas
 		conditions.MarkReady(&st.Conditions, gen, ReasonDeployed, message)
 	})
 	return controller.Result{RequeueAfter: interval}, err
+}
+
+// correctDrift applies the deployed version again, as Flux does on each interval: objects
+// deleted or changed out of band come back as the manifests say. The source gives exactly the
+// deployed manifests here (same digest).
+func (r *Reconciler) correctDrift(ctx context.Context, mr *rollbackv1.ManifestRelease, fetched Fetched) (controller.Result, bool, error) {
+	objs, err := r.prepare(mr, fetched.Files)
+	if err == nil {
+		if err = r.Applier.Apply(ctx, objs, ownerLabels(mr, false)); err != nil && !refusedByServer(err) {
+			return controller.Result{}, true, err
+		}
+	}
+	if err == nil {
+		return controller.Result{}, false, nil
+	}
+	message := fmt.Sprintf("re-applying %s to correct drift failed: %v", describe(mr.Status.DeployedVersion, mr.Status.UpgradeNumber), err)
+	res, err := r.stall(ctx, mr, ReasonApplyFailed, message, retryDelay(mr, ReasonApplyFailed, r.Clock.Now()))
+	return res, true, err
 }
 
 // held keeps a failed version from being tried again until its source changes.
@@ -193,7 +238,12 @@ func (r *Reconciler) stall(ctx context.Context, mr *rollbackv1.ManifestRelease, 
 
 func (r *Reconciler) sourceFailed(ctx context.Context, mr *rollbackv1.ManifestRelease, err *SourceError, interval time.Duration) (controller.Result, error) {
 	if err.NeedsPerson {
-		return r.stall(ctx, mr, err.Reason, err.Message, interval)
+		recheck := interval
+		if err.Reason == ReasonForbidden || err.Reason == ReasonSourceNotFound {
+			// RBAC is not watched, nor every kind of source: look again soon, then less often.
+			recheck = retryDelay(mr, err.Reason, r.Clock.Now())
+		}
+		return r.stall(ctx, mr, err.Reason, err.Message, recheck)
 	}
 	message := conditionMessage(err.Message)
 	if c := conditions.Get(mr.Status.Conditions, conditions.Ready); c == nil || c.Message != message {
@@ -206,9 +256,27 @@ func (r *Reconciler) sourceFailed(ctx context.Context, mr *rollbackv1.ManifestRe
 	return controller.Result{RequeueAfter: min(interval, time.Minute)}, nil
 }
 
-// event announces an Event on the release as stored.
+// event announces an Event on the release as stored, and logs it: Normal ones (upgrades, test
+// results, rollbacks) at INFO, Warnings (failures) at ERROR, with the release, the version and
+// the snapshot number.
 func (r *Reconciler) event(eventType, reason, message string) func(*rollbackv1.ManifestRelease) {
-	return func(mr *rollbackv1.ManifestRelease) { r.Recorder.Event(mr, eventType, reason, message) }
+	return func(mr *rollbackv1.ManifestRelease) {
+		r.Recorder.Event(mr, eventType, reason, message)
+		if r.Log == nil {
+			return
+		}
+		attrs := []any{"release", mr.Namespace + "/" + mr.Name, "reason", reason}
+		if op := mr.Status.Operation; op != nil {
+			attrs = append(attrs, "action", op.Action, "version", op.Version, "snapshot", op.Number, "from", op.From)
+		} else {
+			attrs = append(attrs, "version", mr.Status.DeployedVersion, "snapshot", mr.Status.UpgradeNumber)
+		}
+		if eventType == corev1.EventTypeWarning {
+			r.Log.Error(message, attrs...)
+			return
+		}
+		r.Log.Info(message, attrs...)
+	}
 }
 
 // ownerLabels mark the objects of mr; tests adds the test label.
@@ -240,6 +308,11 @@ func targetNamespace(mr *rollbackv1.ManifestRelease) string {
 		return mr.Spec.TargetNamespace
 	}
 	return mr.Namespace
+}
+
+// interval is spec.interval, or its default.
+func interval(mr *rollbackv1.ManifestRelease) time.Duration {
+	return durationOr(mr.Spec.Interval, 5*time.Minute)
 }
 
 func durationOr(d *metav1.Duration, fallback time.Duration) time.Duration {

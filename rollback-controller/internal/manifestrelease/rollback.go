@@ -64,7 +64,7 @@ func (r *Reconciler) upgradeFailed(ctx context.Context, mr *rollbackv1.ManifestR
 func (r *Reconciler) runRollback(ctx context.Context, mr *rollbackv1.ManifestRelease) (controller.Result, error) {
 	op := *mr.Status.Operation
 	files, _, err := r.Snapshots.Load(ctx, mr.Namespace, mr.Name, op.Number)
-	if errors.Is(err, snapshot.ErrNotFound) || errors.Is(err, snapshot.ErrIncomplete) || errors.Is(err, snapshot.ErrInvalidArchive) {
+	if errors.Is(err, snapshot.ErrNotFound) || errors.Is(err, snapshot.ErrIncomplete) || errors.Is(err, snapshot.ErrInvalidArchive) || errors.Is(err, snapshot.ErrNotOwned) {
 		return r.abandonRollback(ctx, mr, fmt.Sprintf("cannot roll back to snapshot %d: %v", op.Number, err))
 	}
 	if err != nil {
@@ -78,6 +78,9 @@ func (r *Reconciler) runRollback(ctx context.Context, mr *rollbackv1.ManifestRel
 	current := fromInventory(mr.Status.Inventory)
 	stale := manifest.Stale(current, target)
 	action := "the rollback to " + describe(op.Version, op.Number)
+	if res, blocked, err := r.checkAccess(ctx, mr, action, plan{apply: objs, stale: stale}); blocked || err != nil {
+		return res, err
+	}
 	if res, blocked, err := r.checkCRDs(ctx, mr, action, objs, stale); blocked || err != nil {
 		return res, err
 	}
@@ -183,7 +186,7 @@ func (r *Reconciler) manualRollback(ctx context.Context, mr *rollbackv1.Manifest
 		return r.refuseRollback(ctx, mr, value, fmt.Sprintf("snapshot %d is already deployed", number))
 	}
 	_, info, err := r.Snapshots.Load(ctx, mr.Namespace, mr.Name, number)
-	if errors.Is(err, snapshot.ErrNotFound) || errors.Is(err, snapshot.ErrIncomplete) || errors.Is(err, snapshot.ErrInvalidArchive) {
+	if errors.Is(err, snapshot.ErrNotFound) || errors.Is(err, snapshot.ErrIncomplete) || errors.Is(err, snapshot.ErrInvalidArchive) || errors.Is(err, snapshot.ErrNotOwned) {
 		return r.refuseRollback(ctx, mr, value, fmt.Sprintf("cannot roll back to snapshot %d (%v); kept snapshots: %s", number, err, r.keptNumbers(ctx, mr)))
 	}
 	if err != nil {
@@ -222,7 +225,7 @@ func (r *Reconciler) resume(ctx context.Context, mr *rollbackv1.ManifestRelease)
 		return r.runRollback(ctx, mr)
 	}
 	files, _, err := r.Snapshots.Load(ctx, mr.Namespace, mr.Name, op.Number)
-	if err != nil && !errors.Is(err, snapshot.ErrNotFound) && !errors.Is(err, snapshot.ErrIncomplete) {
+	if err != nil && !errors.Is(err, snapshot.ErrNotFound) && !errors.Is(err, snapshot.ErrIncomplete) && !errors.Is(err, snapshot.ErrNotOwned) {
 		return controller.Result{}, err
 	}
 	if err != nil {

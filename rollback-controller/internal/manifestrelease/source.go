@@ -63,6 +63,9 @@ func (s *Sources) Fetch(ctx context.Context, mr *rollbackv1.ManifestRelease) (Fe
 	default:
 		err = &SourceError{Reason: ReasonInvalidSpec, Message: "spec.source names no source: set git, oci or configMaps", NeedsPerson: true}
 	}
+	if apierrors.IsForbidden(err) {
+		return Fetched{}, &SourceError{Reason: ReasonForbidden, Message: "reading the source: " + err.Error(), NeedsPerson: true}
+	}
 	if err != nil {
 		return Fetched{}, err
 	}

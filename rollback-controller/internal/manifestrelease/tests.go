@@ -67,6 +67,19 @@ func (r *Reconciler) runTests(ctx context.Context, mr *rollbackv1.ManifestReleas
 	return rollbackv1.TestPassed, "tests passed: " + manifest.Names(refs, 3), nil
 }
 
+// plannedTests are the test objects an upgrade will create, for the access check; definitions
+// that cannot be read are left to the tests, which fail on them.
+func (r *Reconciler) plannedTests(ctx context.Context, mr *rollbackv1.ManifestRelease) []manifest.Ref {
+	if t := mr.Spec.Test; t == nil || !t.Enable {
+		return nil
+	}
+	objs, err := r.testObjects(ctx, mr)
+	if err != nil {
+		return nil
+	}
+	return manifest.Inventory(objs)
+}
+
 // definitionError is a test definition that cannot be read or parsed.
 type definitionError struct{ msg string }
 

@@ -37,16 +37,32 @@ func (r *Reconciler) upgrade(ctx context.Context, mr *rollbackv1.ManifestRelease
 	if pruneEnabled(mr) {
 		stale = manifest.Stale(previous, refs)
 	}
+	number := r.nextNumber(mr)
+	action, tests := "the upgrade to "+fetched.Version, r.plannedTests(ctx, mr)
+	if res, blocked, err := r.checkAccess(ctx, mr, action, plan{apply: objs, stale: stale, tests: tests, snapshot: number}); blocked || err != nil {
+		return res, err
+	}
+	adopt, res, blocked, err := r.checkOwnership(ctx, mr, action, objs, tests)
+	if blocked || err != nil {
+		return res, err
+	}
 	if res, blocked, err := r.checkCRDs(ctx, mr, "the upgrade to "+fetched.Version, objs, stale); blocked || err != nil {
 		return res, err
 	}
-	number := r.nextNumber(mr)
 	info, err := r.saveSnapshot(ctx, mr, number, fetched)
 	var tooLarge *snapshot.TooLargeError
 	if errors.As(err, &tooLarge) {
 		return r.refuse(ctx, mr, attempt, ReasonSnapshotTooLarge, err.Error(), interval)
 	}
+	if errors.Is(err, snapshot.ErrNotOwned) {
+		message := fmt.Sprintf("the upgrade to %s was not started: snapshot %d cannot be written, its name is taken by a Secret this release did not write (%v); delete or rename it",
+			fetched.Version, number, err)
+		return r.stall(ctx, mr, ReasonSnapshotNameTaken, message, retryDelay(mr, ReasonSnapshotNameTaken, r.Clock.Now()))
+	}
 	if err != nil {
+		return controller.Result{}, err
+	}
+	if err := r.recordAdopted(ctx, adopt); err != nil {
 		return controller.Result{}, err
 	}
 	r.Metrics.SnapshotBytes.WithLabelValues(mr.Namespace, mr.Name, "compressed").Set(float64(info.CompressedSize))

@@ -57,6 +57,8 @@ func (w *wiring) addManifestReleases() error {
 		Metrics:        manifestrelease.NewMetrics(m.Metrics),
 		StalledRecheck: cfg.ReleaseRecheck,
 		Clock:          m.Clock,
+		Log:            m.Log.With("controller", ManifestReleaseControllerName),
+		Identities:     &manifestrelease.Identities{Config: m.RESTConfig, DefaultServiceAccount: cfg.DefaultServiceAccount},
 	})
 	return handler.Register(handler.Watch(informer.Informer(), handler.OnSpecOrMetadataChange(handler.EnqueueObject(c))))
 }

@@ -8,9 +8,12 @@ package setup
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/snapshot"
@@ -43,6 +46,8 @@ type Config struct {
 	ManifestMaxBytes int64
 	// ReleaseRecheck: see manifestrelease.Reconciler.StalledRecheck.
 	ReleaseRecheck time.Duration
+	// DefaultServiceAccount: see manifestrelease.Identities.DefaultServiceAccount.
+	DefaultServiceAccount string
 }
 
 // Defaults returns the configuration the flags start from.
@@ -76,6 +81,9 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		"Most bytes of manifests read from one ManifestRelease source.")
 	fs.DurationVar(&c.ReleaseRecheck, "release-recheck-interval", c.ReleaseRecheck,
 		"How often a ManifestRelease stalled on the cluster (a CRD that still has objects) is looked at again.")
+	fs.StringVar(&c.DefaultServiceAccount, "default-service-account", c.DefaultServiceAccount,
+		"ServiceAccount, of its own namespace, that a ManifestRelease without spec.serviceAccountName acts as (impersonated). "+
+			"Empty lets such releases act with the controller's own rights.")
 }
 
 // Validate rejects a configuration no reconciler could run with, in words a person can act on.
@@ -92,6 +100,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SnapshotMaxChunks < 1 || c.ManifestMaxBytes < 1 {
 		errs = append(errs, errors.New("--snapshot-max-chunks and --manifest-max-bytes must be positive"))
+	}
+	if bad := validation.IsDNS1123Subdomain(c.DefaultServiceAccount); c.DefaultServiceAccount != "" && len(bad) > 0 {
+		errs = append(errs, fmt.Errorf("--default-service-account %q is not a ServiceAccount name: %v", c.DefaultServiceAccount, bad))
 	}
 	if c.ReleaseRecheck <= 0 {
 		errs = append(errs, errors.New("--release-recheck-interval must be positive, for example 1m"))

@@ -34,6 +34,12 @@ import (
 type ManifestReleaseSpecApplyConfiguration struct {
 	// Source gives the manifests of the desired version.
 	Source *ManifestSourceApplyConfiguration `json:"source,omitempty"`
+	// ServiceAccountName is the ServiceAccount of the release's namespace whose rights everything
+	// the release does to the cluster is done with, by impersonation (as Flux's Kustomization
+	// does): reading the source, writing and reading its snapshot Secrets, applying, testing,
+	// waiting, pruning and rolling back. Empty means the controller's --default-service-account,
+	// and, when that is not set either, the controller's own rights.
+	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
 	// Version is what people read for this version, such as v2.3.0. Empty means the git tag,
 	// branch@sha, the OCI tag or digest, or the ConfigMaps' resource versions.
 	Version *string `json:"version,omitempty"`
@@ -66,6 +72,14 @@ func ManifestReleaseSpec() *ManifestReleaseSpecApplyConfiguration {
 // If called multiple times, the Source field is set to the value of the last call.
 func (b *ManifestReleaseSpecApplyConfiguration) WithSource(value *ManifestSourceApplyConfiguration) *ManifestReleaseSpecApplyConfiguration {
 	b.Source = value
+	return b
+}
+
+// WithServiceAccountName sets the ServiceAccountName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ServiceAccountName field is set to the value of the last call.
+func (b *ManifestReleaseSpecApplyConfiguration) WithServiceAccountName(value string) *ManifestReleaseSpecApplyConfiguration {
+	b.ServiceAccountName = &value
 	return b
 }
 
