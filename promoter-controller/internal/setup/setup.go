@@ -85,13 +85,15 @@ func Setup(m *manager.Manager, cfg Config) error {
 		Client: m.Sluice, PullRequests: promoterInformers.PullRequests().Lister(), Repositories: resolver, Kinds: refs.kinds,
 		Recorder: m.Recorder, Metrics: met, Log: m.Log, Clock: m.Clock,
 	})
+	// One fetch per event: see promotionstrategy.Fetches.
+	fetches := &promotionstrategy.Fetches{}
 	strategies := m.NewController("promotionstrategy", &promotionstrategy.Reconciler{
 		Client: m.Sluice, Strategies: promoterInformers.PromotionStrategies().Lister(),
 		ProposedCommits: promoterInformers.ProposedCommits().Lister(),
 		CommitStatuses:  commitstatuslisters.NewCommitStatusLister(refs.commitStatuses.GetIndexer()),
 		Gates:           gatinglisters.NewGateLister(refs.gates.GetIndexer()), Holds: holds, Kinds: refs.kinds,
 		Repositories: resolver, Recorder: m.Recorder, Metrics: met, Log: m.Log,
-		PullRequestQueue: pullRequests, Clock: m.Clock,
+		PullRequestQueue: pullRequests, Clock: m.Clock, Fetches: fetches,
 	})
 	w := &watches{m: m, refs: refs, strategies: strategies, pullRequests: pullRequests}
 	if err := w.register(); err != nil {
@@ -102,7 +104,7 @@ func Setup(m *manager.Manager, cfg Config) error {
 	}
 	return serveWebhooks(m, cfg, &webhook.Receiver{
 		Kube: m.Kube, Client: m.Sluice, Providers: refs.providerLister(), Repos: refs.repoLister(),
-		Strategies: promoterInformers.PromotionStrategies().Lister(), Queue: strategies, Metrics: met,
+		Strategies: promoterInformers.PromotionStrategies().Lister(), Queue: fetches.Waking(strategies), Metrics: met,
 		Leading: m.Leading, Ready: m.Probes.Ready, Log: m.Log,
 	})
 }
