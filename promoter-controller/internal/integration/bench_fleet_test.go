@@ -56,12 +56,18 @@ func fleetClient(b *testing.B) sluice.Interface {
 //
 // The baseline, in the same run, is one process looping over the same repositories with the
 // git CLI, doing the same merges and pushes (git-cli-loop): x-cli is the wave over that loop.
+// SLUICE_BENCH_IDLE_SECONDS (default 30) is how long idle polls are counted;
+// SLUICE_BENCH_SHARDS=1 skips the two-shard run.
 func BenchmarkFleet(b *testing.B) {
 	testenv.SkipIfShort(b)
 	n := benchSize(b, "SLUICE_BENCH_STRATEGIES", 100)
 	srv := newFleetServer(b)
 	tmpl := buildFleetTemplate(b)
-	bin := buildController(b)
+	// SLUICE_BENCH_PROMOTER_BIN runs another build (an earlier commit's) on the same fleet.
+	bin := os.Getenv("SLUICE_BENCH_PROMOTER_BIN")
+	if bin == "" {
+		bin = buildController(b)
+	}
 	var cliDev, cliAll time.Duration
 	b.Run(fmt.Sprintf("baseline-git-cli-loop-%d", n), func(b *testing.B) {
 		names := srv.serveCopies(b, tmpl, fmt.Sprintf("cli%d", b.N), n)
@@ -79,7 +85,11 @@ func BenchmarkFleet(b *testing.B) {
 		b.ReportMetric(cliDev.Seconds(), "wave-dev-s")
 		b.ReportMetric(cliAll.Seconds(), "wave-all-s")
 	})
-	for _, shards := range []int{1, 2} {
+	shardCounts := []int{1, 2}
+	if os.Getenv("SLUICE_BENCH_SHARDS") == "1" {
+		shardCounts = shardCounts[:1]
+	}
+	for _, shards := range shardCounts {
 		b.Run(fmt.Sprintf("promoter-%d-strategies-%d-shards", n, shards), func(b *testing.B) {
 			fl := newFleet(b, srv, tmpl, bin, n, shards, b.N)
 			fl.run(b, cliDev, cliAll)
