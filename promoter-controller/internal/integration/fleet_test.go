@@ -235,7 +235,9 @@ func newCLIFleet(tb testing.TB, s *fleetServer, names []string) *cliFleet {
 	for _, n := range names {
 		dir := filepath.Join(root, n+".git")
 		run := cliRun(gitBin, dir)
-		for _, args := range [][]string{{"init", "--quiet", "--bare", dir}, {"remote", "add", "origin", s.url(n)}, fetchArgs(fleetEnvs...)} {
+		// No notes yet: the hydrator writes the first with the wave.
+		clone := append([]string{"fetch", "--quiet", "--no-tags", "origin"}, branchRefspecs(fleetEnvs...)...)
+		for _, args := range [][]string{{"init", "--quiet", "--bare", dir}, {"remote", "add", "origin", s.url(n)}, clone} {
 			if _, err := run(args...); err != nil {
 				tb.Fatal(err)
 			}
@@ -245,12 +247,18 @@ func newCLIFleet(tb testing.TB, s *fleetServer, names []string) *cliFleet {
 	return c
 }
 
-func fetchArgs(envs ...string) []string {
+// fetchArgs fetch branches and the notes, as the promoter does.
+func fetchArgs(branches ...string) []string {
 	args := []string{"fetch", "--quiet", "--no-tags", "origin", "+" + git.DefaultNotesRef + ":refs/remotes/origin-refs/notes/hydrator.metadata"}
-	for _, e := range envs {
-		args = append(args, "+refs/heads/"+e+":refs/remotes/origin/"+e)
+	return append(args, branchRefspecs(branches...)...)
+}
+
+func branchRefspecs(branches ...string) []string {
+	var out []string
+	for _, b := range branches {
+		out = append(out, "+refs/heads/"+b+":refs/remotes/origin/"+b)
 	}
-	return args
+	return out
 }
 
 // promote merges <env>-next into env in every repository, one after another.
