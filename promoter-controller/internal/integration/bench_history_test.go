@@ -100,7 +100,7 @@ func BenchmarkPromotionOn20kCommits(b *testing.B) {
 		dir := filepath.Join(b.TempDir(), "cache.git")
 		run := cliRun(gitBin, dir)
 		started := time.Now()
-		for _, args := range [][]string{{"init", "--quiet", "--bare", dir}, {"remote", "add", "origin", url}, fetchArgs("main", "dev", "dev-next")} {
+		for _, args := range [][]string{{"init", "--quiet", "--bare", dir}, {"remote", "add", "origin", url}, append([]string{"fetch", "--quiet", "--no-tags", "origin"}, branchRefspecs("main", "dev", "dev-next")...)} {
 			_, err := run(args...)
 			must(b, err)
 		}
