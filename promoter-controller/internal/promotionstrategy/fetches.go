@@ -32,6 +32,9 @@ type fetchMark struct {
 	at         time.Time
 	url        string
 	generation int64
+	// refresh is the refresh annotation the fetch was made for: a reconcile that failed before
+	// recording it as handled (a conflict) does not fetch for it again.
+	refresh string
 }
 
 // Waking returns q, except that each key enqueued through it fetches on its next reconcile.
@@ -66,7 +69,7 @@ func (f *Fetches) due(ps *promoterv1alpha1.PromotionStrategy, url string, now ti
 	mark, fetched := f.fetched[key]
 	refresh := ps.Annotations[promoterv1alpha1.RefreshAnnotation]
 	due := !fetched || f.woken[key] || mark.url != url || mark.generation != ps.Generation ||
-		(refresh != "" && refresh != ps.Status.LastHandledRefresh) ||
+		(refresh != "" && refresh != ps.Status.LastHandledRefresh && refresh != mark.refresh) ||
 		!now.Before(mark.at.Add(pollInterval(ps)))
 	if due {
 		delete(f.woken, key)
@@ -84,7 +87,8 @@ func (f *Fetches) done(ps *promoterv1alpha1.PromotionStrategy, url string, start
 	if f.fetched == nil {
 		f.fetched = map[string]fetchMark{}
 	}
-	f.fetched[ps.Namespace+"/"+ps.Name] = fetchMark{at: start, url: url, generation: ps.Generation}
+	f.fetched[ps.Namespace+"/"+ps.Name] = fetchMark{at: start, url: url, generation: ps.Generation,
+		refresh: ps.Annotations[promoterv1alpha1.RefreshAnnotation]}
 }
 
 // Forget drops what is known of the strategy key, once it is deleted.

@@ -98,3 +98,17 @@ func TestFetchesFollowTheSpecAndTheURL(t *testing.T) {
 	f.Forget("team/app")
 	assert.True(t, f.due(ps, "u", now), "forgotten")
 }
+
+// A refresh is fetched for once, even when the reconcile that fetched could not record it as
+// handled (its status write conflicted) and the next one retries.
+func TestARefreshIsFetchedForOnce(t *testing.T) {
+	f := &Fetches{}
+	ps := &promoterv1alpha1.PromotionStrategy{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "app", Generation: 1}}
+	f.done(ps, "u", now)
+	metav1.SetMetaDataAnnotation(&ps.ObjectMeta, promoterv1alpha1.RefreshAnnotation, "r1")
+	require.True(t, f.due(ps, "u", now), "a new refresh")
+	f.done(ps, "u", now)
+	assert.False(t, f.due(ps, "u", now), "the retry after a conflict, r1 still unhandled in status")
+	metav1.SetMetaDataAnnotation(&ps.ObjectMeta, promoterv1alpha1.RefreshAnnotation, "r2")
+	assert.True(t, f.due(ps, "u", now), "the next refresh")
+}
