@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,8 +19,16 @@ import (
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 )
 
-// historyLength is the length of the benchmark repository's history.
-const historyLength = 20000
+// historyLength is the length of the benchmark repository's history: 20,000 commits, or
+// SLUICE_BENCH_COMMITS.
+var historyLength = benchCommits()
+
+func benchCommits() int {
+	if n, err := strconv.Atoi(os.Getenv("SLUICE_BENCH_COMMITS")); err == nil && n > 0 {
+		return n
+	}
+	return 20000
+}
 
 // benchRoot holds what benchmarks build once per run, and the servers they start; TestMain
 // stops and removes them.
@@ -66,16 +75,13 @@ var bigRepo struct {
 
 func generatedRepo(b *testing.B) string {
 	bigRepo.once.Do(func() {
-		dir := filepath.Join(benchDir(b, "fixture"), "app.git")
-		if _, err := gogit.PlainInit(dir, true); err != nil {
-			b.Fatal(err)
-		}
-		tip := gittest.GenerateHistory(b, dir, "dev-next", historyLength)
-		repo := gittest.OpenBare(dir)
-		repo.SetBranch(b, "dev", tip)
-		repo.CommitFiles(b, "dev", map[string]string{"promoted-by": "an earlier promotion"}, "earlier promotion\n")
-		repo.AddNote(b, git.DefaultNotesRef, tip, string(git.HydratorNote(gittest.FakeDrySHA(0))))
-		bigRepo.dir = dir
+		bigRepo.dir = gittest.CachedBare(b, fmt.Sprintf("promotion-cycle-v1-%d", historyLength), func(dir string) {
+			tip := gittest.GenerateHistory(b, dir, "dev-next", historyLength)
+			repo := gittest.OpenBare(dir)
+			repo.SetBranch(b, "dev", tip)
+			repo.CommitFiles(b, "dev", map[string]string{"promoted-by": "an earlier promotion"}, "earlier promotion\n")
+			repo.AddNote(b, git.DefaultNotesRef, tip, string(git.HydratorNote(gittest.FakeDrySHA(0))))
+		})
 	})
 	if bigRepo.dir == "" {
 		b.Fatal("the generated repository could not be built")
@@ -319,4 +325,45 @@ func cliCycle(run func(args ...string) (string, error)) error {
 	}
 	_, err = run("push", "--quiet", "--force-with-lease=refs/heads/dev:"+target, "origin", merge+":refs/heads/dev")
 	return err
+}
+
+// BenchmarkFirstFetch measures the first fetch of dev and dev-next (and the notes) of the
+// generated repository into an empty cache: what a promoter pays once per repository, on its
+// first start. The git CLI fetching the same refs into an empty bare repository is the
+// baseline, in the same run.
+func BenchmarkFirstFetch(b *testing.B) {
+	var cliNsPerOp float64
+	_, url := serve(b, "first-fetch")
+	b.Run("git-cli", func(b *testing.B) {
+		gitBin, err := exec.LookPath("git")
+		if err != nil {
+			b.Skip("git is not on PATH")
+		}
+		for i := range b.N {
+			dir := filepath.Join(benchDir(b, fmt.Sprint("first-fetch-cli-", i)), "cache.git")
+			run := cliRunner(gitBin, dir)
+			for _, args := range [][]string{{"init", "--quiet", "--bare", dir}, {"remote", "add", "origin", url}, append([]string{"fetch", "--quiet", "--no-tags", "origin"}, cliRefspecs...)} {
+				if _, err := run(args...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			_ = os.RemoveAll(filepath.Dir(dir))
+			b.StartTimer()
+		}
+		cliNsPerOp = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	})
+	b.Run("go-git", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			root := benchDir(b, fmt.Sprint("first-fetch-go-git-", i))
+			openBenchIn(b, root, url)
+			b.StopTimer()
+			_ = os.RemoveAll(root)
+			b.StartTimer()
+		}
+		if cliNsPerOp > 0 {
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/cliNsPerOp, "x-cli")
+		}
+	})
 }

@@ -45,8 +45,13 @@ type Cache struct {
 	// kill one.
 	maintenanceStep func(step string) error
 
+	// evictAfter is how long a repository may go unfetched before evictStale removes it.
+	evictAfter time.Duration
+
 	mu    sync.Mutex
 	repos map[string]*shared
+	// evicted is when evictStale last ran.
+	evicted time.Time
 }
 
 // shared is the state of one cached repository. Its lock is held for every operation, network
@@ -78,11 +83,12 @@ func NewCache(root string, log *slog.Logger, opts ...CacheOption) (*Cache, error
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Cache{root: root, log: log, repos: map[string]*shared{}}
+	c := &Cache{root: root, log: log, repos: map[string]*shared{}, evictAfter: DefaultEvictAfter}
 	for _, opt := range opts {
 		opt(c)
 	}
 	c.maintenance = c.maintenance.withDefaults()
+	c.evictStale()
 	return c, nil
 }
 
@@ -132,6 +138,7 @@ func (c *Cache) Open(url string, auth Auth, opts Options) (*Repository, error) {
 		return nil, fmt.Errorf("metadata file %q must be a path inside the repository", opts.MetadataFile)
 	}
 
+	c.evictStale()
 	sh := c.shared(url)
 	sh.mu.Lock()
 	err = c.ensureOpen(sh)

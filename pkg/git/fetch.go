@@ -72,6 +72,7 @@ func (r *Repository) Fetch(ctx context.Context, branches ...string) error {
 	err := r.fetchLocked(ctx, refs)
 	var missing *BranchNotFoundError
 	if (err == nil || errors.As(err, &missing)) && ctx.Err() == nil {
+		markFetched(r.sh)
 		// The fetch is complete and its refs are updated: the time to consolidate what this and
 		// earlier fetches (and merges) added, while the lock is held anyway.
 		r.sh.cache.maintainLocked(r.sh)

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	gogit "github.com/go-git/go-git/v5"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
@@ -23,21 +22,28 @@ import (
 	"github.com/sluicehq/sluice/testenv"
 )
 
-const historyLength = 20000
+// historyLength is the length of the generated history: 20,000 commits, or SLUICE_BENCH_COMMITS.
+var historyLength = func() int {
+	if n, err := strconv.Atoi(os.Getenv("SLUICE_BENCH_COMMITS")); err == nil && n > 0 {
+		return n
+	}
+	return 20000
+}()
 
-// servedHistory serves a bare repository whose dev branch has historyLength commits, with
-// git http-backend when git is installed (so the server side costs what it costs on a real
-// host), else with gittest's server.
+// servedHistory serves a copy of a bare repository whose dev branch has historyLength commits
+// (generated once per machine, see gittest.CachedBare), with git http-backend when git is
+// installed (so the server side costs what it costs on a real host), else with gittest's server.
 func servedHistory(b *testing.B) (*gittest.Repo, string) {
 	b.Helper()
+	src := gittest.CachedBare(b, fmt.Sprintf("promoter-history-v1-%d", historyLength), func(dir string) {
+		tip := gittest.GenerateHistory(b, dir, "dev", historyLength)
+		repo := gittest.OpenBare(dir)
+		repo.SetBranch(b, "main", tip)
+		repo.SetBranch(b, "dev-next", tip)
+	})
 	dir := filepath.Join(b.TempDir(), "app.git")
-	if _, err := gogit.PlainInit(dir, true); err != nil {
-		b.Fatal(err)
-	}
-	tip := gittest.GenerateHistory(b, dir, "dev", historyLength)
+	must(b, os.CopyFS(dir, os.DirFS(src)))
 	repo := gittest.OpenBare(dir)
-	repo.SetBranch(b, "main", tip)
-	repo.SetBranch(b, "dev-next", tip)
 	url, stop, err := gittest.ServeWithGit(dir)
 	if errors.Is(err, gittest.ErrNoGit) {
 		srv := gittest.StartServer(filepath.Dir(dir))
@@ -85,6 +91,28 @@ func BenchmarkPromotionOn20kCommits(b *testing.B) {
 			must(b, err)
 		}
 	})
+	b.Run("baseline-git-cli-cycle", func(b *testing.B) {
+		gitBin, err := exec.LookPath("git")
+		if err != nil {
+			b.Skip("git is not on PATH")
+		}
+		remote, url := servedHistory(b)
+		dir := filepath.Join(b.TempDir(), "cache.git")
+		run := cliRun(gitBin, dir)
+		started := time.Now()
+		for _, args := range [][]string{{"init", "--quiet", "--bare", dir}, {"remote", "add", "origin", url}, append([]string{"fetch", "--quiet", "--no-tags", "origin"}, branchRefspecs("main", "dev", "dev-next")...)} {
+			_, err := run(args...)
+			must(b, err)
+		}
+		b.ReportMetric(time.Since(started).Seconds(), "start-and-clone-s")
+		b.ResetTimer()
+		for i := range b.N {
+			b.StopTimer()
+			advance(b, remote, i)
+			b.StartTimer()
+			must(b, cliPromote(run, "dev"))
+		}
+	})
 	b.Run("controller-process", func(b *testing.B) {
 		remote, url := servedHistory(b)
 		f := &fixture{t: nil, ctx: context.Background(), ns: fmt.Sprintf("bench-%d", time.Now().UnixNano())}
@@ -97,7 +125,14 @@ func BenchmarkPromotionOn20kCommits(b *testing.B) {
 			},
 		}, metav1.CreateOptions{})
 		must(b, err)
+		started := time.Now()
 		cmd := startControllerProcess(b, f.ns)
+		// The first reconcile clones: until the strategy first reports its environment.
+		must(b, testenv.Wait(f.ctx, 10*time.Minute, func(ctx context.Context) (bool, error) {
+			ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(ctx, "app", metav1.GetOptions{})
+			return err == nil && len(ps.Status.Environments) == 1 && ps.Status.Environments[0].Active.HydratedSHA != "", err
+		}))
+		b.ReportMetric(time.Since(started).Seconds(), "start-and-clone-s")
 
 		b.ResetTimer()
 		for i := range b.N {
@@ -162,13 +197,13 @@ func buildController(tb testing.TB) string {
 }
 
 // runControllerProcess runs the controller binary bin against the control plane, watching only
-// namespace ns, with its git cache in cacheDir and its output to log. A process still running
-// when the test ends is interrupted and waited for.
-func runControllerProcess(tb testing.TB, bin, ns, cacheDir string, log io.Writer) *exec.Cmd {
+// namespace ns, with its git cache in cacheDir, its output to log and flags extra. A process
+// still running when the test ends is interrupted and waited for.
+func runControllerProcess(tb testing.TB, bin, ns, cacheDir string, log io.Writer, extra ...string) *exec.Cmd {
 	tb.Helper()
-	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig, "--leader-elect=false", "--namespace", ns,
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", env.Kubeconfig, "--leader-elect=false", "--namespace", ns,
 		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0",
-		"--git-cache-dir", cacheDir)
+		"--git-cache-dir", cacheDir}, extra...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	must(tb, cmd.Start())
 	tb.Cleanup(func() {

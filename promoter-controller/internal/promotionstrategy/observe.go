@@ -85,20 +85,70 @@ func (r *Reconciler) observe(ctx context.Context, ps *promoterv1alpha1.Promotion
 	if err != nil {
 		return nil, err
 	}
-	if err := r.fetch(ctx, repo.Git, ps.Spec); err != nil {
+	fetched := r.Fetches.due(ps, repo.Git.URL(), r.Clock.Now())
+	if fetched {
+		if err := r.fetchFor(ctx, repo.Git, ps); err != nil {
+			return nil, err
+		}
+	} else if _, err := repo.Git.Resolve(ps.Spec.DryBranch); err != nil {
+		// The last fetch found it; only a fetch can say whether it went away since.
+		fetched = true
+		if err := r.fetchFor(ctx, repo.Git, ps); err != nil {
+			return nil, err
+		}
+	}
+	o, err := r.observeEnvironments(ctx, repo.Git, ps, graph)
+	if err != nil || fetched || !mergedElsewhere(repo.Git, o.Envs) {
+		return o, err
+	}
+	// A PullRequest merged on the SCM, which the cache has not seen: git moved after all.
+	if err := r.fetchFor(ctx, repo.Git, ps); err != nil {
 		return nil, err
 	}
+	return r.observeEnvironments(ctx, repo.Git, ps, graph)
+}
+
+// fetchFor fetches the strategy's branches and records the fetch with Fetches.
+func (r *Reconciler) fetchFor(ctx context.Context, repo *git.Repository, ps *promoterv1alpha1.PromotionStrategy) error {
+	start := r.Clock.Now()
+	if err := r.fetch(ctx, repo, ps.Spec); err != nil {
+		return err
+	}
+	r.Fetches.done(ps, repo.URL(), start)
+	return nil
+}
+
+// observeEnvironments reads every environment from the cache and the cluster.
+func (r *Reconciler) observeEnvironments(ctx context.Context, repo *git.Repository, ps *promoterv1alpha1.PromotionStrategy, graph *promotion.Graph) (*observation, error) {
 	o := &observation{Strategy: ps, Graph: graph, Now: r.Clock.Now()}
 	statuses := r.statusIndex(ps.Namespace, ps.Spec.RepositoryRef.Name)
 	for _, e := range ps.Spec.Environments {
-		env, err := r.observeEnvironment(ctx, repo.Git, ps, e, statuses)
+		env, err := r.observeEnvironment(ctx, repo, ps, e, statuses)
 		if err != nil {
 			return nil, err
 		}
 		o.Envs = append(o.Envs, env)
 	}
-	o.Order = compareDryCommits(repo.Git, ps.Spec.DryBranch, graph, o.Envs)
+	o.Order = compareDryCommits(repo, ps.Spec.DryBranch, graph, o.Envs)
 	return o, nil
+}
+
+// mergedElsewhere reports whether a PullRequest says it merged a head that the cached
+// environment branch does not hold: the merge happened on the SCM, after the last fetch.
+func mergedElsewhere(repo *git.Repository, envs []environment) bool {
+	for _, e := range envs {
+		pr := e.PullRequest
+		if pr == nil || pr.Status.State != promoterv1alpha1.PullRequestMerged || pr.Status.MergedHeadSHA == "" {
+			continue
+		}
+		if e.Active.HydratedSHA == "" {
+			return true
+		}
+		if held, err := repo.IsAncestor(pr.Status.MergedHeadSHA, e.Active.HydratedSHA); err != nil || !held {
+			return true
+		}
+	}
+	return false
 }
 
 // fetch brings the dry, environment and proposed branches up to date in the cache.

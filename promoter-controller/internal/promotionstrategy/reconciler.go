@@ -60,11 +60,16 @@ type Reconciler struct {
 	// PullRequestQueue receives the keys of open PullRequests after each fetch.
 	PullRequestQueue handler.Enqueuer
 	Clock            clock.PassiveClock
+	// Fetches decides which reconciles fetch; nil fetches on every reconcile.
+	Fetches *Fetches
 }
 
 // Reconcile implements controller.Reconciler: observe, decide, apply.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
 	l, found, err := reconcile.Load(key, r.get, func(ps *promoterv1alpha1.PromotionStrategy) bool { return ps.Spec.Suspend })
+	if !found && err == nil {
+		r.Fetches.Forget(key)
+	}
 	if !found || err != nil {
 		return controller.Result{}, err
 	}

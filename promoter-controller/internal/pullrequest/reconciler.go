@@ -106,7 +106,7 @@ func (r *Reconciler) act(ctx, opCtx context.Context, cur, pr *promoterv1alpha1.P
 func (r *Reconciler) observe(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest) (*observation, error) {
 	o := &observation{PR: pr, Now: r.Clock.Now()}
 	if !repo.HasPullRequests() {
-		heads, err := r.gitHeads(ctx, repo.Git, pr.Spec.SourceBranch, pr.Spec.TargetBranch)
+		heads, err := r.gitHeads(ctx, repo.Git, pr)
 		o.Git = heads
 		return o, err
 	}
@@ -124,13 +124,20 @@ func (r *Reconciler) observe(ctx context.Context, repo *repository.Repository, p
 	return o, err
 }
 
-func (r *Reconciler) gitHeads(ctx context.Context, repo *git.Repository, src, dst string) (*gitHeads, error) {
-	start := time.Now()
-	err := repo.Fetch(ctx, src, dst)
-	r.Metrics.ObserveGit("fetch", start, err)
-	var missing *git.BranchNotFoundError
-	if err != nil && !errors.As(err, &missing) {
-		return nil, err
+// gitHeads reads the source and target branches. A pull request to merge whose head the cache
+// already holds (its strategy fetched a moment ago, in the same shared cache) is read from the
+// cache: the merge's push is a compare-and-swap that fetches again if the target moved, so a
+// second fetch per promotion would only cost a round trip.
+func (r *Reconciler) gitHeads(ctx context.Context, repo *git.Repository, pr *promoterv1alpha1.PullRequest) (*gitHeads, error) {
+	src, dst := pr.Spec.SourceBranch, pr.Spec.TargetBranch
+	if !cachedHeadToMerge(repo, pr) {
+		start := time.Now()
+		err := repo.Fetch(ctx, src, dst)
+		r.Metrics.ObserveGit("fetch", start, err)
+		var missing *git.BranchNotFoundError
+		if err != nil && !errors.As(err, &missing) {
+			return nil, err
+		}
 	}
 	h := &gitHeads{}
 	h.Head, _ = repo.Resolve(src)
@@ -139,6 +146,20 @@ func (r *Reconciler) gitHeads(ctx context.Context, repo *git.Repository, src, ds
 		h.HeadInTarget, _ = repo.IsAncestor(h.Head, h.Target)
 	}
 	return h, nil
+}
+
+// cachedHeadToMerge reports whether pr is to be merged and the cache holds its expected head on
+// the source branch, and a target branch.
+func cachedHeadToMerge(repo *git.Repository, pr *promoterv1alpha1.PullRequest) bool {
+	if pr.Spec.State != promoterv1alpha1.PullRequestMerged || pr.Spec.ExpectedHeadSHA == "" {
+		return false
+	}
+	head, err := repo.Resolve(pr.Spec.SourceBranch)
+	if err != nil || head != pr.Spec.ExpectedHeadSHA {
+		return false
+	}
+	_, err = repo.Resolve(pr.Spec.TargetBranch)
+	return err == nil
 }
 
 // stall reports a repository or provider a person must fix, with a Warning Event once per new

@@ -39,13 +39,15 @@ type rig struct {
 	prs      cache.Indexer
 	repo     *gittest.Repo
 	proposed string
+	reg      *prometheus.Registry
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	srv := gittest.NewServer(t)
 	namespaced := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
-	g := &rig{t: t, client: fake.NewSimpleClientset(), prs: cache.NewIndexer(cache.MetaNamespaceKeyFunc, namespaced), repo: srv.CreateRepo(t, "app")}
+	g := &rig{t: t, client: fake.NewSimpleClientset(), prs: cache.NewIndexer(cache.MetaNamespaceKeyFunc, namespaced), repo: srv.CreateRepo(t, "app"),
+		reg: prometheus.NewRegistry()}
 	repos, providers := cache.NewIndexer(cache.MetaNamespaceKeyFunc, namespaced), cache.NewIndexer(cache.MetaNamespaceKeyFunc, namespaced)
 	require.NoError(t, providers.Add(&scmv1alpha1.ScmProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "git"},
 		Spec: scmv1alpha1.ScmProviderSpec{Type: scmv1alpha1.ScmProviderGit}}))
@@ -58,7 +60,7 @@ func newRig(t *testing.T) *rig {
 		Client: g.client, PullRequests: promoterlisters.NewPullRequestLister(g.prs),
 		Repositories: &repository.Resolver{Kube: kubefake.NewClientset(), Repos: scmlisters.NewScmRepositoryLister(repos),
 			Providers: scmlisters.NewScmProviderLister(providers), Cache: gitCache},
-		Recorder: record.NewFakeRecorder(10), Metrics: metrics.New(prometheus.NewRegistry()), Log: log, Clock: clocktesting.NewFakePassiveClock(now),
+		Recorder: record.NewFakeRecorder(10), Metrics: metrics.New(g.reg), Log: log, Clock: clocktesting.NewFakePassiveClock(now),
 	}
 	base := g.repo.CommitFiles(t, "dev", map[string]string{"manifest.yaml": "v: 0\n"}, "initial")
 	g.repo.SetBranch(t, "dev-next", base)
@@ -179,4 +181,61 @@ func TestReconcileAnnouncesAStallOnlyWhenItWritesIt(t *testing.T) {
 	g.reconcile()
 	assert.Empty(t, g.drainEvents(), "the live object already says so: nothing is written, nothing is announced")
 	assert.Equal(t, stalled.ResourceVersion, g.sync().ResourceVersion)
+}
+
+// gitOps counts the git operations of kind op the reconciler made.
+func (g *rig) gitOps(op string) float64 {
+	g.t.Helper()
+	families, err := g.reg.Gather()
+	require.NoError(g.t, err)
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != "sluice_promoter_git_operations_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "operation" && l.GetValue() == op {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// prime fetches dev and dev-next into the shared cache, as the strategy does before it asks for
+// a merge.
+func (g *rig) prime() {
+	g.t.Helper()
+	repo, err := g.r.Repositories.Resolve(context.Background(), "team", "app")
+	require.NoError(g.t, err)
+	require.NoError(g.t, repo.Git.Fetch(context.Background(), "dev", "dev-next"))
+}
+
+// The strategy fetched a moment ago: the merge is pushed without fetching again.
+func TestMergeOfAFreshlyFetchedHeadDoesNotFetchAgain(t *testing.T) {
+	g := newRig(t)
+	g.prime()
+	g.put(gitPullRequest(promoterv1alpha1.PullRequestMerged, g.proposed))
+	g.reconcile()
+	assert.Equal(t, promoterv1alpha1.PullRequestMerged, g.sync().Status.State)
+	assert.Equal(t, g.proposed, g.repo.Branch(t, "dev"))
+	assert.Zero(t, g.gitOps("fetch"), "the cache held the head to merge")
+	assert.Equal(t, 1.0, g.gitOps("merge"))
+}
+
+// The target moved on the server after the cache was read: the compare-and-swap push fails, the
+// merge fetches and keeps both commits.
+func TestMergeFromAStaleCacheKeepsWhatTheTargetGained(t *testing.T) {
+	g := newRig(t)
+	g.prime()
+	hotfix := g.repo.CommitFiles(t, "dev", map[string]string{"hotfix.yaml": "x: 1\n"}, "hotfix")
+	g.put(gitPullRequest(promoterv1alpha1.PullRequestMerged, g.proposed))
+	g.reconcile()
+	pr := g.sync()
+	assert.Equal(t, promoterv1alpha1.PullRequestMerged, pr.Status.State)
+	dev := g.repo.Branch(t, "dev")
+	assert.True(t, g.repo.IsAncestor(t, hotfix, dev), "the hotfix stays")
+	assert.True(t, g.repo.IsAncestor(t, g.proposed, dev), "the promotion lands")
 }

@@ -22,13 +22,14 @@ import (
 func (w *wiring) addPromotionStrategies() error {
 	m := w.m
 	pi := m.SluiceInformers.Promoter().V1alpha1()
+	w.fetches = &promotionstrategy.Fetches{}
 	c := m.NewController("promotionstrategy", &promotionstrategy.Reconciler{
 		Client: m.Sluice, Strategies: pi.PromotionStrategies().Lister(),
 		ProposedCommits: pi.ProposedCommits().Lister(),
 		CommitStatuses:  commitstatuslisters.NewCommitStatusLister(w.commitStatuses.GetIndexer()),
 		Gates:           gatinglisters.NewGateLister(w.gates.GetIndexer()), Holds: w.holds, Kinds: w.kinds,
 		Repositories: w.resolver, Recorder: m.Recorder, Metrics: w.metrics, Log: m.Log,
-		PullRequestQueue: w.pullRequests, Clock: m.Clock,
+		PullRequestQueue: w.pullRequests, Clock: m.Clock, Fetches: w.fetches,
 	})
 	w.strategies = c
 	strategyKind := schema.GroupKind{Group: promoterv1alpha1.GroupName, Kind: "PromotionStrategy"}

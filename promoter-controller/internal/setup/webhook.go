@@ -18,7 +18,7 @@ func (w *wiring) addWebhookReceiver() error {
 	m := w.m
 	receiver := &webhook.Receiver{
 		Kube: m.Kube, Client: m.Sluice, Providers: w.providerLister(), Repos: w.repoLister(),
-		Strategies: m.SluiceInformers.Promoter().V1alpha1().PromotionStrategies().Lister(), Queue: w.strategies, Metrics: w.metrics,
+		Strategies: m.SluiceInformers.Promoter().V1alpha1().PromotionStrategies().Lister(), Queue: w.fetches.Waking(w.strategies), Metrics: w.metrics,
 		Leading: m.Leading, Ready: m.Probes.Ready, Log: m.Log,
 	}
 	ln := w.cfg.WebhookListener

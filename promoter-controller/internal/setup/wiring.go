@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
+	"github.com/sluicehq/sluice/promoter-controller/internal/promotionstrategy"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
 	"github.com/sluicehq/sluice/promoter-controller/internal/rollbackhold"
 )
@@ -48,6 +49,8 @@ type wiring struct {
 	holds    *rollbackhold.Holds
 
 	strategies, pullRequests *controller.Controller
+	// fetches is shared by the strategy reconciler and the webhook receiver: one fetch per event.
+	fetches *promotionstrategy.Fetches
 }
 
 func newWiring(m *manager.Manager, cfg Config) (*wiring, error) {
