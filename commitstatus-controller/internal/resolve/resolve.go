@@ -356,3 +356,14 @@ func (r *Resolver) ResolveRepository(ctx context.Context, namespace, name string
 		Spec:       commitstatusv1alpha1.CommitStatusSpec{RepositoryRef: commitstatusv1alpha1.RepositoryReference{Name: name}},
 	})
 }
+
+// Provider returns the provider client of p, built from its Secret at most once per
+// CredentialsTTL: the same client, and so the same webhook secret and rate limiter, that its
+// CommitStatuses use.
+func (r *Resolver) Provider(ctx context.Context, p *scmv1alpha1.ScmProvider) (scm.Provider, *Error) {
+	c, err := r.client(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return c.provider, nil
+}
