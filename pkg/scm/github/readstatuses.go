@@ -88,4 +88,3 @@ func (p *Provider) listCheckRuns(c context.Context, op string, repo scm.Reposito
 	}
 	return out, nil
 }
-
