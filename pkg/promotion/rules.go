@@ -64,6 +64,18 @@ type DryOrder interface {
 type Check struct {
 	Key   string
 	Phase Phase
+	// Message is the description of the CommitStatus that decides a phase other than success
+	// (a failing one first), so a block says why, as the check's author put it: a health verdict
+	// from another cluster, or a CI check's summary, imported from the SCM.
+	Message string
+}
+
+// because is ": message" for a check that carries one.
+func (c Check) because() string {
+	if c.Message == "" {
+		return ""
+	}
+	return ": " + text.Truncate(c.Message, 200)
 }
 
 // Commit is a hydrated commit and the dry commit it was rendered from.
@@ -172,13 +184,13 @@ func Evaluate(g *Graph, envs []Environment, i int, order DryOrder) Verdict {
 		e := envs[j]
 		for _, c := range e.ActiveChecks {
 			if c.Phase != Success {
-				block(RuleEarlierEnvironmentChecks, e.Branch, "rule 3: active check %s on %s is %s", c.Key, e.Branch, phaseOf(c.Phase))
+				block(RuleEarlierEnvironmentChecks, e.Branch, "rule 3: active check %s on %s is %s%s", c.Key, e.Branch, phaseOf(c.Phase), c.because())
 			}
 		}
 	}
 	for _, c := range env.ProposedChecks {
 		if c.Phase != Success {
-			block(RuleProposedChecks, env.Branch, "rule 4: proposed check %s on %s is %s", c.Key, env.Branch, phaseOf(c.Phase))
+			block(RuleProposedChecks, env.Branch, "rule 4: proposed check %s on %s is %s%s", c.Key, env.Branch, phaseOf(c.Phase), c.because())
 		}
 	}
 	if env.Gates != nil && !env.Gates.Allowed {

@@ -318,3 +318,18 @@ func TestEvaluateBlocksNameTheirEnvironment(t *testing.T) {
 	}
 	assert.Equal(t, []string{"NoMovingBackwards@prod", "EarlierEnvironmentActive@dev", "EarlierEnvironmentChecks@dev", "ProposedChecks@staging"}, got)
 }
+
+// A check that does not pass says why, in its author's words: a health verdict from another
+// cluster arrives as an imported CommitStatus whose description is that cluster's message.
+func TestEvaluateMessagesCarryTheChecksOwnMessage(t *testing.T) {
+	g, err := NewGraph([]string{"staging", "prod"}, nil)
+	require.NoError(t, err)
+	envs := []Environment{
+		{Branch: "staging", Active: at("d2"), ActiveChecks: []Check{{Key: "health-staging", Phase: Failure, Message: "Failed: 1 Failed (Deployment web)"}}},
+		{Branch: "prod", Active: at("d1"), Proposed: proposing("d2"), ProposedChecks: []Check{{Key: "ci-lint", Phase: Pending, Message: "lint is running"}}},
+	}
+	v := Evaluate(g, envs, 1, dry)
+	require.False(t, v.Eligible)
+	assert.Contains(t, v.Message(), "health-staging on staging is failure: Failed: 1 Failed (Deployment web)")
+	assert.Contains(t, v.Message(), "ci-lint on prod is pending: lint is running")
+}

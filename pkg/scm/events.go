@@ -16,6 +16,9 @@ const (
 	EventPullRequest EventKind = "pull_request"
 	// EventPing is the SCM checking that the hook works.
 	EventPing EventKind = "ping"
+	// EventCommitStatus is a commit status, check run or pipeline that was set or changed on a
+	// commit (GitHub status, check_run and check_suite; Gitea status; GitLab pipeline and job).
+	EventCommitStatus EventKind = "commit_status"
 	// EventIgnored is any event Sluice does not use.
 	EventIgnored EventKind = "ignored"
 )
@@ -31,6 +34,16 @@ type Event struct {
 	Repository  Repository
 	Push        *PushEvent
 	PullRequest *PullRequestEvent
+	// CommitStatus is set for EventCommitStatus.
+	CommitStatus *CommitStatusEvent
+}
+
+// CommitStatusEvent names the commit whose statuses changed. Its statuses are read from the SCM
+// API rather than taken from the payload: a delivery says "look again", the API says what is true.
+type CommitStatusEvent struct {
+	SHA string
+	// Name is the status context, check run or job name, when the payload has one.
+	Name string
 }
 
 // PushEvent is a push to a branch or tag.

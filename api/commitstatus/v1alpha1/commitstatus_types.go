@@ -7,6 +7,52 @@ import (
 // KeyLabel carries the key that promotion checks select CommitStatuses by, together with spec.sha.
 const KeyLabel = "commitstatus.sluice.dev/key"
 
+// ImportedLabel marks a CommitStatus imported from the SCM (a commit status, check run or pipeline
+// the SCM holds) by the commitstatus-controller, with the value "true". Imported objects are owned
+// by the PromotionStrategy whose commit they describe, are never mirrored back to the SCM, and only
+// the controller writes them (the chart's ValidatingAdmissionPolicy refuses other writers).
+const ImportedLabel = "commitstatus.sluice.dev/imported"
+
+// SourceAnnotation says where on the SCM an imported CommitStatus comes from: status, check-run
+// or pipeline.
+const SourceAnnotation = "commitstatus.sluice.dev/source"
+
+// MaxKeyLength is the longest key: a label value.
+const MaxKeyLength = 63
+
+// KeyForName turns the name of a check on the SCM (a status context such as "ci/kubeconform")
+// into the key an imported CommitStatus carries, which promotions select it by: a label value.
+// A name that is already a valid label value is its own key; otherwise every run of characters
+// other than letters, digits, '-', '_' and '.' becomes '-', the ends are trimmed to a letter or
+// digit, and the key is cut to 63 characters. "ci/kubeconform" becomes "ci-kubeconform".
+func KeyForName(name string) string {
+	out := make([]byte, 0, len(name))
+	dash := false
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+		switch {
+		case ok:
+			out = append(out, c)
+			dash = false
+		case !dash:
+			out = append(out, '-')
+			dash = true
+		}
+	}
+	if len(out) > MaxKeyLength {
+		out = out[:MaxKeyLength]
+	}
+	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+	for len(out) > 0 && !alnum(out[0]) {
+		out = out[1:]
+	}
+	for len(out) > 0 && !alnum(out[len(out)-1]) {
+		out = out[:len(out)-1]
+	}
+	return string(out)
+}
+
 // ShortSHALength is how many characters of the commit id status.shortSHA keeps, as git log
 // --oneline shows them.
 const ShortSHALength = 7

@@ -96,6 +96,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, err
 	}
 	cs, next := l.Cached, l.Next
+	if cs.Labels[commitstatusv1alpha1.ImportedLabel] == "true" {
+		// Imported from the SCM (internal/scmimport): the SCM already holds it, and sending it
+		// back would make this controller the author of another system's verdict.
+		r.count(OutcomeImported)
+		return controller.Result{}, nil
+	}
 	gen := cs.Generation
 	next.Status.ObservedGeneration = gen
 	next.Status.ShortSHA = commitstatusv1alpha1.ShortSHA(cs.Spec.SHA)

@@ -400,3 +400,15 @@ func TestDeletedObjectsAreForgotten(t *testing.T) {
 	_, remembered := f.r.memo.lastSent(statusKey)
 	assert.False(t, remembered)
 }
+
+// An imported status came from the SCM: it is never sent back, and its status is left alone.
+func TestImportedStatusesAreNeverMirroredBack(t *testing.T) {
+	imported := commitStatus()
+	imported.Labels = map[string]string{commitstatusv1alpha1.KeyLabel: "ci-lint", commitstatusv1alpha1.ImportedLabel: "true"}
+	f := newFixture(t, imported, repository("github"), githubProvider())
+	res, err := f.reconcile()
+	require.NoError(t, err)
+	assert.Zero(t, res)
+	assert.Empty(t, f.scm.sent())
+	assert.Empty(t, f.get().Status.Conditions, "no status write either")
+}

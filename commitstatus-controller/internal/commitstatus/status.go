@@ -57,6 +57,8 @@ const (
 	OutcomeRateLimited = "rate_limited"
 	OutcomeStalled     = "stalled"
 	OutcomeFailed      = "failed"
+	// OutcomeImported: imported from the SCM, so never mirrored back.
+	OutcomeImported = "imported"
 )
 
 // Metrics are the commitstatus-controller's own series; SCM calls are measured by scmmetrics.
@@ -69,7 +71,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{Outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sluice_commitstatus_reconcile_outcomes_total",
-		Help: "CommitStatus reconciles by outcome: sent, unchanged (the SCM already held the desired state), in_cluster, suspended, rate_limited, stalled, failed.",
+		Help: "CommitStatus reconciles by outcome: sent, unchanged (the SCM already held the desired state), in_cluster, suspended, rate_limited, stalled, failed, imported (read from the SCM, never sent back).",
 	}, []string{"outcome"})}
 	reg.MustRegister(m.Outcomes)
 	return m

@@ -347,3 +347,23 @@ func (r *Resolver) Forget(providerKey string) {
 		r.Metrics.Forget(providerKey)
 	}
 }
+
+// ResolveRepository returns the Target of the ScmRepository namespace/name: the same provider
+// client, credentials cache and shared rate limiter that CommitStatuses of that repository use.
+func (r *Resolver) ResolveRepository(ctx context.Context, namespace, name string) (*Target, *Error) {
+	return r.Resolve(ctx, &commitstatusv1alpha1.CommitStatus{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace},
+		Spec:       commitstatusv1alpha1.CommitStatusSpec{RepositoryRef: commitstatusv1alpha1.RepositoryReference{Name: name}},
+	})
+}
+
+// Provider returns the provider client of p, built from its Secret at most once per
+// CredentialsTTL: the same client, and so the same webhook secret and rate limiter, that its
+// CommitStatuses use.
+func (r *Resolver) Provider(ctx context.Context, p *scmv1alpha1.ScmProvider) (scm.Provider, *Error) {
+	c, err := r.client(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return c.provider, nil
+}

@@ -74,6 +74,32 @@ func repositoryFromPath(path string) scm.Repository {
 	return scm.Repository{Name: path}
 }
 
+// glStatusChange is what Sluice reads of pipeline and job (build) hooks: the commit whose
+// statuses changed.
+type glStatusChange struct {
+	SHA              string    `json:"sha"`
+	BuildName        string    `json:"build_name"`
+	Project          glProject `json:"project"`
+	ObjectAttributes struct {
+		SHA string `json:"sha"`
+	} `json:"object_attributes"`
+}
+
+func parseStatusChange(kind string, body []byte) (*scm.CommitStatusEvent, scm.Repository, error) {
+	var p glStatusChange
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, scm.Repository{}, fmt.Errorf("gitlab %s payload is not valid: %w", kind, err)
+	}
+	out := &scm.CommitStatusEvent{SHA: p.SHA, Name: p.BuildName}
+	if kind == "pipeline" {
+		out = &scm.CommitStatusEvent{SHA: p.ObjectAttributes.SHA}
+	}
+	if err := scm.ValidateSHA(out.SHA); err != nil {
+		return nil, scm.Repository{}, fmt.Errorf("gitlab %s payload: %w", kind, err)
+	}
+	return out, repositoryFromPath(p.Project.PathWithNamespace), nil
+}
+
 func parseWebhook(event string, body []byte) (*scm.Event, error) {
 	var kind struct {
 		ObjectKind string `json:"object_kind"`
@@ -100,6 +126,12 @@ func parseWebhook(event string, body []byte) (*scm.Event, error) {
 			After:   push.After,
 			Deleted: scm.ZeroSHA(push.After),
 		}
+	case "pipeline", "build":
+		change, repo, err := parseStatusChange(kind.ObjectKind, body)
+		if err != nil {
+			return nil, err
+		}
+		ev.Kind, ev.Repository, ev.CommitStatus = scm.EventCommitStatus, repo, change
 	case "merge_request":
 		var mr glMergeRequest
 		if err := json.Unmarshal(body, &mr); err != nil {

@@ -23,6 +23,7 @@ const ResultSuccess = "success"
 const (
 	OpSetCommitStatus     = "set_commit_status"
 	OpGetCommitStatus     = "get_commit_status"
+	OpListCommitStatuses  = "list_commit_statuses"
 	OpCreatePullRequest   = "create_pull_request"
 	OpUpdatePullRequest   = "update_pull_request"
 	OpFindOpenPullRequest = "find_open_pull_request"

@@ -63,3 +63,15 @@ func (i *instrumented) ClosePullRequest(ctx context.Context, repo scm.Repository
 	defer func(start time.Time) { i.observe(OpClosePullRequest, start, err) }(time.Now())
 	return i.Provider.ClosePullRequest(ctx, repo, number)
 }
+
+// ListCommitStatuses passes the read on when the provider is an scm.StatusReader; plain git is
+// not, and answers unsupported.
+func (i *instrumented) ListCommitStatuses(ctx context.Context, repo scm.Repository, sha string) (out []scm.ReadStatus, err error) {
+	reader, ok := i.Provider.(scm.StatusReader)
+	if !ok {
+		return nil, scm.NewError(i.typ, "list commit statuses", scm.KindUnsupported, 0,
+			"this provider keeps no commit statuses of its own to read", nil)
+	}
+	defer func(start time.Time) { i.observe(OpListCommitStatuses, start, err) }(time.Now())
+	return reader.ListCommitStatuses(ctx, repo, sha)
+}

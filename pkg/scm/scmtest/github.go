@@ -22,8 +22,9 @@ type GitHubStatus struct {
 }
 
 // GitHub is an in-process GitHub Enterprise Server that implements the commit status REST API as
-// documented: POST /repos/{owner}/{repo}/statuses/{sha} and GET
-// /repos/{owner}/{repo}/commits/{ref}/status, under /api/v3. It checks the bearer token, answers
+// documented: POST /repos/{owner}/{repo}/statuses/{sha}, GET
+// /repos/{owner}/{repo}/commits/{ref}/status and GET /repos/{owner}/{repo}/commits/{ref}/check-runs
+// (runs added with AddCheckRun), under /api/v3. It checks the bearer token, answers
 // 404 for repositories it was not told about, 422 for an invalid state, and, with a quota,
 // reports X-RateLimit-* headers and refuses requests over the quota with 429 and Retry-After.
 // Point an ScmProvider of type github at URL, with CAPEM as its CA bundle.
@@ -34,6 +35,7 @@ type GitHub struct {
 	mu       sync.Mutex
 	repos    map[string]bool
 	statuses map[string][]GitHubStatus
+	runs     map[string][]GitHubCheckRun
 	nextID   int64
 	quota    *quota
 
@@ -44,10 +46,57 @@ type GitHub struct {
 // NewGitHub starts a fake GitHub that accepts token, closed when the test ends.
 func NewGitHub(t testing.TB, token string) *GitHub {
 	t.Helper()
-	g := &GitHub{Server: NewTLSServer(t), Token: token, repos: map[string]bool{}, statuses: map[string][]GitHubStatus{}}
+	g := &GitHub{Server: NewTLSServer(t), Token: token, repos: map[string]bool{}, statuses: map[string][]GitHubStatus{}, runs: map[string][]GitHubCheckRun{}}
 	g.Mux.HandleFunc("POST /api/v3/repos/{owner}/{repo}/statuses/{sha}", g.guard(g.createStatus))
 	g.Mux.HandleFunc("GET /api/v3/repos/{owner}/{repo}/commits/{ref}/status", g.guard(g.combinedStatus))
+	g.Mux.HandleFunc("GET /api/v3/repos/{owner}/{repo}/commits/{ref}/check-runs", g.guard(g.listCheckRuns))
 	return g
+}
+
+// GitHubCheckRun is one check run the fake GitHub holds, as "List check runs for a Git
+// reference" returns it.
+type GitHubCheckRun struct {
+	ID         int64                `json:"id"`
+	HeadSHA    string               `json:"head_sha"`
+	Name       string               `json:"name"`
+	Status     string               `json:"status"`
+	Conclusion string               `json:"conclusion,omitempty"`
+	DetailsURL string               `json:"details_url,omitempty"`
+	Output     GitHubCheckRunOutput `json:"output"`
+}
+
+// GitHubCheckRunOutput is a check run's output.
+type GitHubCheckRunOutput struct {
+	Title   string `json:"title,omitempty"`
+	Summary string `json:"summary,omitempty"`
+}
+
+// AddCheckRun records a check run on owner/name at run.HeadSHA, as a CI App would create it, and
+// returns its id.
+func (g *GitHub) AddCheckRun(owner, name string, run GitHubCheckRun) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.nextID++
+	run.ID = g.nextID
+	key := owner + "/" + name + "@" + run.HeadSHA
+	g.runs[key] = append(g.runs[key], run)
+	return run.ID
+}
+
+// listCheckRuns answers with the latest run of each name (filter=latest, GitHub's default).
+func (g *GitHub) listCheckRuns(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	all := append([]GitHubCheckRun(nil), g.runs[r.PathValue("owner")+"/"+r.PathValue("repo")+"@"+strings.ToLower(r.PathValue("ref"))]...)
+	g.mu.Unlock()
+	seen := map[string]bool{}
+	latest := []GitHubCheckRun{}
+	for i := len(all) - 1; i >= 0; i-- {
+		if !seen[all[i].Name] {
+			seen[all[i].Name] = true
+			latest = append(latest, all[i])
+		}
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"total_count": len(latest), "check_runs": latest})
 }
 
 // AddRepo makes owner/name exist; requests for any other repository answer 404.

@@ -242,8 +242,8 @@ func (r *Reconciler) gates(ns string, sel *promoterv1alpha1.GateSelector) *promo
 	return &promotion.GateVerdict{Allowed: v.Allowed, Message: v.Message}
 }
 
-// statusIndex maps key -> sha -> phases of the CommitStatuses of one repository.
-type statusIndex map[string]map[string][]promotion.Phase
+// statusIndex maps key -> sha -> the CommitStatuses of one repository.
+type statusIndex map[string]map[string][]*commitstatusv1alpha1.CommitStatus
 
 func (r *Reconciler) statusIndex(ns, repo string) statusIndex {
 	sel, _ := labels.Parse(commitstatusv1alpha1.KeyLabel)
@@ -255,20 +255,33 @@ func (r *Reconciler) statusIndex(ns, repo string) statusIndex {
 		}
 		k := cs.Labels[commitstatusv1alpha1.KeyLabel]
 		if idx[k] == nil {
-			idx[k] = map[string][]promotion.Phase{}
+			idx[k] = map[string][]*commitstatusv1alpha1.CommitStatus{}
 		}
-		idx[k][cs.Spec.SHA] = append(idx[k][cs.Spec.SHA], cs.Spec.Phase)
+		idx[k][cs.Spec.SHA] = append(idx[k][cs.Spec.SHA], cs)
 	}
 	return idx
 }
 
 // checks is the phase of each key on sha; "" (missing) when no CommitStatus of the key names it.
+// A key that does not pass carries the description of a failing CommitStatus, else of a pending one.
 func (idx statusIndex) checks(keys []string, sha string) []promotion.Check {
 	out := make([]promotion.Check, len(keys))
 	for i, k := range keys {
 		out[i] = promotion.Check{Key: k}
-		if sha != "" && len(idx[k][sha]) > 0 {
-			out[i].Phase = promotion.KeyPhase(idx[k][sha])
+		statuses := idx[k][sha]
+		if sha == "" || len(statuses) == 0 {
+			continue
+		}
+		phases := make([]promotion.Phase, len(statuses))
+		for j, cs := range statuses {
+			phases[j] = cs.Spec.Phase
+		}
+		out[i].Phase = promotion.KeyPhase(phases)
+		for _, cs := range statuses {
+			if out[i].Phase != promotion.Success && cs.Spec.Phase == out[i].Phase {
+				out[i].Message = cs.Spec.Description
+				break
+			}
 		}
 	}
 	return out

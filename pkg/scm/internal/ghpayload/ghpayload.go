@@ -106,6 +106,8 @@ func (d Dialect) Parse(event string, body []byte) (*scm.Event, error) {
 		err = d.parsePush(ev, body)
 	case event == "pull_request":
 		err = d.parsePullRequest(ev, body)
+	case event == "status" || event == "check_run" || event == "check_suite":
+		err = d.parseCommitStatus(ev, event, body)
 	}
 	if err != nil {
 		return nil, err
@@ -223,4 +225,44 @@ func (d Dialect) action(action string, merged bool) scm.PullRequestAction {
 		return scm.ActionClosed
 	}
 	return scm.ActionOther
+}
+
+// commitStatusEvent holds what Sluice reads of GitHub's status, check_run and check_suite
+// payloads, and Gitea's status payload (GitHub's shape).
+type commitStatusEvent struct {
+	SHA      string `json:"sha"`
+	Context  string `json:"context"`
+	CheckRun *struct {
+		HeadSHA string `json:"head_sha"`
+		Name    string `json:"name"`
+	} `json:"check_run"`
+	CheckSuite *struct {
+		HeadSHA string `json:"head_sha"`
+	} `json:"check_suite"`
+	Repository repository `json:"repository"`
+}
+
+func (d Dialect) parseCommitStatus(ev *scm.Event, event string, body []byte) error {
+	var p commitStatusEvent
+	if err := json.Unmarshal(body, &p); err != nil {
+		return d.invalidJSON(event, err)
+	}
+	out := &scm.CommitStatusEvent{SHA: p.SHA, Name: p.Context}
+	switch {
+	case event == "check_run" && p.CheckRun != nil:
+		out = &scm.CommitStatusEvent{SHA: p.CheckRun.HeadSHA, Name: p.CheckRun.Name}
+	case event == "check_suite" && p.CheckSuite != nil:
+		out = &scm.CommitStatusEvent{SHA: p.CheckSuite.HeadSHA}
+	}
+	if err := scm.ValidateSHA(out.SHA); err != nil {
+		return fmt.Errorf("%s %s payload: %w", d.Provider, event, err)
+	}
+	repo, err := d.repository(p.Repository)
+	if err != nil {
+		return err
+	}
+	ev.Kind = scm.EventCommitStatus
+	ev.Repository = repo
+	ev.CommitStatus = out
+	return nil
 }

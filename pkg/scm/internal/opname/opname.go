@@ -19,3 +19,8 @@ func CommitStatus(verb string, repo scm.Repository, sha, name string) string {
 func PullRequest(verb string, repo scm.Repository, number int64) string {
 	return fmt.Sprintf("%s pull request #%d in %s", verb, number, repo)
 }
+
+// CommitStatuses names reading every status of a commit in repo.
+func CommitStatuses(repo scm.Repository, sha string) string {
+	return fmt.Sprintf("list the commit statuses on %s@%s", repo, text.ShortSHA(sha))
+}
