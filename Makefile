@@ -83,9 +83,11 @@ charts: testbin-kube
 monitoring: testbin build
 	cd hack/monitoring && GOWORK=off go test $(GOTEST_FLAGS) ./...
 
-## demo: the whole story on the embedded local control plane. No cluster, no Docker.
+## demo: the whole story on the embedded local control plane. No cluster, no Docker. A screenshot
+## of the web UI after each chapter goes into .cache/demo/ (with chromium installed); UI=1 leaves
+## everything running at the end and prints the UI's URL.
 demo: testbin build
-	bin/sluice-demo
+	bin/sluice-demo $(if $(UI),--keep-running)
 
 ## controlplane: run the local control plane in the foreground and write a kubeconfig for kubectl.
 controlplane: testbin-kube
