@@ -145,7 +145,7 @@ func screenshot(ctx context.Context, t *testing.T, name string) {
 	require.NoError(t, err)
 	dir := filepath.Join(root, ".cache", "ui-screenshots")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	png := read(ctx, t, chromedp.FullScreenshot(90))
+	png := read(ctx, t, chromedp.FullScreenshot(100))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
 }
 

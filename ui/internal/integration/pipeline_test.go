@@ -52,7 +52,7 @@ func TestPromotionMovesLiveOnThePipelinePage(t *testing.T) {
 	page := url + "/pipelines/" + ns + "/checkout"
 	within(b, t, chromedp.Navigate(page), chromedp.WaitVisible(css(`#live.on`)))
 	read(b, t, chromedp.Evaluate[bool](`window.sluiceNotReloaded = true`))
-	blocked := read(b, t, chromedp.Text(css(`[id="env-env/staging"] .blocked`)))
+	blocked := read(b, t, chromedp.Text(css(`[data-branch="env/staging"] .blocked`)))
 	assert.Contains(t, blocked, "env/dev is not active on 2222222 yet", "the promoter's own words")
 
 	for i, branch := range envs {
@@ -61,7 +61,7 @@ func TestPromotionMovesLiveOnThePipelinePage(t *testing.T) {
 			p.Status.Environments[i].Blocked, p.Status.Environments[i].Blocks = "", nil
 		})
 		require.NoError(t, err)
-		within(b, t, chromedp.WaitVisible(css(fmt.Sprintf(`[id="env-%s"][data-active="%s"]`, branch, newSHA))))
+		within(b, t, chromedp.WaitVisible(css(fmt.Sprintf(`[data-branch="%s"][data-active="%s"]`, branch, newSHA))))
 		if branch == "env/staging" {
 			screenshot(b, t, "pipeline")
 		}
@@ -72,7 +72,7 @@ func TestPromotionMovesLiveOnThePipelinePage(t *testing.T) {
 	// The list links each environment to its place on the strategy's page.
 	within(b, t, chromedp.Navigate(url+"/pipelines?q=checkout"))
 	href := read(b, t, chromedp.AttributeValue(css(`a.chip`), "href")).Value
-	assert.True(t, strings.HasSuffix(href, "/pipelines/"+ns+"/checkout#env-env/dev"), href)
+	assert.True(t, strings.HasSuffix(href, "/pipelines/"+ns+"/checkout#env-env-dev"), href)
 	screenshot(b, t, "pipelines")
 }
 

@@ -40,6 +40,15 @@ func parsePages() (map[string]*template.Template, error) {
 		},
 		"utc":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
 		"join": strings.Join,
+		// anchor makes a branch such as env/dev an id and URL fragment that needs no escaping.
+		"anchor": func(s string) string {
+			return strings.Map(func(r rune) rune {
+				if r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+					return r
+				}
+				return '-'
+			}, s)
+		},
 		"dict": func(kv ...any) map[string]any {
 			m := make(map[string]any, len(kv)/2)
 			for i := 0; i+1 < len(kv); i += 2 {
