@@ -139,7 +139,7 @@ func TestActionsRunAsThePersonTheProxyNames(t *testing.T) {
 	closeFromPage(t, bob, url, ns, "freeze", "bob tries")
 	within(bob, t, chromedp.WaitVisible(css(`#error`)))
 	refused := read(bob, t, chromedp.Text(css(`#error`)))
-	assert.Contains(t, refused, `User "bob" cannot update resource "gates"`, "the API server's own message")
+	assert.Contains(t, refused, `gates.gating.sluice.dev "freeze" is forbidden: User "bob" cannot`, "the API server's own message")
 	screenshot(bob, t, "forbidden")
 	g, err := env.Sluice.GatingV1alpha1().Gates(ns).Get(ctx, "freeze", metav1.GetOptions{})
 	require.NoError(t, err)

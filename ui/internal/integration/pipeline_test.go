@@ -38,7 +38,14 @@ func TestPromotionMovesLiveOnThePipelinePage(t *testing.T) {
 	// Every environment runs the old commit; the new one is proposed to dev.
 	statuses := env.Sluice.PromoterV1alpha1().PromotionStrategies(ns)
 	for i, b := range envs {
-		st := promoterv1alpha1.EnvironmentStatus{Branch: b, Active: promoterv1alpha1.CommitState{DrySHA: oldSHA, Phase: "success"}}
+		st := promoterv1alpha1.EnvironmentStatus{Branch: b,
+			Active: promoterv1alpha1.CommitState{DrySHA: oldSHA, HydratedSHA: "a1" + oldSHA[2:], Phase: "success", Subject: "checkout: retry payments once",
+				CommitStatuses: []promoterv1alpha1.CommitStatusPhase{{Key: "health", Phase: "success"}, {Key: "smoke-tests", Phase: "success"}}},
+			Proposed: promoterv1alpha1.CommitState{DrySHA: newSHA, HydratedSHA: "b2" + newSHA[2:], Phase: "pending",
+				CommitStatuses: []promoterv1alpha1.CommitStatusPhase{{Key: "ci", Phase: "pending"}}},
+			LastHealthyDrySHAs: []promoterv1alpha1.HealthyDrySHA{{SHA: oldSHA, Time: metav1.Now()}},
+			PullRequest:        &promoterv1alpha1.PullRequestReference{Name: "checkout-" + strings.TrimPrefix(b, "env/"), State: promoterv1alpha1.PullRequestOpen},
+		}
 		if i > 0 {
 			st.Blocked = fmt.Sprintf("%s is not active on %s yet", envs[i-1], newSHA[:7])
 			st.Blocks = []promoterv1alpha1.PromotionBlock{{Rule: promoterv1alpha1.BlockEarlierEnvironmentActive, Environment: envs[i-1], Message: st.Blocked}}
@@ -58,6 +65,8 @@ func TestPromotionMovesLiveOnThePipelinePage(t *testing.T) {
 	for i, branch := range envs {
 		_, err := testenv.Update(ctx, testenvStatus{statuses}, "checkout", func(p *promoterv1alpha1.PromotionStrategy) {
 			p.Status.Environments[i].Active.DrySHA = newSHA
+			p.Status.Environments[i].Active.Subject = "checkout: new payment provider"
+			p.Status.Environments[i].PullRequest.State = promoterv1alpha1.PullRequestMerged
 			p.Status.Environments[i].Blocked, p.Status.Environments[i].Blocks = "", nil
 		})
 		require.NoError(t, err)
