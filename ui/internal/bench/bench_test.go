@@ -102,7 +102,7 @@ func BenchmarkStatusWriteToPage(b *testing.B) {
 	})
 	b.Run("kubectl-get-watch", func(b *testing.B) {
 		cmd := exec.Command(kubectl, "--kubeconfig", env.Kubeconfig, "get", "promotionstrategy", "--namespace", "team-01", "app-0001",
-			"--watch", "--output-watch-events", "-o", "jsonpath={.status.environments[0].blocked}{\"\\n\"}")
+			"--watch", "-o", "jsonpath={.status.environments[0].blocked}{\"\\n\"}")
 		out, err := cmd.StdoutPipe()
 		require.NoError(b, err)
 		require.NoError(b, cmd.Start())

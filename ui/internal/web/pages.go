@@ -2,6 +2,8 @@ package web
 
 import (
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
@@ -12,8 +14,14 @@ import (
 type pipelinesData struct {
 	Missing   *notInstalled
 	Pipelines []view.Summary
-	Total     int
+	// Matched of Total strategies answer the filter; the page shows From to To of them.
+	Matched, Total, From, To int
+	Prev, Next               string
 }
+
+// pageSize bounds a list page: a thousand strategies render in one page slower than a person
+// reads one, and the filter and search find any of them.
+const pageSize = 100
 
 func (s *Server) pipelines(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
@@ -21,13 +29,40 @@ func (s *Server) pipelines(w http.ResponseWriter, r *http.Request) {
 	if !s.Store.Strategies.Installed() {
 		data.Missing = &notInstalled{Kind: "PromotionStrategy", Chart: "promoter-controller"}
 	}
+	offset, _ := strconv.Atoi(r.URL.Query().Get("from"))
+	offset = max(0, offset)
 	for _, ps := range s.Store.StrategyList() {
 		data.Total++
-		if q == "" || view.Matches(ps, q) {
+		if q != "" && !view.Matches(ps, q) {
+			continue
+		}
+		if data.Matched >= offset && data.Matched < offset+pageSize {
 			data.Pipelines = append(data.Pipelines, view.Summarize(ps))
 		}
+		data.Matched++
+	}
+	data.From, data.To = min(offset+1, data.Matched), min(offset+pageSize, data.Matched)
+	if offset > 0 {
+		data.Prev = listURL(q, max(0, offset-pageSize))
+	}
+	if offset+pageSize < data.Matched {
+		data.Next = listURL(q, offset+pageSize)
 	}
 	s.render(w, r, http.StatusOK, "pipelines", page{Title: "Pipelines", Nav: "pipelines", Query: q, Watch: "PromotionStrategy", Data: data})
+}
+
+func listURL(q string, from int) string {
+	v := url.Values{}
+	if q != "" {
+		v.Set("q", q)
+	}
+	if from > 0 {
+		v.Set("from", strconv.Itoa(from))
+	}
+	if len(v) == 0 {
+		return "/pipelines"
+	}
+	return "/pipelines?" + v.Encode()
 }
 
 type pipelineData struct {
