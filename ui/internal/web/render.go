@@ -35,6 +35,16 @@ func parsePages() (map[string]*template.Template, error) {
 			return sha
 		},
 		"until": view.Until,
+		"week":  view.GateWeek,
+		// offsets places each segment of a week after the ones before it, for drawing.
+		"offsets": func(segs []view.Segment) []float64 {
+			out := make([]float64, len(segs))
+			at := 0.0
+			for i, s := range segs {
+				out[i], at = at, at+s.Percent
+			}
+			return out
+		},
 		"ago": func(t time.Time, now time.Time) string {
 			return strings.TrimPrefix(view.Until(now.Add(now.Sub(t)), now), "in ") + " ago"
 		},
