@@ -29,7 +29,7 @@ func TestPagesRenderTheirObjects(t *testing.T) {
 	require.NoError(t, err)
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	closed := &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "freeze"},
-		Spec: gatingv1alpha1.GateSpec{Windows: []gatingv1alpha1.GateWindow{{Schedule: "0 15 * * 5", Duration: metav1.Duration{Duration: 65 * time.Hour}, Kind: gatingv1alpha1.StateClosed}}},
+		Spec:   gatingv1alpha1.GateSpec{Windows: []gatingv1alpha1.GateWindow{{Schedule: "0 15 * * 5", Duration: metav1.Duration{Duration: 65 * time.Hour}, Kind: gatingv1alpha1.StateClosed}}},
 		Status: gatingv1alpha1.GateStatus{Open: true, Reason: "Default", Held: []gatingv1alpha1.HeldObject{{Kind: "Kustomization", Namespace: "team", Name: "apps"}}}}
 	ps := &promoterv1alpha1.PromotionStrategy{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"},
 		Spec:   promoterv1alpha1.PromotionStrategySpec{Environments: []promoterv1alpha1.Environment{{Branch: "env/dev"}, {Branch: "env/prod"}}},
