@@ -2,7 +2,7 @@
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -o errexit -o nounset -o pipefail -c
 
-MODULES     := api testenv pkg gate-controller health-controller promoter-controller commitstatus-controller rollback-controller dev
+MODULES     := api testenv pkg gate-controller health-controller promoter-controller commitstatus-controller rollback-controller ui dev
 # Tool modules outside go.work that have tests of their own; built and tested with GOWORK=off.
 # hack/monitoring runs the demo story and scrapes the controllers: it needs make build.
 TOOL_MODULES := hack/tools/images hack/chart-common/chartgen hack/monitoring
@@ -29,6 +29,7 @@ build:
 	@mkdir -p bin
 	@for c in $(CONTROLLERS); do go build -o bin/ ./$$c-controller/cmd/$$c-controller; done
 	go build -o bin/ ./gate-controller/cmd/kubectl-gate
+	go build -o bin/ ./ui/cmd/sluice-ui
 	go build -o bin/ ./dev/cmd/...
 
 ## images: OCI images of every controller and pause, linux/amd64 and arm64, into bin/images; no Docker.
@@ -71,6 +72,7 @@ lint:
 	cd e2e && go vet ./...
 	@# Each controller also builds alone, through its replace of ../pkg.
 	@for c in $(CONTROLLERS); do (cd $$c-controller && GOWORK=off go build ./...) || exit 1; done
+	cd ui && GOWORK=off go build ./...
 
 ## charts: lint every chart and install it into the local control plane, alone, together and
 ## through the umbrella chart sluice; CRD ownership, schemas, sharding and least privilege.
@@ -81,9 +83,11 @@ charts: testbin-kube
 monitoring: testbin build
 	cd hack/monitoring && GOWORK=off go test $(GOTEST_FLAGS) ./...
 
-## demo: the whole story on the embedded local control plane. No cluster, no Docker.
+## demo: the whole story on the embedded local control plane. No cluster, no Docker. A screenshot
+## of the web UI after each chapter goes into .cache/demo/ (with chromium installed); UI=1 leaves
+## everything running at the end and prints the UI's URL.
 demo: testbin build
-	bin/sluice-demo
+	bin/sluice-demo $(if $(UI),--keep-running)
 
 ## controlplane: run the local control plane in the foreground and write a kubeconfig for kubectl.
 controlplane: testbin-kube

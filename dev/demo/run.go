@@ -26,20 +26,27 @@ type Options struct {
 	// AfterStory, when set, runs after the last chapter while the controllers still run, with
 	// the story's state (Story.Metrics gives each controller's /metrics address).
 	AfterStory func(context.Context, *Story) error
+	// ScreenshotDir, when set, receives a screenshot of the web UI at the end of each chapter.
+	ScreenshotDir string
+	// KeepRunning leaves the control plane, the controllers and the UI running after the story,
+	// until ctx ends (Ctrl-C): make demo UI=1.
+	KeepRunning bool
 }
 
 // chapters run in order; each controller adds its own.
 var chapters = []struct {
 	title string
 	run   func(context.Context, *Story) error
+	// page is the web UI's page that shows the chapter's outcome.
+	page string
 }{
-	{"Chapter 1: the control plane and a first Gate", chapterFirstGate},
-	{"Chapter 2: No Deploy Friday, a held Kustomization and a hotfix", chapterNoDeployFriday},
-	{"Health: a rollout turns healthy, then fails, as commit statuses", chapterHealth},
-	{"Promotion: dev -> staging -> prod through branches, held by a Gate", chapterPromotion},
-	{"Commit statuses: in the cluster with plain git, on the SCM with Gitea", chapterCommitStatuses},
-	{"Rollback: prod's health fails, the revert is merged in git, a fix forward promotes", chapterRollback},
-	{"Manifest release: v1, a failed test rolled back, v3", chapterRelease},
+	{"Chapter 1: the control plane and a first Gate", chapterFirstGate, "/gates"},
+	{"Chapter 2: No Deploy Friday, a held Kustomization and a hotfix", chapterNoDeployFriday, "/gates"},
+	{"Health: a rollout turns healthy, then fails, as commit statuses", chapterHealth, "/health"},
+	{"Promotion: dev -> staging -> prod through branches, held by a Gate", chapterPromotion, "/pipelines"},
+	{"Commit statuses: in the cluster with plain git, on the SCM with Gitea", chapterCommitStatuses, "/pipelines"},
+	{"Rollback: prod's health fails, the revert is merged in git, a fix forward promotes", chapterRollback, "/rollbacks"},
+	{"Manifest release: v1, a failed test rolled back, v3", chapterRelease, "/rollbacks"},
 }
 
 // Run tells the whole story and stops every process it started, also when ctx is cancelled.
@@ -73,17 +80,34 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, procs.stop()) }()
+	ui, uiURL, err := startUI(opts.BinDir, env.Kubeconfig, logDir, s)
+	if ui != nil {
+		procs = append(procs, ui)
+	}
+	if err != nil {
+		return err
+	}
+	shots := newScreenshotter(opts.ScreenshotDir, uiURL, s)
 
 	for _, ch := range chapters {
 		s.Chapter(ch.title)
 		if err := ch.run(ctx, s); err != nil {
 			return fmt.Errorf("%s: %w", ch.title, err)
 		}
+		shots.take(ctx, ch.page, s)
+	}
+	if shots != nil {
+		s.Step("screenshots of the UI after each chapter are in %s", opts.ScreenshotDir)
 	}
 	if opts.AfterStory != nil {
 		if err := opts.AfterStory(ctx, s); err != nil {
 			return fmt.Errorf("after the story: %w", err)
 		}
+	}
+	if opts.KeepRunning && uiURL != "" {
+		s.Chapter("Still running")
+		s.Step("the UI is at %s (kubeconfig %s); Ctrl-C stops everything", uiURL, env.Kubeconfig)
+		<-ctx.Done()
 	}
 	s.Chapter("The end")
 	s.Step("stopping the controllers and the control plane")

@@ -40,6 +40,15 @@ var Specs = []Spec{
 	controller("commitstatus-controller", "Sluice commit statuses: mirrors CommitStatus objects to GitHub, GitLab, Gitea and Forgejo."),
 	controller("rollback-controller", "Sluice rollback: reverts an environment to its last healthy commit."),
 	{
+		Name:        "sluice-ui",
+		Description: "Sluice web UI: every pipeline, gate, health check and rollback on live pages; actions under the user's own Kubernetes identity.",
+		Dir:         ".",
+		Package:     "./ui/cmd/sluice-ui",
+		Workspace:   true,
+		VersionVar:  versionPkg + ".Version",
+		RevisionVar: versionPkg + ".Revision",
+	},
+	{
 		Name:        "pause",
 		Description: "Pod sandbox (pause) container: holds a pod's namespaces and reaps orphaned processes.",
 		Dir:         "hack/tools/images",

@@ -50,6 +50,8 @@ var DefaultPorts = map[string]Ports{
 	"promoter-controller":     {Metrics: 8084, Probes: 8085},
 	"commitstatus-controller": {Metrics: 8086, Probes: 8087},
 	"rollback-controller":     {Metrics: 8088, Probes: 8089},
+	// The web UI serves its pages on 8092 (--listen).
+	"sluice-ui": {Metrics: 8090, Probes: 8091},
 }
 
 // PortsFor returns the default ports of the controller named name.

@@ -1,0 +1,158 @@
+// Package integration drives the UI in a real browser (Debian's Chromium, through chromedp)
+// against the real local control plane: pages update live as objects change, and actions taken
+// from the page change the cluster as the person who took them.
+package integration
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/sluicehq/sluice/pkg/runtime/manager"
+	"github.com/sluicehq/sluice/pkg/runtime/options"
+	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/flux"
+	"github.com/sluicehq/sluice/ui/internal/setup"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	var opts testenv.Options
+	if !testing.Short() {
+		if err := ensureChromium(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		paths, err := flux.CRDPaths()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		opts.CRDPaths = paths
+	}
+	testenv.Main(m, opts, &env)
+}
+
+// chromium is the browser the tests drive: Debian's, from its package.
+var chromium = "/usr/bin/chromium"
+
+// ensureChromium installs Debian's Chromium when it is missing. Installing needs root, which CI
+// has; anyone else is told the one command to run.
+func ensureChromium() error {
+	if p, err := exec.LookPath("chromium"); err == nil {
+		chromium = p
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("the browser tests need Debian's Chromium: run `sudo apt-get install -y chromium` once")
+	}
+	fmt.Fprintln(os.Stderr, "installing Debian's chromium for the browser tests")
+	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "chromium"}} {
+		cmd := exec.Command("apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("apt-get %v: %w\n%s", args, err, testenv.Tail(out, 20))
+		}
+	}
+	p, err := exec.LookPath("chromium")
+	chromium = p
+	return err
+}
+
+// startUI runs the UI in-process with identity mode id, as the admin of the control plane (its
+// own ServiceAccount, in a cluster), and returns its address.
+func startUI(t *testing.T, cfg *rest.Config, c setup.Config) string {
+	t.Helper()
+	testenv.SkipIfShort(t)
+	opts := options.Defaults("sluice-ui")
+	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "127.0.0.1:0", "127.0.0.1:0"
+	out := io.Discard
+	if os.Getenv("UI_TEST_LOG") != "" {
+		out = os.Stderr
+	}
+	m, err := manager.New("sluice-ui", opts, cfg, slog.New(slog.NewTextHandler(out, nil)))
+	require.NoError(t, err)
+	h, err := setup.NewHandler(m, c)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- setup.ServeListener(ctx, ln, h) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	testenv.RunManager(t, m)
+	return "http://" + ln.Addr().String()
+}
+
+// browser starts a headless Chromium with a fresh profile for the test.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	require.NoError(t, chromedp.Do(ctx), "start chromium")
+	return ctx
+}
+
+// within bounds browser steps generously: each step itself waits for what it needs.
+func within(ctx context.Context, t *testing.T, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	step, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, chromedp.Do(step, steps...))
+}
+
+// read runs one browser action that returns a value, within the same bound.
+func read[T any](ctx context.Context, t *testing.T, a chromedp.Action[T]) T {
+	t.Helper()
+	step, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(step, a)
+	require.NoError(t, err)
+	return v
+}
+
+// css is a CSS selector.
+func css(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+// screenshot saves the page into .cache/ui-screenshots of the repository, for the docs.
+func screenshot(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	require.NoError(t, err)
+	dir := filepath.Join(root, ".cache", "ui-screenshots")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	png := read(ctx, t, chromedp.FullScreenshot(100))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns, err := env.Kube.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ui-"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return ns.Name
+}

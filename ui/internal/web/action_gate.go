@@ -1,0 +1,72 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
+
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/gate"
+)
+
+// gateAction closes or opens a gate, as `kubectl gate close|open` does: by hand, or with an
+// override that expires after a while and gives the gate back its state of now.
+func gateAction(open bool) *action {
+	verb, state, reason := "Close", gatingv1alpha1.StateClosed, "ClosedFromUI"
+	if open {
+		verb, state, reason = "Open", gatingv1alpha1.StateOpen, "OpenedFromUI"
+	}
+	return &action{
+		Title: verb + " gate", Kind: "Gate", reason: reason,
+		Fields: []field{
+			{Name: "message", Label: "Message", Help: "Why; shown on the gate and to everyone it holds."},
+			{Name: "for", Label: "For (optional)", Help: "An expiry such as 30m or 2h: the gate then returns to what it is now. Empty: until someone changes it."},
+		},
+		back: func(ns, name string, _ url.Values) string { return "/gates/" + ns + "/" + name },
+		describe: func(s *Server, ns, name string, f url.Values, now time.Time) (string, error) {
+			d, err := parseFor(f.Get("for"))
+			if err != nil {
+				return "", err
+			}
+			if s.Store.Gate(ns, name) == nil {
+				return "", fmt.Errorf("gate %s/%s does not exist", ns, name)
+			}
+			what := fmt.Sprintf("Gate %s/%s: %s", ns, name, state)
+			if msg := f.Get("message"); msg != "" {
+				what += fmt.Sprintf(" with the message %q", msg)
+			}
+			if d > 0 {
+				return what + fmt.Sprintf(" by an override until %s (spec.override), then back to what it is now", now.Add(d).UTC().Truncate(time.Second).Format(time.RFC3339)), nil
+			}
+			return what + fmt.Sprintf(" by hand (spec.closed: %t, spec.message), until someone changes it; any override is removed", !open), nil
+		},
+		apply: func(ctx context.Context, c clients, ns, name string, f url.Values, now time.Time) (runtime.Object, error) {
+			d, _ := parseFor(f.Get("for"))
+			gates := c.Sluice.GatingV1alpha1().Gates(ns)
+			var updated *gatingv1alpha1.Gate
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				g, err := gates.Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				next := g.DeepCopy()
+				if d > 0 {
+					next.Spec.Override = gate.NewOverride(g.Spec, state, now.Add(d).UTC().Truncate(time.Second), f.Get("message"), now)
+				} else {
+					next.Spec.Closed, next.Spec.Message, next.Spec.Override = !open, f.Get("message"), nil
+				}
+				updated, err = gates.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
+				return err
+			})
+			return updated, err
+		},
+	}
+}
+
+// fieldManager names the UI in managedFields: the person is named by impersonation and Events.
+const fieldManager = "sluice-ui"

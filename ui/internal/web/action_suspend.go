@@ -1,0 +1,83 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sluicehq/sluice/pkg/suspend"
+)
+
+// suspendable are the kinds suspend and resume apply to, by the name the UI gives them.
+var suspendable = map[string]struct {
+	resource schema.GroupVersionResource
+	page     string
+}{
+	"PromotionStrategy": {schema.GroupVersionResource{Group: "promoter.sluice.dev", Version: "v1alpha1", Resource: "promotionstrategies"}, "/pipelines/"},
+	"Gate":              {schema.GroupVersionResource{Group: "gating.sluice.dev", Version: "v1alpha1", Resource: "gates"}, "/gates/"},
+	"HealthCheck":       {schema.GroupVersionResource{Group: "health.sluice.dev", Version: "v1alpha1", Resource: "healthchecks"}, "/health?q="},
+	"RollbackPolicy":    {schema.GroupVersionResource{Group: "rollback.sluice.dev", Version: "v1alpha1", Resource: "rollbackpolicies"}, "/rollbacks?q="},
+	"ManifestRelease":   {schema.GroupVersionResource{Group: "rollback.sluice.dev", Version: "v1alpha1", Resource: "manifestreleases"}, "/rollbacks?q="},
+}
+
+var kindOptions = func(*Server, string, string, url.Values) []option {
+	var out []option
+	for _, k := range []string{"PromotionStrategy", "Gate", "HealthCheck", "RollbackPolicy", "ManifestRelease"} {
+		out = append(out, option{k, k})
+	}
+	return out
+}
+
+// suspendAction suspends or resumes an object with RFC-0006's annotation, whose value is the
+// reason: one merge patch of metadata, which never bumps generation.
+func suspendAction(resume bool) *action {
+	verb, reason := "Suspend", "SuspendedFromUI"
+	if resume {
+		verb, reason = "Resume", "ResumedFromUI"
+	}
+	fields := []field{{Name: "kind", Label: "Kind", Options: kindOptions}}
+	if !resume {
+		fields = append(fields, field{Name: "reason", Label: "Reason", Help: "Why; it stays on the object as the value of " + suspend.Annotation + "."})
+	}
+	return &action{
+		Title: verb, Kind: "object", reason: reason, Fields: fields,
+		back: func(ns, name string, f url.Values) string {
+			k, ok := suspendable[f.Get("kind")]
+			if !ok {
+				return "/"
+			}
+			if k.page == "/pipelines/" || k.page == "/gates/" {
+				return k.page + ns + "/" + name
+			}
+			return k.page[:len(k.page)-3]
+		},
+		describe: func(s *Server, ns, name string, f url.Values, _ time.Time) (string, error) {
+			if _, ok := suspendable[f.Get("kind")]; !ok {
+				return "", fmt.Errorf("choose the kind of %s/%s", ns, name)
+			}
+			if resume {
+				return fmt.Sprintf("%s %s/%s: the annotation %s is removed, so its controller resumes it", f.Get("kind"), ns, name, suspend.Annotation), nil
+			}
+			if f.Get("reason") == "" {
+				return "", fmt.Errorf("say why: the reason is what others see on the object")
+			}
+			return fmt.Sprintf("%s %s/%s: the annotation %s=%q is set, so its controller stops acting on it", f.Get("kind"), ns, name, suspend.Annotation, f.Get("reason")), nil
+		},
+		apply: func(ctx context.Context, c clients, ns, name string, f url.Values, _ time.Time) (runtime.Object, error) {
+			var value any = f.Get("reason")
+			if resume {
+				value = nil
+			}
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{suspend.Annotation: value}}})
+			return c.Dynamic.Resource(suspendable[f.Get("kind")].resource).Namespace(ns).
+				Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+		},
+	}
+}

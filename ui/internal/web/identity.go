@@ -1,0 +1,109 @@
+package web
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// Identity is the person a request comes from, as Kubernetes knows them.
+type Identity struct {
+	User   string
+	Groups []string
+	// Impersonate is set when actions must impersonate User and Groups (in a cluster); unset,
+	// they run with the kubeconfig the UI was started with, which is the caller's own (local mode).
+	Impersonate bool
+}
+
+// Identifier tells who sent a request.
+type Identifier interface {
+	// Identify returns the request's identity, or false for an anonymous request, which never acts.
+	Identify(r *http.Request) (Identity, bool)
+	// AllowsHost reports whether the UI answers requests for host (DNS rebinding: a local UI
+	// must not answer a page of another site that resolves its name to 127.0.0.1).
+	AllowsHost(host string) bool
+}
+
+// Local is the identity of local mode: whoever runs sluice-ui with their kubeconfig. Requests
+// are that person's only when they are addressed to the loopback host the UI listens on.
+type Local struct {
+	// User is the kubeconfig's user, as the API server names it (a SelfSubjectReview).
+	User string
+}
+
+// Identify returns the kubeconfig's user.
+func (l Local) Identify(*http.Request) (Identity, bool) { return Identity{User: l.User}, true }
+
+// AllowsHost accepts localhost and loopback addresses only.
+func (l Local) AllowsHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// Proxy trusts the user and groups that an authenticating proxy in front of the UI puts in
+// request headers (oauth2-proxy's X-Forwarded-User and X-Forwarded-Groups), and only on
+// requests that come from the proxy's addresses: anyone else who reaches the UI is anonymous.
+type Proxy struct {
+	UserHeader, GroupsHeader string
+	Trusted                  []netip.Prefix
+}
+
+// Identify returns the proxy's user, or false.
+func (p Proxy) Identify(r *http.Request) (Identity, bool) {
+	if !p.trusted(r.RemoteAddr) {
+		return Identity{}, false
+	}
+	user := strings.TrimSpace(r.Header.Get(p.UserHeader))
+	if user == "" || strings.HasPrefix(user, "system:") {
+		return Identity{}, false
+	}
+	id := Identity{User: user, Impersonate: true}
+	if p.GroupsHeader != "" {
+		for _, v := range r.Header.Values(p.GroupsHeader) {
+			for _, g := range strings.Split(v, ",") {
+				if g = strings.TrimSpace(g); g != "" && !strings.HasPrefix(g, "system:") {
+					id.Groups = append(id.Groups, g)
+				}
+			}
+		}
+	}
+	return id, true
+}
+
+func (p Proxy) trusted(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	for _, prefix := range p.Trusted {
+		if prefix.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowsHost accepts any host: the proxy decides who reaches the UI.
+func (Proxy) AllowsHost(string) bool { return true }
+
+// Anonymous is the read-only UI of a cluster without an authenticating proxy.
+type Anonymous struct{}
+
+// Identify never names anyone.
+func (Anonymous) Identify(*http.Request) (Identity, bool) { return Identity{}, false }
+
+// AllowsHost accepts any host.
+func (Anonymous) AllowsHost(string) bool { return true }

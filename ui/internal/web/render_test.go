@@ -1,0 +1,53 @@
+package web
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	"github.com/sluicehq/sluice/ui/internal/view"
+)
+
+// Every page's template parses with the layout; the browser tests render them with real objects.
+func TestEveryPageParses(t *testing.T) {
+	pages, err := parsePages()
+	require.NoError(t, err)
+	for _, name := range []string{"pipelines", "pipeline", "gates", "health", "rollbacks", "search", "notfound", "action", "confirm"} {
+		assert.Contains(t, pages, name)
+	}
+}
+
+// Pages render the values of a cluster's objects without a template error, and show them.
+func TestPagesRenderTheirObjects(t *testing.T) {
+	pages, err := parsePages()
+	require.NoError(t, err)
+	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	closed := &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "freeze"},
+		Spec:   gatingv1alpha1.GateSpec{Windows: []gatingv1alpha1.GateWindow{{Schedule: "0 15 * * 5", Duration: metav1.Duration{Duration: 65 * time.Hour}, Kind: gatingv1alpha1.StateClosed}}},
+		Status: gatingv1alpha1.GateStatus{Open: true, Reason: "Default", Held: []gatingv1alpha1.HeldObject{{Kind: "Kustomization", Namespace: "team", Name: "apps"}}}}
+	ps := &promoterv1alpha1.PromotionStrategy{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"},
+		Spec:   promoterv1alpha1.PromotionStrategySpec{Environments: []promoterv1alpha1.Environment{{Branch: "env/dev"}, {Branch: "env/prod"}}},
+		Status: promoterv1alpha1.PromotionStrategyStatus{Environments: []promoterv1alpha1.EnvironmentStatus{{Branch: "env/prod", Blocked: "gate team/freeze is closed"}}}}
+	for name, tc := range map[string]struct {
+		data any
+		want []string
+	}{
+		"gates":     {gatesData{Gates: []*gatingv1alpha1.Gate{closed}}, []string{"team/freeze", "closed Fri 15:00 to Mon 08:00", "closes in 4 days", "Kustomization team/apps"}},
+		"pipeline":  {pipelineData{Pipeline: view.BuildPipeline(ps, view.PipelineInput{Gate: func(string, string) *gatingv1alpha1.Gate { return nil }})}, []string{`id="env-env-prod"`, "gate team/freeze is closed"}},
+		"pipelines": {pipelinesData{Pipelines: []view.Summary{view.Summarize(ps)}, Matched: 1, Total: 1, From: 1, To: 1}, []string{"/pipelines/team/web#env-env-dev", "1 of 1 PromotionStrategies"}},
+		"health":    {healthData{Missing: &notInstalled{Kind: "HealthCheck", Chart: "health-controller"}}, []string{"HealthCheck is not installed on this cluster"}},
+		"rollbacks": {rollbacksData{}, []string{"RevertCommits", "ManifestReleases"}},
+	} {
+		var buf bytes.Buffer
+		require.NoError(t, pages[name].ExecuteTemplate(&buf, "layout", page{Title: name, Now: now, User: "alice", CanAct: true, Data: tc.data}), name)
+		for _, w := range tc.want {
+			assert.Contains(t, buf.String(), w, name)
+		}
+	}
+}
