@@ -29,7 +29,7 @@ const (
 
 // RevertPhase is where a revert stands.
 //
-// +kubebuilder:validation:Enum=Pending;Open;Merged;Failed
+// +kubebuilder:validation:Enum=Pending;Open;Merged;Failed;Superseded
 type RevertPhase string
 
 const (
@@ -44,6 +44,10 @@ const (
 	// the environment left the bad dry SHA before the revert was made). Final: create another
 	// RevertCommit to try again.
 	RevertFailed RevertPhase = "Failed"
+	// RevertSuperseded: the environment moved on to a newer dry commit (a fix forward) before
+	// the revert merged, or another revert of the environment holds its claim; nothing was
+	// merged, and the Ready condition names what superseded it. Final, and holds nothing.
+	RevertSuperseded RevertPhase = "Superseded"
 )
 
 // PromotionStrategyReference names a PromotionStrategy (promoter.sluice.dev) in the same namespace.
@@ -142,7 +146,7 @@ type RevertCommitStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Phase is Pending, Open, Merged or Failed.
+	// Phase is Pending, Open, Merged, Failed or Superseded.
 	// +optional
 	Phase RevertPhase `json:"phase,omitempty"`
 
@@ -166,6 +170,12 @@ type RevertCommitStatus struct {
 	// RevertSHA is the revert commit.
 	// +optional
 	RevertSHA string `json:"revertSHA,omitempty"`
+
+	// BaseSHA is the environment commit the revert commit was written on: the revert merges only
+	// while the environment branch is still there. When the branch moves first, the revert is
+	// planned again on the new tip (a new revert commit), or superseded by a fix forward.
+	// +optional
+	BaseSHA string `json:"baseSHA,omitempty"`
 
 	// PullRequest is the promoter.sluice.dev PullRequest that carries the revert.
 	// +optional
