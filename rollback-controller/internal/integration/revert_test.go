@@ -69,7 +69,7 @@ func TestManualRevertToTheLastHealthyDrySHA(t *testing.T) {
 	assert.Equal(t, "prod-revert-bad-web-2", st.RevertBranch)
 	assert.False(t, st.MergedExternally)
 	require.NotNil(t, st.PullRequest)
-	assert.Equal(t, revertcommit.PullRequestName("bad-web-2"), st.PullRequest.Name)
+	assert.Equal(t, revertcommit.PullRequestName("app", "prod"), st.PullRequest.Name)
 
 	// git: prod's tip is the revert commit, on top of the bad commit, with the healthy tree.
 	tip := f.repo.Branch(t, "prod")

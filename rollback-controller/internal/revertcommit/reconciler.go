@@ -37,6 +37,11 @@ const (
 	EventRollbackStarted = "RollbackStarted"
 	EventRollbackMerged  = "RollbackMerged"
 	EventRollbackFailed  = "RollbackFailed"
+	// EventRollbackReplanned: the environment branch moved before the merge, still on the bad
+	// dry commit or an older one; a new revert commit was written on the new tip.
+	EventRollbackReplanned = "RollbackReplanned"
+	// EventRollbackSuperseded: a fix forward landed first; nothing was merged.
+	EventRollbackSuperseded = "RollbackSuperseded"
 )
 
 // ReasonPromoterCRDsMissing is the Stalled reason of a RevertCommit whose peer CRDs are not
@@ -162,8 +167,11 @@ func (r *Reconciler) write(ctx context.Context, cur *rollbackv1alpha1.RevertComm
 	return nil
 }
 
-func final(phase rollbackv1alpha1.RevertPhase) bool {
-	return phase == rollbackv1alpha1.RevertMerged || phase == rollbackv1alpha1.RevertFailed
+func final(phase rollbackv1alpha1.RevertPhase) bool { return Final(phase) }
+
+// Final reports whether a revert in phase is over: nothing more will happen to it.
+func Final(phase rollbackv1alpha1.RevertPhase) bool {
+	return phase == rollbackv1alpha1.RevertMerged || phase == rollbackv1alpha1.RevertFailed || phase == rollbackv1alpha1.RevertSuperseded
 }
 
 // fail ends the revert: nothing more will happen to it.

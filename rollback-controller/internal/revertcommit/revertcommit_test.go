@@ -14,12 +14,14 @@ import (
 
 func TestNamesAreDerivedAndBounded(t *testing.T) {
 	assert.Equal(t, "prod-revert-web", RevertBranch("prod", "web"))
-	assert.Equal(t, "revert-web", PullRequestName("web"))
+	assert.Equal(t, "revert-app-prod", PullRequestName("app", "prod"), "one name per environment: its claim")
+	assert.NotEqual(t, PullRequestName("app", "Prod_eu"), PullRequestName("app", "prod-eu"), "branches that fit an object name only once changed keep a hash")
+	assert.Regexp(t, `^[a-z0-9.-]+$`, PullRequestName("app", "env/Prod_eu"))
 	long := RevertBranch(strings.Repeat("e", 200), strings.Repeat("n", 253))
 	assert.Len(t, long, maxBranch)
 	assert.Equal(t, long, RevertBranch(strings.Repeat("e", 200), strings.Repeat("n", 253)), "the same inputs, the same branch")
 	assert.NotEqual(t, long, RevertBranch(strings.Repeat("e", 200), strings.Repeat("n", 252)+"m"), "a cut name keeps a hash of the whole")
-	assert.LessOrEqual(t, len(PullRequestName(strings.Repeat("n", 253))), 253)
+	assert.LessOrEqual(t, len(PullRequestName(strings.Repeat("n", 253), "prod")), 253)
 }
 
 func TestMessageCarriesTheTrailersAndCannotForgeTheMarker(t *testing.T) {

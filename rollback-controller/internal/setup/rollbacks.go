@@ -81,7 +81,7 @@ func openRevertsOf(list rollbacklisters.RevertCommitLister) handler.MapFunc {
 		var keys []string
 		for _, rc := range rcs {
 			if rc.Spec.PromotionStrategyRef.Name == obj.GetName() &&
-				rc.Status.Phase != rollbackv1alpha1.RevertMerged && rc.Status.Phase != rollbackv1alpha1.RevertFailed {
+				!revertcommit.Final(rc.Status.Phase) {
 				keys = append(keys, rc.Namespace+"/"+rc.Name)
 			}
 		}
