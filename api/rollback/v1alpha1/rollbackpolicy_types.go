@@ -4,6 +4,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// RevertAgainAnnotation on a RollbackPolicy names a bad dry SHA (the full SHA) the policy may
+// revert once more, though it already did: never twice is kept otherwise, by status, even when
+// the RevertCommits are deleted.
+const RevertAgainAnnotation = "rollback.sluice.dev/revert-again"
+
 // Bounds of RollbackPolicy status.
 const (
 	// MaxRevertedDrySHAs bounds status.environments[].revertedDrySHAs.

@@ -2,6 +2,7 @@ package revertcommit
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,9 +99,9 @@ func decideWrite(o *observation) plan {
 		d.target = st.TargetDrySHA
 	}
 	if d.target == "" {
-		if d.target = lastHealthy(o.strategy, env, d.bad); d.target == "" {
+		if d.target = lastHealthy(o.strategy, env, d.bad, o.reverted); d.target == "" {
 			return plan{step: stepStall, reason: "NoHealthyDrySHA", message: fmt.Sprintf(
-				"PromotionStrategy %q records no healthy dry SHA for %s other than the one it runs (%s) in status.environments[].lastHealthyDrySHAs: name the dry SHA to go back to in spec.drySHA",
+				"PromotionStrategy %q records no healthy dry SHA for %s other than the one it runs (%s) and those reverted before, in status.environments[].lastHealthyDrySHAs: name the dry SHA to go back to in spec.drySHA",
 				o.strategy.Name, env, text.ShortSHA(d.bad))}
 		}
 	}
@@ -158,14 +159,14 @@ func waiting(rc *rollbackv1alpha1.RevertCommit, pr *promoterv1alpha1.PullRequest
 	conditions.MarkReconciling(&st.Conditions, gen, "Merging", msg)
 }
 
-// lastHealthy is the newest healthy dry SHA of env that is not bad.
-func lastHealthy(ps *promoterv1alpha1.PromotionStrategy, env, bad string) string {
+// lastHealthy is the newest healthy dry SHA of env that is not bad, nor reverted before.
+func lastHealthy(ps *promoterv1alpha1.PromotionStrategy, env, bad string, reverted []string) string {
 	for _, e := range ps.Status.Environments {
 		if e.Branch != env {
 			continue
 		}
 		for _, h := range e.LastHealthyDrySHAs {
-			if h.SHA != bad {
+			if h.SHA != bad && !slices.Contains(reverted, h.SHA) {
 				return h.SHA
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
@@ -37,6 +38,9 @@ type observation struct {
 	inTip bool
 	// pr is the revert's PullRequest, read live; nil when there is none yet.
 	pr *promoterv1alpha1.PullRequest
+	// reverted are the dry SHAs merged reverts of the environment took it away from: never a
+	// default target.
+	reverted []string
 	// claim is set when another revert's PullRequest holds the environment's name.
 	claim *claim
 }
@@ -64,6 +68,7 @@ func (r *Reconciler) observe(ctx context.Context, rc *rollbackv1alpha1.RevertCom
 	if err != nil {
 		return nil, err
 	}
+	o.reverted = r.revertedDrySHAs(rc)
 	if err := r.readGit(o); err != nil {
 		return nil, err
 	}
@@ -238,4 +243,21 @@ func (r *Reconciler) fetch(ctx context.Context, o *observation) error {
 	}
 	o.tip, err = o.repo.Resolve(o.env.Branch)
 	return err
+}
+
+// revertedDrySHAs lists the bad dry SHAs of the environment's merged reverts, from the cache: a
+// dry SHA that was reverted is no target, even when it was healthy for a while.
+func (r *Reconciler) revertedDrySHAs(rc *rollbackv1alpha1.RevertCommit) []string {
+	all, err := r.RevertCommits.RevertCommits(rc.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, other := range all {
+		if other.Spec.PromotionStrategyRef == rc.Spec.PromotionStrategyRef && other.Spec.ActiveBranch == rc.Spec.ActiveBranch &&
+			other.Status.Phase == rollbackv1alpha1.RevertMerged && other.Status.BadDrySHA != "" {
+			out = append(out, other.Status.BadDrySHA)
+		}
+	}
+	return out
 }

@@ -41,9 +41,10 @@ func TestDefaultTargetIsTheNewestHealthyThatIsNotBad(t *testing.T) {
 		{Branch: "staging", LastHealthyDrySHAs: []promoterv1alpha1.HealthyDrySHA{{SHA: "s1"}}},
 		{Branch: "prod", LastHealthyDrySHAs: []promoterv1alpha1.HealthyDrySHA{{SHA: "bad"}, {SHA: "p2"}, {SHA: "p1"}}},
 	}}}
-	assert.Equal(t, "p2", lastHealthy(ps, "prod", "bad"))
-	assert.Equal(t, "bad", lastHealthy(ps, "prod", "other"))
-	assert.Empty(t, lastHealthy(ps, "qa", "bad"))
+	assert.Equal(t, "p2", lastHealthy(ps, "prod", "bad", nil))
+	assert.Equal(t, "bad", lastHealthy(ps, "prod", "other", nil))
+	assert.Equal(t, "p1", lastHealthy(ps, "prod", "other", []string{"bad", "p2"}), "a dry SHA reverted before is no target")
+	assert.Empty(t, lastHealthy(ps, "qa", "bad", nil))
 	assert.Equal(t, ", such as one recorded healthy: bad, p2, p1", healthyHint(ps, "prod"))
 }
 
