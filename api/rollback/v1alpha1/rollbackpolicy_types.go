@@ -47,6 +47,18 @@ type RollbackPolicySpec struct {
 	// +optional
 	AutoMerge *bool `json:"autoMerge,omitempty"`
 
+	// RequiredCommitStatuses are copied to the RevertCommits the policy creates: keys their
+	// revert commit must pass before it merges (see RevertCommit spec.requiredCommitStatuses).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	RequiredCommitStatuses []CommitStatusKey `json:"requiredCommitStatuses,omitempty"`
+
+	// BypassGates is copied to the RevertCommits the policy creates: they merge while a closed
+	// Gate holds the strategy, and record it.
+	// +optional
+	BypassGates bool `json:"bypassGates,omitempty"`
+
 	// Suspend stops new rollbacks (RevertCommits already made go on). The annotation
 	// reconcile.fluxcd.io/suspended has the same effect and carries a reason.
 	// +optional

@@ -42,8 +42,10 @@ func (r *Reconciler) advance(ctx context.Context, p *pass) (controller.Result, e
 			err = r.writeRevert(ctx, p, o, pl.shas)
 		case stepOpen:
 			o.pr, err = r.openPullRequest(ctx, o)
+			r.recordBypass(p, o)
 		case stepSync:
 			o.pr, err = r.syncPullRequest(ctx, o)
+			r.recordBypass(p, o)
 		case stepReclaim:
 			err = r.reclaim(ctx, o)
 		case stepWait:
@@ -51,7 +53,7 @@ func (r *Reconciler) advance(ctx context.Context, p *pass) (controller.Result, e
 				conditions.MarkReconciling(&p.rc.Status.Conditions, p.rc.Generation, "WaitingForClaim", pl.message)
 				return controller.Result{RequeueAfter: r.StalledRecheck}, nil
 			}
-			waiting(p.rc, o.pr)
+			waiting(o)
 			return controller.Result{RequeueAfter: r.PollInterval}, r.nudge(ctx, o.pr)
 		case stepMerged:
 			r.merged(p, pl.mergeSHA, pl.when, pl.external)
@@ -155,7 +157,7 @@ func (r *Reconciler) reclaim(ctx context.Context, o *observation) error {
 func (r *Reconciler) syncPullRequest(ctx context.Context, o *observation) (*promoterv1alpha1.PullRequest, error) {
 	next := o.pr.DeepCopy()
 	next.Spec.ExpectedHeadSHA, next.Spec.ExpectedBaseSHA = o.rc.Status.RevertSHA, o.rc.Status.BaseSHA
-	if autoMerge(o.rc, o.env) {
+	if mayMerge(o).ok {
 		next.Spec.State = promoterv1alpha1.PullRequestMerged
 	}
 	if next.Labels == nil {
@@ -167,6 +169,18 @@ func (r *Reconciler) syncPullRequest(ctx context.Context, o *observation) (*prom
 		return nil, fmt.Errorf("update PullRequest %s: %w", next.Name, err)
 	}
 	return pr, nil
+}
+
+// recordBypass records, in status and an Event, a merge asked through a closed Gate.
+func (r *Reconciler) recordBypass(p *pass, o *observation) {
+	m := mayMerge(o)
+	st := &p.rc.Status
+	if o.pr == nil || o.pr.Spec.State != promoterv1alpha1.PullRequestMerged || m.bypass == "" || st.GateBypass != "" {
+		return
+	}
+	st.GateBypass = text.Truncate(fmt.Sprintf("%s: merge asked through the gate (spec.bypassGates) at %s", m.bypass, r.Clock.Now().UTC().Format(time.RFC3339)), 1024)
+	rc, msg := p.rc, st.GateBypass
+	p.announce(func() { r.Recorder.Event(rc, corev1.EventTypeWarning, EventGateBypassed, msg) })
 }
 
 // end finishes a revert that will not merge: its open pull request is closed first.

@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
@@ -127,7 +128,7 @@ func pullRequestBehind(o *observation) bool {
 	if pr.Spec.ExpectedHeadSHA != st.RevertSHA || pr.Spec.ExpectedBaseSHA != st.BaseSHA {
 		return true
 	}
-	if autoMerge(o.rc, o.env) && pr.Spec.State == promoterv1alpha1.PullRequestOpen {
+	if m := mayMerge(o); m.ok && (pr.Spec.State == promoterv1alpha1.PullRequestOpen || (m.bypass != "" && st.GateBypass == "")) {
 		return true
 	}
 	for k, v := range pullRequestLabels(o.rc, o.strategy) {
@@ -143,13 +144,56 @@ func finishedPR(pr *promoterv1alpha1.PullRequest) bool {
 	return pr.Status.State == promoterv1alpha1.PullRequestMerged || pr.Status.State == promoterv1alpha1.PullRequestClosed
 }
 
+// mergeVerdict says whether the revert may be asked to merge now, and if not why it waits.
+type mergeVerdict struct {
+	ok              bool
+	reason, message string
+	// bypass is the Gate hold a merge asked now bypasses (spec.bypassGates), to record.
+	bypass string
+}
+
+// mayMerge gives the seed's three modes: autoMerge false waits for a person; autoMerge with
+// required checks waits for them to pass on the revert commit; autoMerge alone merges at once.
+// A closed Gate on the strategy holds the merge unless spec.bypassGates says otherwise.
+func mayMerge(o *observation) mergeVerdict {
+	rc, st := o.rc, o.rc.Status
+	if !autoMerge(rc, o.env) {
+		return mergeVerdict{reason: "WaitingForMerge", message: "waits for a person to merge it (autoMerge is false); or set spec.autoMerge: true"}
+	}
+	var pending []string
+	for _, k := range rc.Spec.RequiredCommitStatuses {
+		phase := commitstatusv1alpha1.CommitStatusPhase("")
+		if o.checksSHA == st.RevertSHA {
+			phase = o.checks[k.Key]
+		}
+		if phase == "" {
+			phase = "not reported"
+		}
+		if phase != commitstatusv1alpha1.CommitStatusSuccess {
+			pending = append(pending, fmt.Sprintf("%s (%s)", k.Key, phase))
+		}
+	}
+	if len(pending) > 0 {
+		return mergeVerdict{reason: "WaitingForChecks", message: fmt.Sprintf("waits for %s on revert commit %s before it merges",
+			strings.Join(pending, ", "), text.ShortSHA(st.RevertSHA))}
+	}
+	if o.gateHold == "" {
+		return mergeVerdict{ok: true}
+	}
+	if !rc.Spec.BypassGates {
+		return mergeVerdict{reason: "HeldByGate", message: "waits for the Gate to open (" + o.gateHold + "); or set spec.bypassGates: true to merge through the freeze"}
+	}
+	return mergeVerdict{ok: true, bypass: o.gateHold}
+}
+
 // waiting is the status of a revert whose pull request is open.
-func waiting(rc *rollbackv1alpha1.RevertCommit, pr *promoterv1alpha1.PullRequest) {
+func waiting(o *observation) {
+	rc, pr := o.rc, o.pr
 	st, gen := &rc.Status, rc.Generation
 	st.Phase = rollbackv1alpha1.RevertOpen
 	if pr.Spec.State != promoterv1alpha1.PullRequestMerged {
-		conditions.MarkNotReady(&st.Conditions, gen, "WaitingForMerge", fmt.Sprintf(
-			"pull request %s waits for a person to merge it%s (autoMerge is false); or set spec.autoMerge: true", pr.Name, at(pr.Status.URL)))
+		m := mayMerge(o)
+		conditions.MarkNotReady(&st.Conditions, gen, m.reason, fmt.Sprintf("pull request %s%s %s", pr.Name, at(pr.Status.URL), m.message))
 		return
 	}
 	msg := fmt.Sprintf("merging pull request %s%s", pr.Name, at(pr.Status.URL))

@@ -6,7 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 )
 
 const (
@@ -134,4 +136,56 @@ func TestDecideWritesNothing(t *testing.T) {
 	before := o.rc.DeepCopy()
 	decide(o)
 	assert.Equal(t, before, o.rc)
+}
+
+// The seed's three modes, and the Gate: what the revert asks of its pull request.
+func TestMayMerge(t *testing.T) {
+	checked := func(phase commitstatusv1alpha1.CommitStatusPhase) func(*observation) {
+		return func(o *observation) {
+			withPR(promoterv1alpha1.PullRequestOpen, promoterv1alpha1.PullRequestOpen)(o)
+			o.rc.Spec.RequiredCommitStatuses = []rollbackv1alpha1.CommitStatusKey{{Key: "kubelint"}}
+			o.checksSHA = revert1
+			if phase != "" {
+				o.checks = map[string]commitstatusv1alpha1.CommitStatusPhase{"kubelint": phase}
+			}
+		}
+	}
+	no := false
+	cases := []struct {
+		name   string
+		o      *observation
+		ok     bool
+		reason string
+		step   step
+	}{
+		{name: "autoMerge alone: merge at once", o: seen(withPR(promoterv1alpha1.PullRequestOpen, promoterv1alpha1.PullRequestOpen)), ok: true, step: stepSync},
+		{name: "autoMerge false: a person merges", o: seen(func(o *observation) {
+			withPR(promoterv1alpha1.PullRequestOpen, promoterv1alpha1.PullRequestOpen)(o)
+			o.rc.Spec.AutoMerge = &no
+		}), reason: "WaitingForMerge", step: stepWait},
+		{name: "a required check pending keeps it open", o: seen(checked(commitstatusv1alpha1.CommitStatusPending)), reason: "WaitingForChecks", step: stepWait},
+		{name: "a required check not reported keeps it open", o: seen(checked("")), reason: "WaitingForChecks", step: stepWait},
+		{name: "checks of an older revert commit count for nothing", o: seen(func(o *observation) {
+			checked(commitstatusv1alpha1.CommitStatusSuccess)(o)
+			o.checksSHA = tipMoved
+		}), reason: "WaitingForChecks", step: stepWait},
+		{name: "the required check passed: merge", o: seen(checked(commitstatusv1alpha1.CommitStatusSuccess)), ok: true, step: stepSync},
+		{name: "a closed Gate holds it", o: seen(func(o *observation) {
+			withPR(promoterv1alpha1.PullRequestOpen, promoterv1alpha1.PullRequestOpen)(o)
+			o.gateHold = "held by prod"
+		}), reason: "HeldByGate", step: stepWait},
+		{name: "bypassGates merges through the Gate, and it is recorded", o: seen(func(o *observation) {
+			withPR(promoterv1alpha1.PullRequestOpen, promoterv1alpha1.PullRequestOpen)(o)
+			o.gateHold, o.rc.Spec.BypassGates = "held by prod", true
+		}), ok: true, step: stepSync},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := mayMerge(tc.o)
+			assert.Equal(t, tc.ok, m.ok)
+			assert.Equal(t, tc.reason, m.reason)
+			assert.Equal(t, tc.step, decide(tc.o).step)
+			assert.Equal(t, tc.o.gateHold != "" && tc.ok, m.bypass != "", "a bypass is named when it happens")
+		})
+	}
 }

@@ -10,9 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/git"
+	"github.com/sluicehq/sluice/pkg/suspend"
 	"github.com/sluicehq/sluice/pkg/text"
 )
 
@@ -41,6 +44,13 @@ type observation struct {
 	// reverted are the dry SHAs merged reverts of the environment took it away from: never a
 	// default target.
 	reverted []string
+	// checks are the phases of spec.requiredCommitStatuses on checksSHA (the revert commit as
+	// recorded when observed), by key; a key with no CommitStatus is absent.
+	checks    map[string]commitstatusv1alpha1.CommitStatusPhase
+	checksSHA string
+	// gateHold is why a closed Gate holds the strategy (it carries gating.sluice.dev/gates and is
+	// suspended), or "".
+	gateHold string
 	// claim is set when another revert's PullRequest holds the environment's name.
 	claim *claim
 }
@@ -69,6 +79,7 @@ func (r *Reconciler) observe(ctx context.Context, rc *rollbackv1alpha1.RevertCom
 		return nil, err
 	}
 	o.reverted = r.revertedDrySHAs(rc)
+	o.gateHold = gateHold(o.strategy)
 	if err := r.readGit(o); err != nil {
 		return nil, err
 	}
@@ -128,6 +139,7 @@ func (r *Reconciler) readGit(o *observation) error {
 		revert = adopted.sha
 	}
 	if revert != "" {
+		o.checksSHA, o.checks = revert, r.checks(o, revert)
 		if o.inTip, err = o.repo.IsAncestor(revert, o.tip); err != nil {
 			return fmt.Errorf("is %s in %s: %w", text.ShortSHA(revert), o.env.Branch, err)
 		}
@@ -260,4 +272,33 @@ func (r *Reconciler) revertedDrySHAs(rc *rollbackv1alpha1.RevertCommit) []string
 		}
 	}
 	return out
+}
+
+// checks reads the phases of the required commit-status keys on sha, from the cache.
+func (r *Reconciler) checks(o *observation, sha string) map[string]commitstatusv1alpha1.CommitStatusPhase {
+	out := map[string]commitstatusv1alpha1.CommitStatusPhase{}
+	if r.CommitStatuses == nil {
+		return out
+	}
+	for _, k := range o.rc.Spec.RequiredCommitStatuses {
+		sel := labels.SelectorFromSet(labels.Set{commitstatusv1alpha1.KeyLabel: k.Key})
+		list, _ := r.CommitStatuses.CommitStatuses(o.rc.Namespace).List(sel)
+		for _, cs := range list {
+			if cs.Spec.SHA == sha && cs.Spec.RepositoryRef.Name == o.strategy.Spec.RepositoryRef.Name {
+				out[k.Key] = cs.Spec.Phase
+			}
+		}
+	}
+	return out
+}
+
+// gateHold is why a closed Gate holds the strategy: it names gates and is suspended.
+func gateHold(ps *promoterv1alpha1.PromotionStrategy) string {
+	if ps.Annotations[gate.GatesAnnotation] == "" {
+		return ""
+	}
+	if s := suspend.Get(ps, ps.Spec.Suspend); s.Suspended {
+		return fmt.Sprintf("PromotionStrategy %s is held by its gates (%s): %s", ps.Name, ps.Annotations[gate.GatesAnnotation], s.Message)
+	}
+	return ""
 }

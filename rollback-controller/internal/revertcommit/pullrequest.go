@@ -19,7 +19,7 @@ import (
 func (r *Reconciler) newPullRequest(rc *rollbackv1alpha1.RevertCommit, t *observation) *promoterv1alpha1.PullRequest {
 	st := rc.Status
 	state := promoterv1alpha1.PullRequestOpen
-	if autoMerge(rc, t.env) {
+	if mayMerge(t).ok {
 		state = promoterv1alpha1.PullRequestMerged
 	}
 	title := fmt.Sprintf("Revert %s to dry %s (from %s)", t.env.Branch, text.ShortSHA(st.TargetDrySHA), text.ShortSHA(st.BadDrySHA))

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	commitstatuslisters "github.com/sluicehq/sluice/api/generated/listers/commitstatus/v1alpha1"
 	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
@@ -40,6 +41,8 @@ const (
 	// EventRollbackReplanned: the environment branch moved before the merge, still on the bad
 	// dry commit or an older one; a new revert commit was written on the new tip.
 	EventRollbackReplanned = "RollbackReplanned"
+	// EventGateBypassed: the revert was asked to merge while a closed Gate held its strategy.
+	EventGateBypassed = "GateBypassed"
 	// EventRollbackSuperseded: a fix forward landed first; nothing was merged.
 	EventRollbackSuperseded = "RollbackSuperseded"
 )
@@ -69,10 +72,12 @@ type Reconciler struct {
 	Client        sluice.Interface
 	RevertCommits rollbacklisters.RevertCommitLister
 	Strategies    promoterlisters.PromotionStrategyLister
-	Opener        *scmgit.Opener
-	Recorder      record.EventRecorder
-	Metrics       *metrics.Rollbacks
-	Log           *slog.Logger
+	// CommitStatuses are read for the checks a revert commit must pass before it merges.
+	CommitStatuses commitstatuslisters.CommitStatusLister
+	Opener         *scmgit.Opener
+	Recorder       record.EventRecorder
+	Metrics        *metrics.Rollbacks
+	Log            *slog.Logger
 	// PeerCRDs reports whether the CRDs of other Sluice charts that reverts need are served and
 	// watched, and when not, which are missing and which chart installs them: without them no
 	// revert can be made, and RevertCommits say so. nil means they are.

@@ -49,13 +49,15 @@ func (r *Reconciler) fire(ctx context.Context, p *rollbackv1alpha1.RollbackPolic
 	rc := &rollbackv1alpha1.RevertCommit{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: revertCommitLabels(p)},
 		Spec: rollbackv1alpha1.RevertCommitSpec{
-			PromotionStrategyRef: rollbackv1alpha1.PromotionStrategyReference{Name: ps.Name},
-			ActiveBranch:         env,
-			BadDrySHA:            f.BadDrySHA,
-			DrySHA:               f.TargetDrySHA,
-			Reason:               text.Truncate(f.Reason, 1024),
-			AutoMerge:            &autoMerge,
-			Trigger:              &rollbackv1alpha1.RollbackTrigger{Policy: p.Name, Key: f.Key, FailingSince: f.Since},
+			PromotionStrategyRef:   rollbackv1alpha1.PromotionStrategyReference{Name: ps.Name},
+			ActiveBranch:           env,
+			BadDrySHA:              f.BadDrySHA,
+			DrySHA:                 f.TargetDrySHA,
+			Reason:                 text.Truncate(f.Reason, 1024),
+			AutoMerge:              &autoMerge,
+			RequiredCommitStatuses: p.Spec.RequiredCommitStatuses,
+			BypassGates:            p.Spec.BypassGates,
+			Trigger:                &rollbackv1alpha1.RollbackTrigger{Policy: p.Name, Key: f.Key, FailingSince: f.Since},
 		},
 	}
 	created, err := client.Create(ctx, rc, metav1.CreateOptions{FieldManager: FieldManager})

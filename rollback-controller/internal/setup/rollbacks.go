@@ -39,7 +39,7 @@ func Reverts(m *manager.Manager, cfg Config) error {
 	policyInformer := m.SluiceInformers.Rollback().V1alpha1().RollbackPolicies()
 
 	reverts := m.NewController(RevertCommitControllerName, &revertcommit.Reconciler{
-		Client: m.Sluice, RevertCommits: revertInformer.Lister(), Strategies: strategies.Lister(),
+		Client: m.Sluice, RevertCommits: revertInformer.Lister(), Strategies: strategies.Lister(), CommitStatuses: ci.CommitStatuses().Lister(),
 		Opener:   &scmgit.Opener{Kube: m.Kube, Repos: si.ScmRepositories().Lister(), Providers: si.ScmProviders().Lister(), Cache: cache},
 		Recorder: m.Recorder, Metrics: mets, Log: m.Log, PeerCRDs: peer.Status, Clock: m.Clock,
 		PollInterval: cfg.PollInterval, StalledRecheck: cfg.StalledRecheck, HistoryLimit: revertcommit.DefaultHistoryLimit,
@@ -61,6 +61,7 @@ func Reverts(m *manager.Manager, cfg Config) error {
 		on(revertInformer.Informer(), handler.EnqueueObject(reverts)),
 		on(pullRequests.Informer(), handler.EnqueueOwner(reverts, revertKind)),
 		on(strategies.Informer(), handler.EnqueueMapped(reverts, openRevertsOf(revertInformer.Lister()))),
+		on(ci.CommitStatuses().Informer(), handler.EnqueueMapped(reverts, revertsCheckedBy(revertInformer.Lister()))),
 		on(policyInformer.Informer(), handler.EnqueueObject(policies)),
 		on(strategies.Informer(), handler.EnqueueMapped(policies, policiesOf(policyInformer.Lister()))),
 		on(revertInformer.Informer(), handler.EnqueueMapped(policies, policyOfRevert)),
@@ -82,6 +83,25 @@ func openRevertsOf(list rollbacklisters.RevertCommitLister) handler.MapFunc {
 		for _, rc := range rcs {
 			if rc.Spec.PromotionStrategyRef.Name == obj.GetName() &&
 				!revertcommit.Final(rc.Status.Phase) {
+				keys = append(keys, rc.Namespace+"/"+rc.Name)
+			}
+		}
+		return keys
+	}
+}
+
+// revertsCheckedBy maps a CommitStatus to the open RevertCommits whose revert commit it reports
+// on: a required check that passes lets the revert merge.
+func revertsCheckedBy(list rollbacklisters.RevertCommitLister) handler.MapFunc {
+	return func(obj metav1.Object) []string {
+		cs, ok := obj.(*commitstatusv1alpha1.CommitStatus)
+		if !ok {
+			return nil
+		}
+		rcs, _ := list.RevertCommits(obj.GetNamespace()).List(labels.Everything())
+		var keys []string
+		for _, rc := range rcs {
+			if rc.Status.RevertSHA == cs.Spec.SHA && len(rc.Spec.RequiredCommitStatuses) > 0 && !revertcommit.Final(rc.Status.Phase) {
 				keys = append(keys, rc.Namespace+"/"+rc.Name)
 			}
 		}

@@ -54,6 +54,9 @@ type RevertCommitStatusApplyConfiguration struct {
 	// while the environment branch is still there. When the branch moves first, the revert is
 	// planned again on the new tip (a new revert commit), or superseded by a fix forward.
 	BaseSHA *string `json:"baseSHA,omitempty"`
+	// GateBypass records that the revert was asked to merge while a Gate held the strategy
+	// (spec.bypassGates): which hold, and when.
+	GateBypass *string `json:"gateBypass,omitempty"`
 	// PullRequest is the promoter.sluice.dev PullRequest that carries the revert.
 	PullRequest *RevertPullRequestApplyConfiguration `json:"pullRequest,omitempty"`
 	// MergeSHA is the environment branch's commit once the revert is merged.
@@ -136,6 +139,14 @@ func (b *RevertCommitStatusApplyConfiguration) WithRevertSHA(value string) *Reve
 // If called multiple times, the BaseSHA field is set to the value of the last call.
 func (b *RevertCommitStatusApplyConfiguration) WithBaseSHA(value string) *RevertCommitStatusApplyConfiguration {
 	b.BaseSHA = &value
+	return b
+}
+
+// WithGateBypass sets the GateBypass field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the GateBypass field is set to the value of the last call.
+func (b *RevertCommitStatusApplyConfiguration) WithGateBypass(value string) *RevertCommitStatusApplyConfiguration {
+	b.GateBypass = &value
 	return b
 }
 
