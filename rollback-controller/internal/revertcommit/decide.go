@@ -86,7 +86,7 @@ func decideWrite(o *observation) plan {
 	bad := badDrySHA(o.rc, o.adopted)
 	if !o.tipNotNewer {
 		return plan{step: stepSupersede, reason: "FixedForward", message: fmt.Sprintf(
-			"%s moved on to dry %s, newer than the bad dry %s, before the revert merged: a fix forward landed, and nothing was reverted",
+			"%s moved on to dry %s, not the bad dry %s nor an older one, before the revert merged: a fix forward landed, and nothing was reverted",
 			env, text.ShortSHA(o.tipDry), text.ShortSHA(bad))}
 	}
 	if bad == "" {
