@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
@@ -47,7 +48,7 @@ func chapterRollback(ctx context.Context, s *Story) error {
 	}
 	s.Say("dev, staging and prod run dry %s (web 2.0.0)", d0[:7])
 
-	s.Step("a PromotionStrategy, and a RollbackPolicy on prod: health failing for 5s within an hour of a promotion rolls it back")
+	s.Step("a PromotionStrategy, and a RollbackPolicy on prod: health failing for 5s within an hour of a promotion rolls it back, once kubelint passes on the revert")
 	if err := s.Apply(ctx, host.manifests+rollbackManifests); err != nil {
 		return err
 	}
@@ -111,6 +112,7 @@ spec:
     window: 1h
   cooldown: 1h
   autoMerge: true
+  requiredCommitStatuses: [{key: kubelint}]
 `
 
 // openHydrator opens the chapter's repository in a git cache of its own.
@@ -164,18 +166,25 @@ func promoteEverywhere(ctx context.Context, s *Story, h *hydrator, msg string, p
 	return dry, nil
 }
 
-// rollBack waits for the policy's RevertCommit to be merged.
+// rollBack waits for the policy's RevertCommit to wait for its check, passes the check (as a
+// linter's CI would), and waits for the revert to be merged.
 func rollBack(ctx context.Context, s *Story, bad string) (*rollbackv1alpha1.RevertCommit, error) {
-	s.Step("prod's health check fails; after 5s the RollbackPolicy creates a RevertCommit, and the revert's pull request is merged")
-	var rc *rollbackv1alpha1.RevertCommit
-	err := testenv.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		list, err := s.Env.Sluice.RollbackV1alpha1().RevertCommits(s.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil || len(list.Items) == 0 {
-			return false, err
-		}
-		rc = &list.Items[0]
-		return rc.Status.Phase == rollbackv1alpha1.RevertMerged, nil
+	s.Step("prod's health check fails; after 5s the RollbackPolicy creates a RevertCommit, whose pull request waits for kubelint on the revert commit")
+	rc, err := waitRevert(ctx, s, func(rc *rollbackv1alpha1.RevertCommit) bool {
+		c := meta.FindStatusCondition(rc.Status.Conditions, "Ready")
+		return rc.Status.Phase == rollbackv1alpha1.RevertOpen && c != nil && c.Reason == "WaitingForChecks"
 	})
+	if err != nil {
+		return nil, errors.Join(errors.New("the revert did not wait for its check"), err)
+	}
+	if _, err := s.Kubectl(ctx, "get", "revertcommits", "-o", "custom-columns=NAME:.metadata.name,PHASE:.status.phase,STATUS:.status.conditions[?(@.type==\"Ready\")].message"); err != nil {
+		return nil, err
+	}
+	if err := s.setCommitStatus(ctx, "kubelint", rc.Status.RevertSHA, commitstatusv1alpha1.CommitStatusSuccess, "manifests lint clean"); err != nil {
+		return nil, err
+	}
+	s.Say("kubelint passed on revert commit %s: the revert may merge", rc.Status.RevertSHA[:7])
+	rc, err = waitRevert(ctx, s, func(rc *rollbackv1alpha1.RevertCommit) bool { return rc.Status.Phase == rollbackv1alpha1.RevertMerged })
 	if err != nil {
 		return nil, errors.Join(errors.New("the revert was not merged"), err)
 	}
@@ -184,6 +193,20 @@ func rollBack(ctx context.Context, s *Story, bad string) (*rollbackv1alpha1.Reve
 	}
 	s.Say("RevertCommit %s: %s", rc.Name, rc.Spec.Reason)
 	return rc, nil
+}
+
+// waitRevert waits for the chapter's RevertCommit to satisfy cond.
+func waitRevert(ctx context.Context, s *Story, cond func(*rollbackv1alpha1.RevertCommit) bool) (*rollbackv1alpha1.RevertCommit, error) {
+	var rc *rollbackv1alpha1.RevertCommit
+	err := testenv.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		list, err := s.Env.Sluice.RollbackV1alpha1().RevertCommits(s.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) == 0 {
+			return false, err
+		}
+		rc = &list.Items[0]
+		return cond(rc), nil
+	})
+	return rc, err
 }
 
 // showRollback shows the revert in the cluster and in git.

@@ -62,7 +62,17 @@ func (r *Repository) pushLocked(ctx context.Context, ref plumbing.ReferenceName,
 				text.ShortSHA(next.String()), ref.Short(), ErrNotFastForward, text.ShortSHA(old.String()))
 		}
 	}
+	return r.swapLocked(ctx, ref, next, old)
+}
 
+// swapLocked moves ref from old to next on the remote only while it is at old (compare-and-swap),
+// whether or not next descends from old. Only a caller that owns every commit it drops may use it
+// directly (a revert replacing its own unmerged commit); others push through pushLocked.
+func (r *Repository) swapLocked(ctx context.Context, ref plumbing.ReferenceName, next, old plumbing.Hash) error {
+	sto := r.sh.sto
+	if ok, err := hasCommit(sto, next); !ok {
+		return fmt.Errorf("push %s: %w", ref.Short(), notInCache(next, err))
+	}
 	sess, err := r.receivePackSession()
 	if err != nil {
 		return r.remoteErr(ctx, "push to", err)

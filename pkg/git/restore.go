@@ -91,6 +91,11 @@ type RestoreRequest struct {
 	Restore string
 	// RevertBranch receives the new commit; it may not exist yet.
 	RevertBranch string
+	// Onto, when set, is the environment commit the revert must be written on: Branch as fetched
+	// must be there (else ErrStale), and a commit of this revert (its Marker) at the tip of
+	// RevertBranch written on another environment commit is replaced, compare-and-swap, by one
+	// written on Onto. Empty takes the branch as fetched and any commit of this revert.
+	Onto string
 	// Message of the new commit. It must contain Marker as a line of its own.
 	Message string
 	// Marker is a line only this revert's commit carries (a trailer with an id): a commit at the
@@ -149,12 +154,14 @@ func (r *Repository) Restore(ctx context.Context, req RestoreRequest) (RestoreRe
 	if err != nil {
 		return RestoreResult{}, err
 	}
+	own := false
 	if !revTip.IsZero() {
 		c, err := object.GetCommit(sto, revTip)
 		if err != nil {
 			return RestoreResult{}, notInCache(revTip, err)
 		}
-		if hasLine(c.Message, req.Marker) && len(c.ParentHashes) > 0 {
+		own = hasLine(c.Message, req.Marker) && len(c.ParentHashes) > 0
+		if own && (req.Onto == "" || c.ParentHashes[0].String() == req.Onto) {
 			res := RestoreResult{SHA: revTip.String(), Parent: c.ParentHashes[0].String(), Existing: true}
 			return res, r.ensureNoteLocked(ctx, revTip, req.Note)
 		}
@@ -166,9 +173,31 @@ func (r *Repository) Restore(ctx context.Context, req RestoreRequest) (RestoreRe
 	if envTip.IsZero() {
 		return RestoreResult{}, &BranchNotFoundError{Branches: []string{req.Branch}}
 	}
+	if own {
+		if merged, err := isAncestor(sto, revTip, envTip); err != nil {
+			return RestoreResult{}, err
+		} else if merged {
+			c, _ := object.GetCommit(sto, revTip)
+			return RestoreResult{SHA: revTip.String(), Parent: c.ParentHashes[0].String(), Existing: true}, nil
+		}
+	}
+	if req.Onto != "" && envTip.String() != req.Onto {
+		return RestoreResult{}, fmt.Errorf("%s is at %s, not %s: %w", req.Branch, text.ShortSHA(envTip.String()), text.ShortSHA(req.Onto), ErrStale)
+	}
 	h, err := r.writeRestoreLocked(envTip, restore, req)
 	if err != nil {
 		return RestoreResult{}, err
+	}
+	if own {
+		// This revert's own commit, written on an environment commit the branch has left: the
+		// new one replaces it, compare-and-swap, since the old one was never merged.
+		if err := r.ensureNoteLocked(ctx, h, req.Note); err != nil {
+			return RestoreResult{}, err
+		}
+		if err := r.swapLocked(ctx, revRef, h, revTip); err != nil {
+			return RestoreResult{}, err
+		}
+		return RestoreResult{SHA: h.String(), Parent: envTip.String()}, nil
 	}
 	if !revTip.IsZero() {
 		if ok, err := isAncestor(sto, revTip, h); err != nil {

@@ -223,3 +223,37 @@ func TestTrailer(t *testing.T) {
 	assert.Equal(t, "default/x", git.Trailer(msg, "Sluice-Revert-Commit"))
 	assert.Empty(t, git.Trailer(msg, "Missing"))
 }
+
+// With Onto, a revert whose environment branch moved under its unmerged commit writes a new one
+// on the new tip and replaces its own old one on the revert branch (compare-and-swap, not
+// fast-forward); a branch fetched elsewhere than Onto is refused as stale.
+func TestRestoreOntoANewTipReplacesItsOwnStaleCommit(t *testing.T) {
+	f := newFixture(t)
+	h := promotedThrice(t, f)
+	repo := f.open(t)
+	fetchEnv(t, repo, "prod")
+	req := revertRequest(h.good, time.Now())
+	req.Onto = h.bad
+	first, err := repo.Restore(ctx(t), req)
+	require.NoError(t, err)
+
+	moved := f.hydrated(t, "prod", dry(3), "replicas: 3, re-hydrated\n")
+	stale := req
+	stale.Onto = moved
+	_, err = repo.Restore(ctx(t), stale)
+	require.ErrorIs(t, err, git.ErrStale, "the cache still has prod at the old tip")
+
+	fetchEnv(t, repo, "prod", "prod-revert-web")
+	second, err := repo.Restore(ctx(t), stale)
+	require.NoError(t, err)
+	assert.False(t, second.Existing)
+	assert.Equal(t, moved, second.Parent)
+	assert.NotEqual(t, first.SHA, second.SHA)
+	assert.Equal(t, second.SHA, f.remote.Branch(t, "prod-revert-web"), "the revert branch holds the new commit")
+	assert.Equal(t, f.remote.ReadCommit(t, h.good).TreeHash, f.remote.ReadCommit(t, second.SHA).TreeHash)
+
+	again, err := repo.Restore(ctx(t), stale)
+	require.NoError(t, err)
+	assert.True(t, again.Existing, "repeated on the same tip: found, not written twice")
+	assert.Equal(t, second.SHA, again.SHA)
+}

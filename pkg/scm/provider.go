@@ -225,6 +225,11 @@ const (
 type MergeOptions struct {
 	// ExpectedHeadSHA is required: the merge happens only if the head is still this commit.
 	ExpectedHeadSHA string
+	// ExpectedBaseSHA, when set, is the base commit the head was written on, to be merged only
+	// onto it. Gitea guards it itself: the merge is asked as fast-forward-only, which fails when
+	// the base moved. GitHub and GitLab take no such guard in their merge calls: the caller checks
+	// the base right before and right after the call (see docs/architecture.md).
+	ExpectedBaseSHA string
 	// Method defaults to merge.
 	Method MergeMethod
 	// CommitTitle and CommitMessage override the SCM's default merge commit message.
@@ -236,6 +241,11 @@ type MergeOptions struct {
 func (o MergeOptions) Validate() error {
 	if err := ValidateSHA(o.ExpectedHeadSHA); err != nil {
 		return fmt.Errorf("merge needs the expected head commit: %w", err)
+	}
+	if o.ExpectedBaseSHA != "" {
+		if err := ValidateSHA(o.ExpectedBaseSHA); err != nil {
+			return fmt.Errorf("expected base commit: %w", err)
+		}
 	}
 	switch o.Method {
 	case "", MergeMethodMerge, MergeMethodSquash, MergeMethodRebase:

@@ -47,6 +47,15 @@ type PullRequestSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9a-f]{40}|[0-9a-f]{64})$`
 	// +optional
 	ExpectedHeadSHA string `json:"expectedHeadSHA,omitempty"`
+	// ExpectedBaseSHA, when set, is the target commit the change was made on. The merge happens
+	// only while the target branch is still at it: a target that moved (a fix pushed meanwhile)
+	// leaves the pull request open, with a BaseMoved condition, and nothing merged. On plain git
+	// the push itself is the guard; on an SCM the target is checked right before and right after
+	// the merge call, and Gitea is asked for a fast-forward-only merge, which refuses a moved
+	// target itself (see docs/architecture.md for what GitHub and GitLab can guard).
+	// +kubebuilder:validation:Pattern=`^([0-9a-f]{40}|[0-9a-f]{64})$`
+	// +optional
+	ExpectedBaseSHA string `json:"expectedBaseSHA,omitempty"`
 	// State is what should happen: open (keep it open), merged (merge it), closed (close it).
 	// Once the pull request is merged or closed outside Sluice, the controller sets it to what
 	// happened, so spec and status agree.

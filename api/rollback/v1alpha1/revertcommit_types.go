@@ -29,7 +29,7 @@ const (
 
 // RevertPhase is where a revert stands.
 //
-// +kubebuilder:validation:Enum=Pending;Open;Merged;Failed
+// +kubebuilder:validation:Enum=Pending;Open;Merged;Failed;Superseded
 type RevertPhase string
 
 const (
@@ -44,6 +44,10 @@ const (
 	// the environment left the bad dry SHA before the revert was made). Final: create another
 	// RevertCommit to try again.
 	RevertFailed RevertPhase = "Failed"
+	// RevertSuperseded: the environment moved on to a newer dry commit (a fix forward) before
+	// the revert merged, or another revert of the environment holds its claim; nothing was
+	// merged, and the Ready condition names what superseded it. Final, and holds nothing.
+	RevertSuperseded RevertPhase = "Superseded"
 )
 
 // PromotionStrategyReference names a PromotionStrategy (promoter.sluice.dev) in the same namespace.
@@ -106,6 +110,23 @@ type RevertCommitSpec struct {
 	// +optional
 	AutoMerge *bool `json:"autoMerge,omitempty"`
 
+	// RequiredCommitStatuses are commit-status keys (the commitstatus.sluice.dev/key label) the
+	// revert commit must pass (phase success, on the ScmRepository of the strategy) before it is
+	// merged; name the environment's proposedCommitStatuses here to hold a revert to the checks a
+	// promotion passes. With autoMerge true and none listed the revert merges at once; with some it
+	// waits for them, its pull request open; with autoMerge false a person merges it.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	RequiredCommitStatuses []CommitStatusKey `json:"requiredCommitStatuses,omitempty"`
+
+	// BypassGates lets the revert merge while a closed Gate holds its PromotionStrategy (a freeze):
+	// a revert restores a state that already ran, and holding it makes an incident longer. The
+	// bypass is recorded in status.gateBypass and in an Event. Without it the revert waits, its
+	// pull request open, until the Gate opens.
+	// +optional
+	BypassGates bool `json:"bypassGates,omitempty"`
+
 	// Trigger records what started an automatic rollback; a RollbackPolicy fills it. Empty for a
 	// revert made by a person.
 	// +optional
@@ -142,7 +163,7 @@ type RevertCommitStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Phase is Pending, Open, Merged or Failed.
+	// Phase is Pending, Open, Merged, Failed or Superseded.
 	// +optional
 	Phase RevertPhase `json:"phase,omitempty"`
 
@@ -166,6 +187,18 @@ type RevertCommitStatus struct {
 	// RevertSHA is the revert commit.
 	// +optional
 	RevertSHA string `json:"revertSHA,omitempty"`
+
+	// BaseSHA is the environment commit the revert commit was written on: the revert merges only
+	// while the environment branch is still there. When the branch moves first, the revert is
+	// planned again on the new tip (a new revert commit), or superseded by a fix forward.
+	// +optional
+	BaseSHA string `json:"baseSHA,omitempty"`
+
+	// GateBypass records that the revert was asked to merge while a Gate held the strategy
+	// (spec.bypassGates): which hold, and when.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	GateBypass string `json:"gateBypass,omitempty"`
 
 	// PullRequest is the promoter.sluice.dev PullRequest that carries the revert.
 	// +optional

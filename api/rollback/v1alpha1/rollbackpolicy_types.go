@@ -4,6 +4,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// RevertAgainAnnotation on a RollbackPolicy names a bad dry SHA (the full SHA) the policy may
+// revert once more, though it already did: never twice is kept otherwise, by status, even when
+// the RevertCommits are deleted.
+const RevertAgainAnnotation = "rollback.sluice.dev/revert-again"
+
 // Bounds of RollbackPolicy status.
 const (
 	// MaxRevertedDrySHAs bounds status.environments[].revertedDrySHAs.
@@ -41,6 +46,18 @@ type RollbackPolicySpec struct {
 	// +kubebuilder:default=true
 	// +optional
 	AutoMerge *bool `json:"autoMerge,omitempty"`
+
+	// RequiredCommitStatuses are copied to the RevertCommits the policy creates: keys their
+	// revert commit must pass before it merges (see RevertCommit spec.requiredCommitStatuses).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	RequiredCommitStatuses []CommitStatusKey `json:"requiredCommitStatuses,omitempty"`
+
+	// BypassGates is copied to the RevertCommits the policy creates: they merge while a closed
+	// Gate holds the strategy, and record it.
+	// +optional
+	BypassGates bool `json:"bypassGates,omitempty"`
 
 	// Suspend stops new rollbacks (RevertCommits already made go on). The annotation
 	// reconcile.fluxcd.io/suspended has the same effect and carries a reason.

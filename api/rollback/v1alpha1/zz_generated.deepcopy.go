@@ -513,6 +513,11 @@ func (in *RevertCommitSpec) DeepCopyInto(out *RevertCommitSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.RequiredCommitStatuses != nil {
+		in, out := &in.RequiredCommitStatuses, &out.RequiredCommitStatuses
+		*out = make([]CommitStatusKey, len(*in))
+		copy(*out, *in)
+	}
 	if in.Trigger != nil {
 		in, out := &in.Trigger, &out.Trigger
 		*out = new(RollbackTrigger)
@@ -663,6 +668,11 @@ func (in *RollbackPolicySpec) DeepCopyInto(out *RollbackPolicySpec) {
 		in, out := &in.AutoMerge, &out.AutoMerge
 		*out = new(bool)
 		**out = **in
+	}
+	if in.RequiredCommitStatuses != nil {
+		in, out := &in.RequiredCommitStatuses, &out.RequiredCommitStatuses
+		*out = make([]CommitStatusKey, len(*in))
+		copy(*out, *in)
 	}
 	return
 }

@@ -184,11 +184,14 @@ func TestPullRequestLifecycle(t *testing.T) {
 	res, err := p.MergePullRequest(c, repo, 3, scm.MergeOptions{ExpectedHeadSHA: sha, Method: scm.MergeMethodSquash})
 	require.NoError(t, err)
 	assert.Equal(t, &scm.MergeResult{MergeCommitSHA: "3333333333333333333333333333333333333333"}, res)
+	base := "4444444444444444444444444444444444444444"
+	_, err = p.MergePullRequest(c, repo, 3, scm.MergeOptions{ExpectedHeadSHA: sha, ExpectedBaseSHA: base})
+	require.NoError(t, err)
 
 	require.NoError(t, p.ClosePullRequest(c, repo, 3))
 
 	reqs := srv.Requests()
-	require.Len(t, reqs, 6)
+	require.Len(t, reqs, 8)
 	body := reqs[0].JSON(t)
 	assert.Equal(t, "env/staging-next", body["head"])
 	assert.Equal(t, "env/staging", body["base"])
@@ -201,7 +204,8 @@ func TestPullRequestLifecycle(t *testing.T) {
 	merge := reqs[3].JSON(t)
 	assert.Equal(t, sha, merge["head_commit_id"])
 	assert.Equal(t, "squash", merge["Do"])
-	assert.Equal(t, "closed", reqs[5].JSON(t)["state"])
+	assert.Equal(t, "fast-forward-only", reqs[5].JSON(t)["Do"], "an expected base is guarded by Gitea: fast-forward only")
+	assert.Equal(t, "closed", reqs[7].JSON(t)["state"])
 }
 
 func readAll(r *http.Request) []byte {

@@ -120,8 +120,13 @@ func (p *Provider) GetPullRequest(c context.Context, repo scm.Repository, number
 	return fromGitea(pr), nil
 }
 
+// mergeStyleFastForwardOnly is Gitea's merge style (1.21 and later) that only moves the base to
+// the head, and refuses when the head does not descend from the base as it is now.
+const mergeStyleFastForwardOnly sdk.MergeStyle = "fast-forward-only"
+
 // MergePullRequest implements scm.PullRequests. Gitea enforces the expected head with
-// head_commit_id (409 "head out of date").
+// head_commit_id (409 "head out of date"), and the expected base, when given, with a
+// fast-forward-only merge.
 //
 // The request is sent directly rather than through the SDK, whose merge call drops Gitea's
 // explanation: a 405 means "still checking mergeability, try again later" as well as "already
@@ -140,6 +145,11 @@ func (p *Provider) MergePullRequest(c context.Context, repo scm.Repository, numb
 		style = sdk.MergeStyleSquash
 	case scm.MergeMethodRebase:
 		style = sdk.MergeStyleRebase
+	}
+	if opts.ExpectedBaseSHA != "" {
+		// A head written on the expected base fast-forwards it; Gitea refuses a fast-forward-only
+		// merge onto a base that moved, so the base is guarded by Gitea itself.
+		style = mergeStyleFastForwardOnly
 	}
 	status, message, resp, err := p.postMerge(c, repo, number, sdk.MergePullRequestOption{
 		Style:        style,

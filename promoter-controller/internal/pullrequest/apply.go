@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/scm"
+	"github.com/sluicehq/sluice/pkg/text"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
 )
 
@@ -83,7 +84,20 @@ func (r *Reconciler) create(ctx context.Context, repo *repository.Repository, pr
 }
 
 func (r *Reconciler) mergeSCM(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest, st *promoterv1alpha1.PullRequestStatus, p *plan) error {
-	res, err := repo.Provider.MergePullRequest(ctx, repo.SCM, number(*st), scm.MergeOptions{ExpectedHeadSHA: pr.Spec.ExpectedHeadSHA})
+	base := pr.Spec.ExpectedBaseSHA
+	if base != "" {
+		// Checked right before the call: an SCM that cannot guard the base itself merges only
+		// within the moment between this read and its own.
+		target, err := r.targetTip(ctx, repo.Git, pr.Spec.TargetBranch)
+		if err != nil {
+			return err
+		}
+		if target != base {
+			baseMoved(st, pr, target)
+			return nil
+		}
+	}
+	res, err := repo.Provider.MergePullRequest(ctx, repo.SCM, number(*st), scm.MergeOptions{ExpectedHeadSHA: pr.Spec.ExpectedHeadSHA, ExpectedBaseSHA: base})
 	if err != nil {
 		if target, held := r.targetHoldsHead(ctx, repo.Git, pr); held {
 			// A merge whose reply was lost: the process stopped while the SCM merged, and the
@@ -91,6 +105,10 @@ func (r *Reconciler) mergeSCM(ctx context.Context, repo *repository.Repository, 
 			// request open and answers "try again later" for ever). The target holds the head
 			// that was asked for, so it is merged, once, by that earlier attempt.
 			markMerged(st, pr, pr.Spec.ExpectedHeadSHA, target, false, r.Clock.Now())
+			return nil
+		} else if base != "" && target != "" && target != base {
+			// Refused because the base moved (Gitea's fast-forward-only merge): not merged.
+			baseMoved(st, pr, target)
 			return nil
 		}
 	}
@@ -108,7 +126,50 @@ func (r *Reconciler) mergeSCM(ctx context.Context, repo *repository.Repository, 
 		return err
 	}
 	markMerged(st, pr, pr.Spec.ExpectedHeadSHA, res.MergeCommitSHA, false, r.Clock.Now())
+	if base != "" {
+		r.checkMergedOnBase(ctx, repo.Git, pr, st, res.MergeCommitSHA)
+	}
 	return nil
+}
+
+// targetTip fetches branch and returns its commit.
+func (r *Reconciler) targetTip(ctx context.Context, repo *git.Repository, branch string) (string, error) {
+	if repo == nil {
+		return "", fmt.Errorf("no git access to %s to check the expected base", branch)
+	}
+	start := time.Now()
+	err := repo.Fetch(ctx, branch)
+	r.Metrics.ObserveGit("fetch", start, err)
+	if err != nil {
+		return "", fmt.Errorf("fetch %s: %w", branch, err)
+	}
+	return repo.Resolve(branch)
+}
+
+// checkMergedOnBase looks, right after an SCM merge, at what the merge went onto: the head itself
+// (a fast-forward) or a merge commit whose first parent is the expected base. Anything else means
+// the target moved in the moment between the check and the SCM's merge, which GitHub and GitLab
+// cannot refuse; it is recorded, for the pull request's creator and for people.
+func (r *Reconciler) checkMergedOnBase(ctx context.Context, repo *git.Repository, pr *promoterv1alpha1.PullRequest, st *promoterv1alpha1.PullRequestStatus, mergeSHA string) {
+	if mergeSHA == "" {
+		tip, err := r.targetTip(ctx, repo, pr.Spec.TargetBranch)
+		if err != nil {
+			return
+		}
+		mergeSHA = tip
+	} else if err := repo.Fetch(ctx, pr.Spec.TargetBranch); err != nil {
+		return
+	}
+	if mergeSHA == pr.Spec.ExpectedHeadSHA {
+		return
+	}
+	c, err := repo.Commit(mergeSHA)
+	if err != nil || (len(c.Parents) > 0 && c.Parents[0] == pr.Spec.ExpectedBaseSHA) {
+		return
+	}
+	conditions.MarkReady(&st.Conditions, pr.Generation, ReasonMergedOnMovedBase, fmt.Sprintf(
+		"merged %s into %s at %s, but %s had moved from the expected %s just before the SCM merged: the SCM cannot refuse that",
+		text.ShortSHA(pr.Spec.ExpectedHeadSHA), pr.Spec.TargetBranch, text.ShortSHA(mergeSHA), pr.Spec.TargetBranch, text.ShortSHA(pr.Spec.ExpectedBaseSHA)))
 }
 
 // targetHoldsHead fetches the target branch and reports whether it already holds the head the
@@ -135,12 +196,22 @@ func (r *Reconciler) targetHoldsHead(ctx context.Context, repo *git.Repository, 
 func (r *Reconciler) mergeGit(ctx context.Context, repo *git.Repository, pr *promoterv1alpha1.PullRequest, st *promoterv1alpha1.PullRequestStatus, target string) error {
 	src, dst := pr.Spec.SourceBranch, pr.Spec.TargetBranch
 	start := time.Now()
-	res, err := repo.MergeAndPush(ctx, src, dst, target, mergeRetries, git.MergeOptions{
+	retries := mergeRetries
+	if pr.Spec.ExpectedBaseSHA != "" {
+		// Only onto the target decided on (the expected base, unless the head is in it already),
+		// and never again onto a new one: the push is the guard.
+		retries = 0
+	}
+	res, err := repo.MergeAndPush(ctx, src, dst, target, retries, git.MergeOptions{
 		ExpectedSourceSHA: pr.Spec.ExpectedHeadSHA,
 		Message:           fmt.Sprintf("Merge %s into %s\n\n%s", src, dst, pr.Spec.Title),
 	})
 	r.Metrics.ObserveGit("merge", start, err)
 	switch {
+	case pr.Spec.ExpectedBaseSHA != "" && errors.Is(err, git.ErrStale):
+		moved, _ := r.targetTip(ctx, repo, dst)
+		baseMoved(st, pr, moved)
+		return nil
 	case errors.Is(err, git.ErrSourceMoved):
 		// Not merged: the head is not what was checked. Its creator checks the new head.
 		headMoved(st, pr)

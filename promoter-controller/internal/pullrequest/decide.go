@@ -106,6 +106,10 @@ func decideGit(o *observation) plan {
 			p.Err = fmt.Errorf("source branch %s does not exist", pr.Spec.SourceBranch)
 			return p
 		}
+		if base := pr.Spec.ExpectedBaseSHA; base != "" && g.Target != base && !g.HeadInTarget {
+			baseMoved(st, pr, g.Target)
+			return p
+		}
 		p.Actions, p.Target = []action{actMergeGit}, g.Target
 	default:
 		st.State = promoterv1alpha1.PullRequestOpen
@@ -174,6 +178,14 @@ func headMoved(st *promoterv1alpha1.PullRequestStatus, pr *promoterv1alpha1.Pull
 	st.State = promoterv1alpha1.PullRequestOpen
 	conditions.MarkNotReady(&st.Conditions, pr.Generation, ReasonHeadMoved,
 		fmt.Sprintf("%s moved away from %s; waiting for the new head to be checked", pr.Spec.SourceBranch, text.ShortSHA(pr.Spec.ExpectedHeadSHA)))
+}
+
+// baseMoved records a merge not made because the target moved away from the expected base.
+func baseMoved(st *promoterv1alpha1.PullRequestStatus, pr *promoterv1alpha1.PullRequest, target string) {
+	st.State = promoterv1alpha1.PullRequestOpen
+	conditions.MarkNotReady(&st.Conditions, pr.Generation, ReasonBaseMoved,
+		fmt.Sprintf("%s moved from %s to %s: not merged onto a target it was not written on", pr.Spec.TargetBranch,
+			text.ShortSHA(pr.Spec.ExpectedBaseSHA), text.ShortSHA(target)))
 }
 
 // failed records an error; a permanent one is Stalled, for a person to act on.

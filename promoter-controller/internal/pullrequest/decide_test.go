@@ -27,6 +27,13 @@ func pr(state promoterv1alpha1.PullRequestState) *promoterv1alpha1.PullRequest {
 	}
 }
 
+const base = "3333333333333333333333333333333333333333"
+
+func withBase(p *promoterv1alpha1.PullRequest, sha string) *promoterv1alpha1.PullRequest {
+	p.Spec.ExpectedBaseSHA = sha
+	return p
+}
+
 func reason(p plan) string {
 	if c := conditions.Get(p.Status.Conditions, conditions.Ready); c != nil {
 		return c.Reason
@@ -56,6 +63,12 @@ func TestDecideGit(t *testing.T) {
 			actions: []action{actMergeGit}, wantTarget: target},
 		{name: "closed", pr: pr(promoterv1alpha1.PullRequestClosed), heads: gitHeads{Head: head, Target: target},
 			state: promoterv1alpha1.PullRequestClosed, reason: ReasonClosed},
+		{name: "asked to merge onto a base that moved: not merged", pr: withBase(pr(promoterv1alpha1.PullRequestMerged), base), heads: gitHeads{Head: head, Target: target},
+			state: promoterv1alpha1.PullRequestOpen, reason: ReasonBaseMoved},
+		{name: "asked to merge onto the expected base", pr: withBase(pr(promoterv1alpha1.PullRequestMerged), target), heads: gitHeads{Head: head, Target: target},
+			actions: []action{actMergeGit}, wantTarget: target},
+		{name: "base guard after its own merge (a crash): the merge is found, not refused", pr: withBase(pr(promoterv1alpha1.PullRequestMerged), base), heads: gitHeads{Head: head, Target: head, HeadInTarget: true},
+			actions: []action{actMergeGit}, wantTarget: head},
 		{name: "asked to merge a missing source branch", pr: pr(promoterv1alpha1.PullRequestMerged), heads: gitHeads{Target: target}, wantErr: true},
 	}
 	for _, tc := range cases {

@@ -14,6 +14,12 @@ const (
 	// ReasonHeadMoved: the source branch moved away from spec.expectedHeadSHA; nothing is merged
 	// until the new head is checked.
 	ReasonHeadMoved = "HeadMoved"
+	// ReasonBaseMoved: the target branch moved away from spec.expectedBaseSHA; nothing is merged,
+	// and the pull request's creator decides what to do on the new target.
+	ReasonBaseMoved = "BaseMoved"
+	// ReasonMergedOnMovedBase: an SCM that cannot guard the base merged after the target moved
+	// in the moment between the check and the merge call (Ready=True, with a warning message).
+	ReasonMergedOnMovedBase = "MergedOnMovedBase"
 	// ReasonNotMergeableYet: the SCM refused the merge for now (checks running, mergeability not
 	// computed yet); it is tried again soon.
 	ReasonNotMergeableYet = "NotMergeableYet"

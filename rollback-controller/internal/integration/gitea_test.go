@@ -240,7 +240,8 @@ func TestRollbackOnGitea(t *testing.T) {
 	assert.Equal(t, "prod", reverts[0].Base.Ref)
 	assert.Equal(t, reverts[0].URL, rc.Status.PullRequest.URL)
 
-	// Gitea merged with a merge commit; the revert commit is its second parent, with the note.
+	// Gitea merged fast-forward-only (the revert carries the base it was written on): prod holds
+	// the revert commit, with its note.
 	g.refresh()
 	back := g.waitProd("back on the good dry SHA", func(e promoterv1alpha1.EnvironmentStatus) bool {
 		return e.Active.DrySHA == good.Active.DrySHA

@@ -34,7 +34,6 @@ func TestRollbackUnderTheChartsServiceAccount(t *testing.T) {
 	for _, a := range []authorizationv1.ResourceAttributes{
 		{Verb: "list", Resource: "secrets"}, {Verb: "watch", Resource: "secrets"},
 		{Verb: "update", Group: "promoter.sluice.dev", Resource: "promotionstrategies"},
-		{Verb: "delete", Group: "promoter.sluice.dev", Resource: "pullrequests"},
 		{Verb: "update", Group: "promoter.sluice.dev", Resource: "pullrequests", Subresource: "status"},
 		{Verb: "create", Group: "commitstatus.sluice.dev", Resource: "commitstatuses"},
 		{Verb: "update", Group: "rollback.sluice.dev", Resource: "rollbackpolicies"},

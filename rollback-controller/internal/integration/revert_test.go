@@ -69,7 +69,7 @@ func TestManualRevertToTheLastHealthyDrySHA(t *testing.T) {
 	assert.Equal(t, "prod-revert-bad-web-2", st.RevertBranch)
 	assert.False(t, st.MergedExternally)
 	require.NotNil(t, st.PullRequest)
-	assert.Equal(t, revertcommit.PullRequestName("bad-web-2"), st.PullRequest.Name)
+	assert.Equal(t, revertcommit.PullRequestName("app", "prod"), st.PullRequest.Name)
 
 	// git: prod's tip is the revert commit, on top of the bad commit, with the healthy tree.
 	tip := f.repo.Branch(t, "prod")
@@ -195,8 +195,8 @@ func TestRevertedDrySHAIsHeldAndAFixForwardPromotes(t *testing.T) {
 	f.waitEnv("prod", "d2 promoted once the hold is lifted", promotedTo(h.d2))
 }
 
-// A revert waiting for a person is dropped when a fix forward lands first: merging it then would
-// undo the fix.
+// A revert waiting for a person ends Superseded when a fix forward lands first: merging it then
+// would undo the fix.
 func TestAWaitingRevertIsDroppedWhenAFixForwardLands(t *testing.T) {
 	f := newFixture(t)
 	healthyThenBad(f)
@@ -207,8 +207,8 @@ func TestAWaitingRevertIsDroppedWhenAFixForwardLands(t *testing.T) {
 
 	d3 := f.dryCommit("web 3, the fix")
 	fixed := f.promote("prod", d3, "web:3", success)
-	rc = f.waitRevert("too-late", "failed", inPhase(rollbackv1alpha1.RevertFailed))
-	assert.Contains(t, stalledMessage(rc), "prod moved on to dry "+d3[:7])
+	rc = f.waitRevert("too-late", "superseded", inPhase(rollbackv1alpha1.RevertSuperseded))
+	assert.Contains(t, readyCondition(rc).Message, "prod moved on to dry "+d3[:7])
 	pr, err := env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Get(f.ctx, rc.Status.PullRequest.Name, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, promoterv1alpha1.PullRequestClosed, pr.Spec.State, "the revert's pull request is closed")

@@ -52,15 +52,16 @@ func TestBadInputStallsWithAnActionableMessage(t *testing.T) {
 	// The strategy appeared: the first RevertCommit goes on to the next thing it lacks.
 	f.waitRevert("no-strategy", "stalled on the healthy SHA now", stalledWith("NoHealthyDrySHA"))
 
-	// The environment left the bad dry SHA the revert was for: it fails, and nothing is written.
+	// The environment left the bad dry SHA the revert was for, for the target itself: it is
+	// superseded, and nothing is written.
 	f.revert("moved-on", "prod", func(s *rollbackv1alpha1.RevertCommitSpec) {
 		s.DrySHA, s.BadDrySHA = d0, never
 	})
-	rc = f.waitRevert("moved-on", "failed", inPhase(rollbackv1alpha1.RevertFailed))
-	assert.Contains(t, stalledMessage(rc), "prod runs dry "+d0[:7]+" now, not the bad dry "+never[:7])
+	rc = f.waitRevert("moved-on", "superseded", inPhase(rollbackv1alpha1.RevertSuperseded))
+	assert.Contains(t, readyCondition(rc).Message, "prod was put back on dry "+d0[:7], "it already runs the target")
 	assert.Empty(t, f.repo.Branch(t, "prod-revert-moved-on"))
 	require.NoError(t, testenv.Wait(f.ctx, 20*time.Second, func(context.Context) (bool, error) {
-		return len(f.events("RollbackFailed")) == 1, nil
+		return len(f.events("RollbackSuperseded")) == 1, nil
 	}))
 }
 

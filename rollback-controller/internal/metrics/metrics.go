@@ -15,6 +15,8 @@ const (
 	ResultStarted = "started"
 	ResultMerged  = "merged"
 	ResultFailed  = "failed"
+	// ResultSuperseded: a fix forward (or another change) landed first; nothing was merged.
+	ResultSuperseded = "superseded"
 )
 
 // Rollbacks are the rollback-controller's metrics.

@@ -3,6 +3,7 @@ package revertcommit
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -19,10 +20,38 @@ func RevertBranch(env, name string) string {
 	return bounded(env+"-revert-"+name, maxBranch)
 }
 
-// PullRequestName is the name of the PullRequest (promoter.sluice.dev) carrying the revert. It
-// is derived from the RevertCommit alone, so a restart finds the one it made.
-func PullRequestName(name string) string {
-	return bounded("revert-"+name, 253)
+// PullRequestName is the name of the PullRequest (promoter.sluice.dev) carrying a revert of
+// environment env of strategy. It is also the environment's claim: one name per environment,
+// which the API server creates once, so two reverts of one environment (two RollbackPolicies,
+// a policy and a person, two replicas or shards) never both reach a merge. A restart finds it.
+func PullRequestName(strategy, env string) string {
+	return bounded("revert-"+strategy+"-"+objectName(env), 253)
+}
+
+// objectName fits a branch name into an object name: lowercase letters, digits, '-' and '.';
+// a name that had to change gets a hash of the original, so two branches never share one.
+func objectName(branch string) string {
+	out := strings.Map(func(c rune) rune {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '.':
+			return c
+		}
+		return '-'
+	}, branch)
+	if out == branch {
+		return out
+	}
+	sum := sha256.Sum256([]byte(branch))
+	return strings.Trim(out, "-.") + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// pullRequestName is the PullRequest of rc: the one its status records (reverts from before the
+// claim named theirs after themselves), else its environment's.
+func pullRequestName(rc *rollbackv1alpha1.RevertCommit) string {
+	if rc.Status.PullRequest != nil && rc.Status.PullRequest.Name != "" {
+		return rc.Status.PullRequest.Name
+	}
+	return PullRequestName(rc.Spec.PromotionStrategyRef.Name, rc.Spec.ActiveBranch)
 }
 
 // marker is the trailer line only this RevertCommit's commit carries: a revert branch whose tip

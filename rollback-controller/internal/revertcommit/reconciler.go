@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	commitstatuslisters "github.com/sluicehq/sluice/api/generated/listers/commitstatus/v1alpha1"
 	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
@@ -37,6 +38,13 @@ const (
 	EventRollbackStarted = "RollbackStarted"
 	EventRollbackMerged  = "RollbackMerged"
 	EventRollbackFailed  = "RollbackFailed"
+	// EventRollbackReplanned: the environment branch moved before the merge, still on the bad
+	// dry commit or an older one; a new revert commit was written on the new tip.
+	EventRollbackReplanned = "RollbackReplanned"
+	// EventGateBypassed: the revert was asked to merge while a closed Gate held its strategy.
+	EventGateBypassed = "GateBypassed"
+	// EventRollbackSuperseded: a fix forward landed first; nothing was merged.
+	EventRollbackSuperseded = "RollbackSuperseded"
 )
 
 // ReasonPromoterCRDsMissing is the Stalled reason of a RevertCommit whose peer CRDs are not
@@ -64,10 +72,12 @@ type Reconciler struct {
 	Client        sluice.Interface
 	RevertCommits rollbacklisters.RevertCommitLister
 	Strategies    promoterlisters.PromotionStrategyLister
-	Opener        *scmgit.Opener
-	Recorder      record.EventRecorder
-	Metrics       *metrics.Rollbacks
-	Log           *slog.Logger
+	// CommitStatuses are read for the checks a revert commit must pass before it merges.
+	CommitStatuses commitstatuslisters.CommitStatusLister
+	Opener         *scmgit.Opener
+	Recorder       record.EventRecorder
+	Metrics        *metrics.Rollbacks
+	Log            *slog.Logger
 	// PeerCRDs reports whether the CRDs of other Sluice charts that reverts need are served and
 	// watched, and when not, which are missing and which chart installs them: without them no
 	// revert can be made, and RevertCommits say so. nil means they are.
@@ -162,8 +172,11 @@ func (r *Reconciler) write(ctx context.Context, cur *rollbackv1alpha1.RevertComm
 	return nil
 }
 
-func final(phase rollbackv1alpha1.RevertPhase) bool {
-	return phase == rollbackv1alpha1.RevertMerged || phase == rollbackv1alpha1.RevertFailed
+func final(phase rollbackv1alpha1.RevertPhase) bool { return Final(phase) }
+
+// Final reports whether a revert in phase is over: nothing more will happen to it.
+func Final(phase rollbackv1alpha1.RevertPhase) bool {
+	return phase == rollbackv1alpha1.RevertMerged || phase == rollbackv1alpha1.RevertFailed || phase == rollbackv1alpha1.RevertSuperseded
 }
 
 // fail ends the revert: nothing more will happen to it.

@@ -14,12 +14,14 @@ import (
 
 func TestNamesAreDerivedAndBounded(t *testing.T) {
 	assert.Equal(t, "prod-revert-web", RevertBranch("prod", "web"))
-	assert.Equal(t, "revert-web", PullRequestName("web"))
+	assert.Equal(t, "revert-app-prod", PullRequestName("app", "prod"), "one name per environment: its claim")
+	assert.NotEqual(t, PullRequestName("app", "Prod_eu"), PullRequestName("app", "prod-eu"), "branches that fit an object name only once changed keep a hash")
+	assert.Regexp(t, `^[a-z0-9.-]+$`, PullRequestName("app", "env/Prod_eu"))
 	long := RevertBranch(strings.Repeat("e", 200), strings.Repeat("n", 253))
 	assert.Len(t, long, maxBranch)
 	assert.Equal(t, long, RevertBranch(strings.Repeat("e", 200), strings.Repeat("n", 253)), "the same inputs, the same branch")
 	assert.NotEqual(t, long, RevertBranch(strings.Repeat("e", 200), strings.Repeat("n", 252)+"m"), "a cut name keeps a hash of the whole")
-	assert.LessOrEqual(t, len(PullRequestName(strings.Repeat("n", 253))), 253)
+	assert.LessOrEqual(t, len(PullRequestName(strings.Repeat("n", 253), "prod")), 253)
 }
 
 func TestMessageCarriesTheTrailersAndCannotForgeTheMarker(t *testing.T) {
@@ -39,9 +41,10 @@ func TestDefaultTargetIsTheNewestHealthyThatIsNotBad(t *testing.T) {
 		{Branch: "staging", LastHealthyDrySHAs: []promoterv1alpha1.HealthyDrySHA{{SHA: "s1"}}},
 		{Branch: "prod", LastHealthyDrySHAs: []promoterv1alpha1.HealthyDrySHA{{SHA: "bad"}, {SHA: "p2"}, {SHA: "p1"}}},
 	}}}
-	assert.Equal(t, "p2", lastHealthy(ps, "prod", "bad"))
-	assert.Equal(t, "bad", lastHealthy(ps, "prod", "other"))
-	assert.Empty(t, lastHealthy(ps, "qa", "bad"))
+	assert.Equal(t, "p2", lastHealthy(ps, "prod", "bad", nil))
+	assert.Equal(t, "bad", lastHealthy(ps, "prod", "other", nil))
+	assert.Equal(t, "p1", lastHealthy(ps, "prod", "other", []string{"bad", "p2"}), "a dry SHA reverted before is no target")
+	assert.Empty(t, lastHealthy(ps, "qa", "bad", nil))
 	assert.Equal(t, ", such as one recorded healthy: bad, p2, p1", healthyHint(ps, "prod"))
 }
 

@@ -2,6 +2,7 @@ package rollbackpolicy
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +46,9 @@ type Observed struct {
 	Reverts []*rollbackv1alpha1.RevertCommit
 	// Policy names the policy, to find the rollbacks it made.
 	Policy string
+	// RevertAgain is the dry SHA the policy's rollback.sluice.dev/revert-again annotation names:
+	// it may be reverted once more.
+	RevertAgain string
 }
 
 // Verdict is what to do for one environment.
@@ -61,16 +65,20 @@ type Verdict struct {
 // Fire describes the RevertCommit to create.
 type Fire struct {
 	BadDrySHA string
-	Key       string
-	Reason    string
-	Since     metav1.MicroTime
+	// TargetDrySHA is the newest healthy dry SHA that is neither the bad one nor one reverted.
+	TargetDrySHA string
+	// Again is set for the one extra revert the revert-again annotation allows.
+	Again  bool
+	Key    string
+	Reason string
+	Since  metav1.MicroTime
 }
 
 // Decide applies the policy to one environment. It is pure: everything it needs is in o.
 func Decide(o Observed, rules Rules, now time.Time) Verdict {
 	active := o.Env.Active
 	v := Verdict{Status: rollbackv1alpha1.PolicyEnvironmentStatus{
-		Branch: o.Env.Branch, RevertedDrySHAs: o.Previous.RevertedDrySHAs, LastRollback: lastRollback(o),
+		Branch: o.Env.Branch, RevertedDrySHAs: revertedDrySHAs(o), LastRollback: lastRollback(o),
 	}}
 	if active.DrySHA == "" || active.HydratedSHA == "" {
 		v.Status.Message = "waiting for the strategy to report the environment's active dry commit"
@@ -87,8 +95,9 @@ func Decide(o Observed, rules Rules, now time.Time) Verdict {
 	v.Status.Failing = &rollbackv1alpha1.ObservedFailure{DrySHA: active.DrySHA, HydratedSHA: active.HydratedSHA, Key: o.Failure.Key, Since: since}
 	failing := fmt.Sprintf("%s failing on dry %s since %s", o.Failure.Key, text.ShortSHA(active.DrySHA), since.UTC().Format(time.RFC3339))
 
-	if name := revertOf(o.Reverts, active.DrySHA); name != "" {
-		return v.hold(DecisionAlreadyReverted, fmt.Sprintf("%s; already reverted by RevertCommit %s, never twice", failing, name))
+	again := o.RevertAgain == active.DrySHA
+	if held := alreadyReverted(o, v.Status.RevertedDrySHAs, again); held != "" {
+		return v.hold(DecisionAlreadyReverted, failing+"; "+held)
 	}
 	promoted, ok := promotionOf(o.Env, active.DrySHA)
 	if !ok {
@@ -112,11 +121,12 @@ func Decide(o Observed, rules Rules, now time.Time) Verdict {
 		v.RequeueAfter = end.Sub(now)
 		return v
 	}
-	if !hasTarget(o.Env, active.DrySHA) {
-		return v.hold(DecisionNoTarget, fmt.Sprintf("%s; no other healthy dry SHA is recorded for the environment to go back to", failing))
+	target := targetOf(o.Env, active.DrySHA, v.Status.RevertedDrySHAs, o.Reverts)
+	if target == "" {
+		return v.hold(DecisionNoTarget, fmt.Sprintf("%s; no other healthy dry SHA, not itself reverted, is recorded for the environment to go back to", failing))
 	}
 	v.Decision = DecisionFired
-	v.Fire = &Fire{BadDrySHA: active.DrySHA, Key: o.Failure.Key, Since: since,
+	v.Fire = &Fire{BadDrySHA: active.DrySHA, TargetDrySHA: target, Again: again, Key: o.Failure.Key, Since: since,
 		Reason: fmt.Sprintf("%s failed in %s on dry %s: %s", o.Failure.Key, o.Env.Branch, text.ShortSHA(active.DrySHA), o.Failure.Description)}
 	v.Status.Message = failing + "; rolling back"
 	return v
@@ -127,10 +137,11 @@ func (v Verdict) hold(decision, message string) Verdict {
 	return v
 }
 
-// lastRollback is the newest RevertCommit this policy made for the environment. It is read
-// from the cluster, not from the policy's status, so a crash after a create cannot lose it.
+// lastRollback is the newest rollback of the environment by this policy: the one its status
+// recorded, or a RevertCommit it made that is newer (created by an attempt that did not live to
+// record it). Deleting a RevertCommit does not reset it, so the cooldown holds.
 func lastRollback(o Observed) *rollbackv1alpha1.PolicyRollback {
-	var last *rollbackv1alpha1.PolicyRollback
+	last := o.Previous.LastRollback
 	for _, rc := range o.Reverts {
 		if rc.Labels[rollbackv1alpha1.PolicyLabel] != o.Policy {
 			continue
@@ -141,6 +152,49 @@ func lastRollback(o Observed) *rollbackv1alpha1.PolicyRollback {
 	}
 	return last
 }
+
+// revertedDrySHAs is the status record of bad dry SHAs this policy reverted, with any of its
+// RevertCommits the record lacks (a crash between the create and the status write) added.
+func revertedDrySHAs(o Observed) []string {
+	out := o.Previous.RevertedDrySHAs
+	for _, rc := range o.Reverts {
+		if bad := badOf(rc); rc.Labels[rollbackv1alpha1.PolicyLabel] == o.Policy && bad != "" && !slices.Contains(out, bad) {
+			out = append([]string{bad}, out...)
+		}
+	}
+	if len(out) > rollbackv1alpha1.MaxRevertedDrySHAs {
+		out = out[:rollbackv1alpha1.MaxRevertedDrySHAs]
+	}
+	return out
+}
+
+// alreadyReverted says why dry must not be reverted again, or "". Never twice: not while a
+// RevertCommit of it exists (by anyone), nor once the policy's status records it, unless the
+// revert-again annotation names it; then once more only.
+func alreadyReverted(o Observed, reverted []string, again bool) string {
+	dry := o.Env.Active.DrySHA
+	if again {
+		name := RevertCommitName(againPolicy(o.Policy), o.Env.Branch, dry)
+		for _, rc := range o.Reverts {
+			if rc.Name == name {
+				return fmt.Sprintf("reverted again by RevertCommit %s, as %s allowed, and not a third time", name, rollbackv1alpha1.RevertAgainAnnotation)
+			}
+		}
+		return ""
+	}
+	if name := revertOf(o.Reverts, dry); name != "" {
+		return fmt.Sprintf("already reverted by RevertCommit %s, never twice", name)
+	}
+	if slices.Contains(reverted, dry) {
+		return fmt.Sprintf("already reverted by this policy (status.environments[].revertedDrySHAs), never twice; to revert it again, annotate the policy %s=%s",
+			rollbackv1alpha1.RevertAgainAnnotation, dry)
+	}
+	return ""
+}
+
+// againPolicy is the policy name the RevertCommit of a revert-again is named after, so its name
+// differs from the first revert's and is still the same on every attempt.
+func againPolicy(policy string) string { return policy + "-again" }
 
 // revertOf names a RevertCommit, by anyone, that reverts (or reverted, or was refused to revert)
 // bad dry SHA dry.
@@ -182,9 +236,20 @@ func restoredBy(reverts []*rollbackv1alpha1.RevertCommit, dry string, promoted p
 	return ""
 }
 
-func hasTarget(env promoterv1alpha1.EnvironmentStatus, bad string) bool {
+// targetOf is the newest healthy dry SHA of the environment to go back to: not the bad one, and
+// not one that was itself reverted (by this policy, or by any RevertCommit that merged).
+func targetOf(env promoterv1alpha1.EnvironmentStatus, bad string, reverted []string, reverts []*rollbackv1alpha1.RevertCommit) string {
 	for _, h := range env.LastHealthyDrySHAs {
-		if h.SHA != bad {
+		if h.SHA != bad && !slices.Contains(reverted, h.SHA) && !mergedRevertOf(reverts, h.SHA) {
+			return h.SHA
+		}
+	}
+	return ""
+}
+
+func mergedRevertOf(reverts []*rollbackv1alpha1.RevertCommit, dry string) bool {
+	for _, rc := range reverts {
+		if rc.Status.Phase == rollbackv1alpha1.RevertMerged && badOf(rc) == dry {
 			return true
 		}
 	}

@@ -183,3 +183,66 @@ func TestRevertCommitsCarryThePolicysLabels(t *testing.T) {
 	assert.Equal(t, map[string]string{"shard": "a", rollbackv1alpha1.PolicyLabel: "web"}, got, "the shard label is kept; the policy label names this policy")
 	assert.Equal(t, "spoofed", p.Labels[rollbackv1alpha1.PolicyLabel], "the policy itself is not changed")
 }
+
+// Never twice is kept by the policy's own status: with every RevertCommit deleted (which lifts
+// the promoter's hold), the bad dry SHA promoted again and failing again is not reverted again,
+// and the cooldown still counts from the last rollback; the revert-again annotation naming the
+// SHA allows one more, after the cooldown, under another RevertCommit name, and not a third.
+func TestDecideKeepsNeverTwiceAndTheCooldownInStatus(t *testing.T) {
+	reverted := rollbackv1alpha1.PolicyEnvironmentStatus{Branch: "prod", RevertedDrySHAs: []string{bad},
+		LastRollback: &rollbackv1alpha1.PolicyRollback{RevertCommit: "p-prod-first", BadDrySHA: bad, Time: metav1.NewTime(t0)}}
+	env := prodOn(bad, t0.Add(time.Hour))
+	previous := reverted
+	previous.Failing = failingSince(env, t0.Add(time.Hour)).Failing
+
+	inCooldown := Decide(Observed{Env: env, Failure: healthFails, Previous: previous, Policy: "p", RevertAgain: bad}, rules, t0.Add(time.Hour+5*time.Minute))
+	assert.Nil(t, inCooldown.Fire)
+	assert.Equal(t, DecisionCooldown, inCooldown.Decision, "the cooldown counts from status, not from a RevertCommit that is gone")
+
+	after := t0.Add(3 * time.Hour)
+	env = prodOn(bad, after.Add(-10*time.Minute))
+	previous.Failing = failingSince(env, after.Add(-5*time.Minute)).Failing
+	never := Decide(Observed{Env: env, Failure: healthFails, Previous: previous, Policy: "p"}, rules, after)
+	assert.Nil(t, never.Fire)
+	assert.Equal(t, DecisionAlreadyReverted, never.Decision)
+	assert.Contains(t, never.Status.Message, rollbackv1alpha1.RevertAgainAnnotation+"="+bad, "says how to allow it")
+	assert.Equal(t, []string{bad}, never.Status.RevertedDrySHAs, "kept")
+
+	again := Decide(Observed{Env: env, Failure: healthFails, Previous: previous, Policy: "p", RevertAgain: bad}, rules, after)
+	if assert.NotNil(t, again.Fire, "the annotation names the SHA: once more") {
+		assert.True(t, again.Fire.Again)
+	}
+	second := &rollbackv1alpha1.RevertCommit{ObjectMeta: metav1.ObjectMeta{Name: RevertCommitName(againPolicy("p"), "prod", bad),
+		Labels: map[string]string{rollbackv1alpha1.PolicyLabel: "p"}, CreationTimestamp: metav1.NewTime(t0)}, Spec: rollbackv1alpha1.RevertCommitSpec{BadDrySHA: bad}}
+	third := Decide(Observed{Env: env, Failure: healthFails, Previous: previous, Policy: "p", RevertAgain: bad, Reverts: []*rollbackv1alpha1.RevertCommit{second}}, rules, after)
+	assert.Nil(t, third.Fire, "not a third time")
+	assert.Equal(t, DecisionAlreadyReverted, third.Decision)
+}
+
+// A RevertCommit the policy created but whose status write was lost (a crash) is recorded in
+// status.revertedDrySHAs on the next decision, so deleting it later resets nothing.
+func TestDecideRecordsARevertItsStatusMissed(t *testing.T) {
+	env := prodOn(fix, t0)
+	made := &rollbackv1alpha1.RevertCommit{ObjectMeta: metav1.ObjectMeta{Name: "p-prod-x", Labels: map[string]string{rollbackv1alpha1.PolicyLabel: "p"},
+		CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))}, Spec: rollbackv1alpha1.RevertCommitSpec{BadDrySHA: bad}}
+	v := Decide(Observed{Env: env, Policy: "p", Reverts: []*rollbackv1alpha1.RevertCommit{made}}, rules, t0)
+	assert.Equal(t, []string{bad}, v.Status.RevertedDrySHAs)
+	if assert.NotNil(t, v.Status.LastRollback) {
+		assert.Equal(t, "p-prod-x", v.Status.LastRollback.RevertCommit)
+	}
+}
+
+// The target skips healthy dry SHAs that were themselves reverted.
+func TestDecideTargetSkipsRevertedDrySHAs(t *testing.T) {
+	env := prodOn(fix, t0)
+	env.LastHealthyDrySHAs = append([]promoterv1alpha1.HealthyDrySHA{{SHA: bad, Time: metav1.NewTime(t0.Add(-time.Hour))}}, env.LastHealthyDrySHAs...)
+	previous := failingSince(env, t0)
+	previous.RevertedDrySHAs = []string{bad}
+	v := Decide(Observed{Env: env, Failure: healthFails, Previous: previous, Policy: "p"}, rules, t0.Add(2*time.Minute))
+	if assert.NotNil(t, v.Fire) {
+		assert.Equal(t, good, v.Fire.TargetDrySHA, "bad was reverted once: not a target, though it was healthy for a while")
+	}
+	previous.RevertedDrySHAs = []string{bad, good}
+	none := Decide(Observed{Env: env, Failure: healthFails, Previous: previous, Policy: "p"}, rules, t0.Add(2*time.Minute))
+	assert.Equal(t, DecisionNoTarget, none.Decision)
+}

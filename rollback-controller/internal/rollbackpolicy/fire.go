@@ -42,16 +42,22 @@ func RevertCommitName(policy, env, badDrySHA string) string {
 func (r *Reconciler) fire(ctx context.Context, p *rollbackv1alpha1.RollbackPolicy, ps *promoterv1alpha1.PromotionStrategy, env string, f *Fire) (*rollbackv1alpha1.RevertCommit, error) {
 	client := r.Client.RollbackV1alpha1().RevertCommits(p.Namespace)
 	name := RevertCommitName(p.Name, env, f.BadDrySHA)
+	if f.Again {
+		name = RevertCommitName(againPolicy(p.Name), env, f.BadDrySHA)
+	}
 	autoMerge := p.Spec.AutoMerge == nil || *p.Spec.AutoMerge
 	rc := &rollbackv1alpha1.RevertCommit{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: revertCommitLabels(p)},
 		Spec: rollbackv1alpha1.RevertCommitSpec{
-			PromotionStrategyRef: rollbackv1alpha1.PromotionStrategyReference{Name: ps.Name},
-			ActiveBranch:         env,
-			BadDrySHA:            f.BadDrySHA,
-			Reason:               text.Truncate(f.Reason, 1024),
-			AutoMerge:            &autoMerge,
-			Trigger:              &rollbackv1alpha1.RollbackTrigger{Policy: p.Name, Key: f.Key, FailingSince: f.Since},
+			PromotionStrategyRef:   rollbackv1alpha1.PromotionStrategyReference{Name: ps.Name},
+			ActiveBranch:           env,
+			BadDrySHA:              f.BadDrySHA,
+			DrySHA:                 f.TargetDrySHA,
+			Reason:                 text.Truncate(f.Reason, 1024),
+			AutoMerge:              &autoMerge,
+			RequiredCommitStatuses: p.Spec.RequiredCommitStatuses,
+			BypassGates:            p.Spec.BypassGates,
+			Trigger:                &rollbackv1alpha1.RollbackTrigger{Policy: p.Name, Key: f.Key, FailingSince: f.Since},
 		},
 	}
 	created, err := client.Create(ctx, rc, metav1.CreateOptions{FieldManager: FieldManager})

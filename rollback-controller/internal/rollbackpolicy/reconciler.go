@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -150,7 +151,7 @@ func (r *Reconciler) evaluate(ctx context.Context, p *rollbackv1alpha1.RollbackP
 	for _, env := range envs {
 		v := Decide(Observed{
 			Env: env, Failure: r.failure(ps, env, p.Spec.Trigger.CommitStatuses), Previous: previous[env.Branch],
-			Reverts: revertsOf(reverts, ps.Name, env.Branch), Policy: p.Name,
+			Reverts: revertsOf(reverts, ps.Name, env.Branch), Policy: p.Name, RevertAgain: p.Annotations[rollbackv1alpha1.RevertAgainAnnotation],
 		}, rules, now)
 		if v.Fire != nil {
 			rc, err := r.fire(ctx, p, ps, env.Branch, v.Fire)
@@ -158,7 +159,9 @@ func (r *Reconciler) evaluate(ctx context.Context, p *rollbackv1alpha1.RollbackP
 				return controller.Result{}, nil, err
 			}
 			v.Status.LastRollback = &rollbackv1alpha1.PolicyRollback{RevertCommit: rc.Name, BadDrySHA: v.Fire.BadDrySHA, Time: rc.CreationTimestamp}
-			v.Status.RevertedDrySHAs = prepend(v.Status.RevertedDrySHAs, v.Fire.BadDrySHA)
+			if !slices.Contains(v.Status.RevertedDrySHAs, v.Fire.BadDrySHA) {
+				v.Status.RevertedDrySHAs = prepend(v.Status.RevertedDrySHAs, v.Fire.BadDrySHA)
+			}
 			announce = append(announce, r.announceFire(p, env.Branch, rc))
 		}
 		if v.Decision != "" && v.Decision != DecisionWaiting && changed(previous[env.Branch], v.Status) {

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
@@ -23,11 +24,11 @@ func (w *wiring) addRevertCommits() error {
 	if err != nil {
 		return fmt.Errorf("git cache in %s: %w", cfg.GitCacheDir, err)
 	}
-	pi, si := w.peers.Promoter().V1alpha1(), w.peers.Scm().V1alpha1()
+	pi, si, ci := w.peers.Promoter().V1alpha1(), w.peers.Scm().V1alpha1(), w.peers.Commitstatus().V1alpha1()
 	strategies := pi.PromotionStrategies()
 	informer := m.SluiceInformers.Rollback().V1alpha1().RevertCommits()
 	c := m.NewController(RevertCommitControllerName, &revertcommit.Reconciler{
-		Client: m.Sluice, RevertCommits: informer.Lister(), Strategies: strategies.Lister(),
+		Client: m.Sluice, RevertCommits: informer.Lister(), Strategies: strategies.Lister(), CommitStatuses: ci.CommitStatuses().Lister(),
 		Opener:   &scmgit.Opener{Kube: m.Kube, Repos: si.ScmRepositories().Lister(), Providers: si.ScmProviders().Lister(), Cache: cache},
 		Recorder: m.Recorder, Metrics: w.metrics, Log: m.Log, PeerCRDs: w.peerCRDs, Clock: m.Clock,
 		PollInterval: cfg.PollInterval, StalledRecheck: cfg.StalledRecheck, HistoryLimit: revertcommit.DefaultHistoryLimit,
@@ -38,6 +39,7 @@ func (w *wiring) addRevertCommits() error {
 		handler.Watch(informer.Informer(), handler.EnqueueObject(c)),
 		handler.Watch(pi.PullRequests().Informer(), handler.EnqueueOwner(c, revertKind)),
 		handler.Watch(strategies.Informer(), handler.EnqueueMapped(c, openRevertsOf(informer.Lister()))),
+		handler.Watch(ci.CommitStatuses().Informer(), handler.EnqueueMapped(c, revertsCheckedBy(informer.Lister()))),
 	)
 }
 
@@ -49,7 +51,26 @@ func openRevertsOf(list rollbacklisters.RevertCommitLister) handler.MapFunc {
 		var keys []string
 		for _, rc := range rcs {
 			if rc.Spec.PromotionStrategyRef.Name == obj.GetName() &&
-				rc.Status.Phase != rollbackv1alpha1.RevertMerged && rc.Status.Phase != rollbackv1alpha1.RevertFailed {
+				!revertcommit.Final(rc.Status.Phase) {
+				keys = append(keys, rc.Namespace+"/"+rc.Name)
+			}
+		}
+		return keys
+	}
+}
+
+// revertsCheckedBy maps a CommitStatus to the open RevertCommits whose revert commit it reports
+// on: a required check that passes lets the revert merge.
+func revertsCheckedBy(list rollbacklisters.RevertCommitLister) handler.MapFunc {
+	return func(obj metav1.Object) []string {
+		cs, ok := obj.(*commitstatusv1alpha1.CommitStatus)
+		if !ok {
+			return nil
+		}
+		rcs, _ := list.RevertCommits(obj.GetNamespace()).List(labels.Everything())
+		var keys []string
+		for _, rc := range rcs {
+			if rc.Status.RevertSHA == cs.Spec.SHA && len(rc.Spec.RequiredCommitStatuses) > 0 && !revertcommit.Final(rc.Status.Phase) {
 				keys = append(keys, rc.Namespace+"/"+rc.Name)
 			}
 		}

@@ -40,6 +40,13 @@ type PullRequestSpecApplyConfiguration struct {
 	// ExpectedHeadSHA is the source commit that was checked. The merge happens only while the
 	// source branch is still at it, so an unchecked commit is never merged.
 	ExpectedHeadSHA *string `json:"expectedHeadSHA,omitempty"`
+	// ExpectedBaseSHA, when set, is the target commit the change was made on. The merge happens
+	// only while the target branch is still at it: a target that moved (a fix pushed meanwhile)
+	// leaves the pull request open, with a BaseMoved condition, and nothing merged. On plain git
+	// the push itself is the guard; on an SCM the target is checked right before and right after
+	// the merge call, and Gitea is asked for a fast-forward-only merge, which refuses a moved
+	// target itself (see docs/architecture.md for what GitHub and GitLab can guard).
+	ExpectedBaseSHA *string `json:"expectedBaseSHA,omitempty"`
 	// State is what should happen: open (keep it open), merged (merge it), closed (close it).
 	// Once the pull request is merged or closed outside Sluice, the controller sets it to what
 	// happened, so spec and status agree.
@@ -97,6 +104,14 @@ func (b *PullRequestSpecApplyConfiguration) WithTargetBranch(value string) *Pull
 // If called multiple times, the ExpectedHeadSHA field is set to the value of the last call.
 func (b *PullRequestSpecApplyConfiguration) WithExpectedHeadSHA(value string) *PullRequestSpecApplyConfiguration {
 	b.ExpectedHeadSHA = &value
+	return b
+}
+
+// WithExpectedBaseSHA sets the ExpectedBaseSHA field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ExpectedBaseSHA field is set to the value of the last call.
+func (b *PullRequestSpecApplyConfiguration) WithExpectedBaseSHA(value string) *PullRequestSpecApplyConfiguration {
+	b.ExpectedBaseSHA = &value
 	return b
 }
 

@@ -55,6 +55,17 @@ type RevertCommitSpecApplyConfiguration struct {
 	// Empty means the environment's own autoMerge in the PromotionStrategy, so a revert waits
 	// wherever a promotion would. It may be changed while the pull request is open.
 	AutoMerge *bool `json:"autoMerge,omitempty"`
+	// RequiredCommitStatuses are commit-status keys (the commitstatus.sluice.dev/key label) the
+	// revert commit must pass (phase success, on the ScmRepository of the strategy) before it is
+	// merged; name the environment's proposedCommitStatuses here to hold a revert to the checks a
+	// promotion passes. With autoMerge true and none listed the revert merges at once; with some it
+	// waits for them, its pull request open; with autoMerge false a person merges it.
+	RequiredCommitStatuses []CommitStatusKeyApplyConfiguration `json:"requiredCommitStatuses,omitempty"`
+	// BypassGates lets the revert merge while a closed Gate holds its PromotionStrategy (a freeze):
+	// a revert restores a state that already ran, and holding it makes an incident longer. The
+	// bypass is recorded in status.gateBypass and in an Event. Without it the revert waits, its
+	// pull request open, until the Gate opens.
+	BypassGates *bool `json:"bypassGates,omitempty"`
 	// Trigger records what started an automatic rollback; a RollbackPolicy fills it. Empty for a
 	// revert made by a person.
 	Trigger *RollbackTriggerApplyConfiguration `json:"trigger,omitempty"`
@@ -114,6 +125,27 @@ func (b *RevertCommitSpecApplyConfiguration) WithReason(value string) *RevertCom
 // If called multiple times, the AutoMerge field is set to the value of the last call.
 func (b *RevertCommitSpecApplyConfiguration) WithAutoMerge(value bool) *RevertCommitSpecApplyConfiguration {
 	b.AutoMerge = &value
+	return b
+}
+
+// WithRequiredCommitStatuses adds the given value to the RequiredCommitStatuses field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the RequiredCommitStatuses field.
+func (b *RevertCommitSpecApplyConfiguration) WithRequiredCommitStatuses(values ...*CommitStatusKeyApplyConfiguration) *RevertCommitSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithRequiredCommitStatuses")
+		}
+		b.RequiredCommitStatuses = append(b.RequiredCommitStatuses, *values[i])
+	}
+	return b
+}
+
+// WithBypassGates sets the BypassGates field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the BypassGates field is set to the value of the last call.
+func (b *RevertCommitSpecApplyConfiguration) WithBypassGates(value bool) *RevertCommitSpecApplyConfiguration {
+	b.BypassGates = &value
 	return b
 }
 

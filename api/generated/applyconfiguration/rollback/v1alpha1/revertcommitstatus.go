@@ -37,7 +37,7 @@ import (
 type RevertCommitStatusApplyConfiguration struct {
 	// ObservedGeneration is the last metadata.generation the controller acted on.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// Phase is Pending, Open, Merged or Failed.
+	// Phase is Pending, Open, Merged, Failed or Superseded.
 	Phase *rollbackv1alpha1.RevertPhase `json:"phase,omitempty"`
 	// BadDrySHA is the dry commit reverted: what the environment ran when the revert was decided.
 	BadDrySHA *string `json:"badDrySHA,omitempty"`
@@ -50,6 +50,13 @@ type RevertCommitStatusApplyConfiguration struct {
 	RevertBranch *string `json:"revertBranch,omitempty"`
 	// RevertSHA is the revert commit.
 	RevertSHA *string `json:"revertSHA,omitempty"`
+	// BaseSHA is the environment commit the revert commit was written on: the revert merges only
+	// while the environment branch is still there. When the branch moves first, the revert is
+	// planned again on the new tip (a new revert commit), or superseded by a fix forward.
+	BaseSHA *string `json:"baseSHA,omitempty"`
+	// GateBypass records that the revert was asked to merge while a Gate held the strategy
+	// (spec.bypassGates): which hold, and when.
+	GateBypass *string `json:"gateBypass,omitempty"`
 	// PullRequest is the promoter.sluice.dev PullRequest that carries the revert.
 	PullRequest *RevertPullRequestApplyConfiguration `json:"pullRequest,omitempty"`
 	// MergeSHA is the environment branch's commit once the revert is merged.
@@ -124,6 +131,22 @@ func (b *RevertCommitStatusApplyConfiguration) WithRevertBranch(value string) *R
 // If called multiple times, the RevertSHA field is set to the value of the last call.
 func (b *RevertCommitStatusApplyConfiguration) WithRevertSHA(value string) *RevertCommitStatusApplyConfiguration {
 	b.RevertSHA = &value
+	return b
+}
+
+// WithBaseSHA sets the BaseSHA field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the BaseSHA field is set to the value of the last call.
+func (b *RevertCommitStatusApplyConfiguration) WithBaseSHA(value string) *RevertCommitStatusApplyConfiguration {
+	b.BaseSHA = &value
+	return b
+}
+
+// WithGateBypass sets the GateBypass field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the GateBypass field is set to the value of the last call.
+func (b *RevertCommitStatusApplyConfiguration) WithGateBypass(value string) *RevertCommitStatusApplyConfiguration {
+	b.GateBypass = &value
 	return b
 }
 

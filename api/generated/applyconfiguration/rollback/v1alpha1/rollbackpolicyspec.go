@@ -43,6 +43,12 @@ type RollbackPolicySpecApplyConfiguration struct {
 	// AutoMerge merges the revert's pull request at once; with false a person merges it. Default
 	// true: a rollback is urgent.
 	AutoMerge *bool `json:"autoMerge,omitempty"`
+	// RequiredCommitStatuses are copied to the RevertCommits the policy creates: keys their
+	// revert commit must pass before it merges (see RevertCommit spec.requiredCommitStatuses).
+	RequiredCommitStatuses []CommitStatusKeyApplyConfiguration `json:"requiredCommitStatuses,omitempty"`
+	// BypassGates is copied to the RevertCommits the policy creates: they merge while a closed
+	// Gate holds the strategy, and record it.
+	BypassGates *bool `json:"bypassGates,omitempty"`
 	// Suspend stops new rollbacks (RevertCommits already made go on). The annotation
 	// reconcile.fluxcd.io/suspended has the same effect and carries a reason.
 	Suspend *bool `json:"suspend,omitempty"`
@@ -93,6 +99,27 @@ func (b *RollbackPolicySpecApplyConfiguration) WithCooldown(value v1.Duration) *
 // If called multiple times, the AutoMerge field is set to the value of the last call.
 func (b *RollbackPolicySpecApplyConfiguration) WithAutoMerge(value bool) *RollbackPolicySpecApplyConfiguration {
 	b.AutoMerge = &value
+	return b
+}
+
+// WithRequiredCommitStatuses adds the given value to the RequiredCommitStatuses field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the RequiredCommitStatuses field.
+func (b *RollbackPolicySpecApplyConfiguration) WithRequiredCommitStatuses(values ...*CommitStatusKeyApplyConfiguration) *RollbackPolicySpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithRequiredCommitStatuses")
+		}
+		b.RequiredCommitStatuses = append(b.RequiredCommitStatuses, *values[i])
+	}
+	return b
+}
+
+// WithBypassGates sets the BypassGates field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the BypassGates field is set to the value of the last call.
+func (b *RollbackPolicySpecApplyConfiguration) WithBypassGates(value bool) *RollbackPolicySpecApplyConfiguration {
+	b.BypassGates = &value
 	return b
 }
 

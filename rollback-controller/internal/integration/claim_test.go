@@ -1,0 +1,59 @@
+package integration
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/rollback-controller/internal/revertcommit"
+)
+
+// Two RevertCommits of prod created at once, with two rollback-controllers running (as two
+// replicas, or two shards, would), 20 times over: each time exactly one is merged and the other
+// ends Superseded naming it. Between rounds prod is put back on the bad commit, and the next
+// round claims the environment from the finished revert of the last one.
+func TestTwoRevertsOfOneEnvironmentAtOnceMergeOnce(t *testing.T) {
+	f := newFixture(t)
+	h := healthyThenBad(f)
+	bad := f.repo.Branch(t, "prod")
+	startRollback(t, env.Config, f.ns, time.Second)
+	startRollback(t, env.Config, f.ns, time.Second)
+
+	for round := range 20 {
+		f.repo.SetBranch(t, "prod", bad)
+		names := []string{fmt.Sprintf("a-%d", round), fmt.Sprintf("b-%d", round)}
+		var wg sync.WaitGroup
+		for _, name := range names {
+			wg.Go(func() {
+				_, err := env.Sluice.RollbackV1alpha1().RevertCommits(f.ns).Create(f.ctx, &rollbackv1alpha1.RevertCommit{
+					ObjectMeta: metav1.ObjectMeta{Name: name},
+					Spec: rollbackv1alpha1.RevertCommitSpec{PromotionStrategyRef: rollbackv1alpha1.PromotionStrategyReference{Name: "app"},
+						ActiveBranch: "prod", BadDrySHA: h.d2},
+				}, metav1.CreateOptions{})
+				assert.NoError(t, err)
+			})
+		}
+		wg.Wait()
+		var merged, superseded []*rollbackv1alpha1.RevertCommit
+		for _, name := range names {
+			rc := f.waitRevert(name, "over", func(rc *rollbackv1alpha1.RevertCommit) bool { return revertcommit.Final(rc.Status.Phase) })
+			switch rc.Status.Phase {
+			case rollbackv1alpha1.RevertMerged:
+				merged = append(merged, rc)
+			case rollbackv1alpha1.RevertSuperseded:
+				superseded = append(superseded, rc)
+			}
+		}
+		require.Len(t, merged, 1, "round %d: exactly one merged", round)
+		require.Len(t, superseded, 1, "round %d: the other superseded", round)
+		assert.Contains(t, readyCondition(superseded[0]).Message, merged[0].Name, "round %d: names the revert that holds the claim", round)
+		assert.Equal(t, merged[0].Status.RevertSHA, f.repo.Branch(t, "prod"), "round %d: one revert commit on prod", round)
+		assert.Equal(t, h.healthyTree, f.treeOf("prod"), "round %d", round)
+	}
+}
