@@ -6,10 +6,10 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/sluicehq/sluice/gate-controller/internal/gate"
+	"github.com/sluicehq/sluice/gate-controller/internal/gatestatus"
+	"github.com/sluicehq/sluice/gate-controller/internal/holding"
 	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
-	"github.com/sluicehq/sluice/gate-controller/internal/targets"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 )
@@ -55,11 +55,11 @@ func Setup(m *manager.Manager, cfg Config) error {
 		cfg.Targets = kinds.Defaults()
 	}
 	gateMetrics := metrics.New(m.Metrics)
-	registry := targets.NewRegistry()
-	latency := targets.NewLatency()
+	registry := holding.NewRegistry()
+	latency := holding.NewLatency()
 	gateInformer := m.SluiceInformers.Gating().V1alpha1().Gates()
 
-	gateController := m.NewController("gates", &gate.Reconciler{
+	gateController := m.NewController("gates", &gatestatus.Reconciler{
 		Gates:        gateInformer.Lister(),
 		Client:       m.Sluice,
 		Recorder:     m.Recorder,
@@ -68,7 +68,7 @@ func Setup(m *manager.Manager, cfg Config) error {
 		Transitioned: latency.Transitioned,
 		Clock:        m.Clock,
 	})
-	targetController := m.NewController("gate-targets", &targets.Reconciler{
+	targetController := m.NewController("gate-targets", &holding.Reconciler{
 		Registry: registry,
 		Gates:    gateInformer.Lister(),
 		Dynamic:  m.Dynamic,
@@ -81,21 +81,21 @@ func Setup(m *manager.Manager, cfg Config) error {
 	if _, err := gateInformer.Informer().AddEventHandler(handler.EnqueueObject(gateController)); err != nil {
 		return err
 	}
-	if _, err := gateInformer.Informer().AddEventHandler(gate.ReferenceHandler(gateInformer.Lister(), gateController)); err != nil {
+	if _, err := gateInformer.Informer().AddEventHandler(gatestatus.ReferenceHandler(gateInformer.Lister(), gateController)); err != nil {
 		return err
 	}
-	if _, err := gateInformer.Informer().AddEventHandler(targets.GateHandler(registry, targetController, latency)); err != nil {
+	if _, err := gateInformer.Informer().AddEventHandler(holding.GateHandler(registry, targetController, latency)); err != nil {
 		return err
 	}
 
-	watcher := &targets.Watcher{
+	watcher := &holding.Watcher{
 		Targets:   cfg.Targets,
 		Discovery: m.Kube.Discovery(),
 		Factory:   m.MetadataInformers,
 		Metadata:  m.Metadata,
 		Registry:  registry,
-		OnWatch: func(w *targets.Watched) error {
-			_, err := w.Informer.AddEventHandler(targets.TargetHandler(w, targetController, gateController))
+		OnWatch: func(w *holding.Watched) error {
+			_, err := w.Informer.AddEventHandler(holding.TargetHandler(w, targetController, gateController))
 			return err
 		},
 		Metrics: gateMetrics,

@@ -1,7 +1,7 @@
-// Package gate reconciles Gate objects: it evaluates the effective state from the spec and the
+// Package gatestatus reconciles Gate objects: it evaluates the effective state from the spec and the
 // time, records transitions, reports the objects a gate holds, and requeues a gate exactly when
 // a window or override next changes it, never on a poll.
-package gate
+package gatestatus
 
 import (
 	"fmt"
