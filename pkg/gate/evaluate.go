@@ -330,7 +330,9 @@ func (s *state) message(d Decision, cause, flipper *window) string {
 			fmt.Fprintf(&b, "open during %s", cause.name())
 		}
 	default:
-		b.WriteString(orDefault(s.spec.Message, "not closed by hand, and no override or closed window applies"))
+		// spec.message says why the gate is closed by hand: once closed is false it is stale,
+		// and an open gate must not report the close's reason as its own.
+		b.WriteString("not closed by hand, and no override or closed window applies")
 	}
 	overrideEnds := d.Reason == gatingv1alpha1.ReasonOverride && d.NextTransition != nil && d.NextTransition.Equal(s.overrides[s.override].Until.Time)
 	if d.NextTransition != nil && !overrideEnds {

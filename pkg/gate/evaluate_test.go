@@ -38,18 +38,25 @@ func TestEvaluateRules(t *testing.T) {
 	tuesdayMorning := at(t, "2025-06-17T10:00:00+01:00")
 	tuesdayEvening := at(t, "2025-06-17T20:00:00+01:00")
 	cases := []struct {
-		name        string
-		spec        gatingv1alpha1.GateSpec
-		now         time.Time
-		open        bool
-		reason      string
-		next        string // "" when no transition is expected
-		messageHas  []string
-		overrideOld bool
+		name       string
+		spec       gatingv1alpha1.GateSpec
+		now        time.Time
+		open       bool
+		reason     string
+		next       string // "" when no transition is expected
+		messageHas []string
+		// messageLacks are words the message must not have.
+		messageLacks []string
+		overrideOld  bool
 	}{
 		{
 			name: "nothing closes an empty gate", now: saturday,
 			open: true, reason: gatingv1alpha1.ReasonDefault,
+		},
+		{
+			name: "opened by setting closed to false, the close's message is not the open gate's",
+			spec: gatingv1alpha1.GateSpec{Message: "freeze2"}, now: saturday,
+			open: true, reason: gatingv1alpha1.ReasonDefault, messageHas: []string{"not closed by hand"}, messageLacks: []string{"freeze2"},
 		},
 		{
 			name: "a manual close closes whatever the windows say",
@@ -117,6 +124,9 @@ func TestEvaluateRules(t *testing.T) {
 			}
 			for _, part := range tc.messageHas {
 				assert.Contains(t, d.Message, part)
+			}
+			for _, part := range tc.messageLacks {
+				assert.NotContains(t, d.Message, part)
 			}
 		})
 	}

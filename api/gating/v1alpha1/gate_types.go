@@ -48,15 +48,13 @@ const (
 
 // GateSpec is the desired state of a Gate.
 //
-// The effective state is decided by the first rule that applies:
-//  1. spec.closed is true: closed (reason Manual). A manual close beats every override, except one
-//     set on the gate while it was closed by hand (override.replaces.closed: true), which is a
-//     bypass: it applies until it expires, and then the gate is closed by hand again.
-//  2. spec.override is set and not expired: the override's state (reason Override).
-//  3. spec.override has expired: the first override it replaced that has not expired yet (reason Override).
-//  4. a closed window is active: closed (reason Window). Closing beats opening.
-//  5. there are open windows: open only while one of them is active (reason Window).
-//  6. otherwise: open (reason Default).
+// The effective state is decided by the first rule that applies.
+// Rule 1: spec.closed is true: closed (reason Manual). A manual close beats every override except a bypass, one set on the gate while it was closed by hand (override.replaces.closed: true), which applies until it expires; then the gate is closed by hand again.
+// Rule 2: spec.override is set and not expired: the override's state (reason Override).
+// Rule 3: spec.override has expired: the first override it replaced that has not expired yet (reason Override).
+// Rule 4: a closed window is active: closed (reason Window). Closing beats opening.
+// Rule 5: there are open windows: open only while one of them is active (reason Window).
+// Rule 6: otherwise: open (reason Default).
 //
 // So when an override expires the gate returns to what the override replaced.
 // A spec that cannot be evaluated closes the gate (reason Invalid) and the gate reports Stalled.
@@ -67,8 +65,10 @@ type GateSpec struct {
 	// +optional
 	Closed bool `json:"closed,omitempty"`
 
-	// Message is a short human note on why the gate is closed or open, e.g. "release 1.4 sign-off pending".
-	// It is shown in status when spec.closed decides the state (reasons Manual and Default).
+	// Message is a short human note on why the gate is closed by hand, e.g. "release 1.4 sign-off pending".
+	// It is shown in status while spec.closed closes the gate (reason Manual). An open gate does not
+	// show it, so a gate closed with a message and then opened by setting closed: false never reports
+	// the old message as the reason it is open.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Message string `json:"message,omitempty"`
@@ -101,10 +101,9 @@ type GateSpec struct {
 // GateWindow is a recurring time window.
 //
 // Starts are local clock times in timeZone, so a daily 09:00 window opens at 09:00 local time on both sides
-// of a daylight-saving change. A window covers the local clock span from its start to start+duration:
-//   - a start or end the clocks skip (spring forward) happens at the moment the clocks jump;
-//     a window whose whole span is skipped does not open that day;
-//   - a start or end the clocks show twice (fall back) happens the first time the clock shows it.
+// of a daylight-saving change. A window covers the local clock span from its start to start+duration.
+// A start or end the clocks skip (spring forward) happens at the moment the clocks jump, and a window whose whole span is skipped does not open that day.
+// A start or end the clocks show twice (fall back) happens the first time the clock shows it.
 //
 // So in elapsed time a window across the skipped hour is an hour shorter, and one across the repeated
 // hour an hour longer, while a daily 00:00 window of 24h stays open through both changes.
@@ -146,6 +145,7 @@ type GateOverride struct {
 	State GateState `json:"state"`
 
 	// Until is when the override expires (RFC 3339, e.g. "2025-03-10T09:00:00Z").
+	// +kubebuilder:validation:XValidation:rule="self > timestamp('0001-01-01T00:00:00Z')",message="until must be a real time such as 2025-03-10T09:00:00Z; the zero time 0001-01-01T00:00:00Z is not an expiry"
 	Until metav1.Time `json:"until"`
 
 	// Message says why, e.g. "hotfix for INC-123".
@@ -182,6 +182,7 @@ type GateOverrideState struct {
 	State GateState `json:"state"`
 
 	// Until is when the override expires.
+	// +kubebuilder:validation:XValidation:rule="self > timestamp('0001-01-01T00:00:00Z')",message="until must be a real time such as 2025-03-10T09:00:00Z; the zero time 0001-01-01T00:00:00Z is not an expiry"
 	Until metav1.Time `json:"until"`
 
 	// Message says why.

@@ -231,7 +231,8 @@ func TestEditingAnOpenGateDoesNotHoldItsTargets(t *testing.T) {
 	for i := range 5 {
 		updateGate(t, ns, "prod", func(g *gatingv1alpha1.Gate) { g.Spec.Message = "edit " + string(rune('a'+i)) })
 	}
-	waitGate(t, ns, "prod", wait, func(g *gatingv1alpha1.Gate) bool { return g.Status.Message == "edit e" })
+	// An open gate shows no spec.message; waitGate waits until the last edit is evaluated.
+	waitGate(t, ns, "prod", wait, func(g *gatingv1alpha1.Gate) bool { return g.Spec.Message == "edit e" && g.Status.Open })
 	// The controller wrote nothing to the target: an apply would leave a managedFields entry.
 	for _, mf := range get(t, ks).GetManagedFields() {
 		assert.NotEqual(t, hold.FieldManager, mf.Manager)

@@ -179,8 +179,11 @@ func TestPluginSelectsGatesWithAllAndLabels(t *testing.T) {
 	assert.Equal(t, 3, strings.Count(out, "open (Default)"), out)
 	_, err = kubectlGate(t, ns, "open", "a", "--all")
 	assert.Equal(t, plugin.ExitUsage, plugin.ExitCode(err))
-	_, err = kubectlGate(t, ns, "list", "-o", "wide")
+	_, err = kubectlGate(t, ns, "list", "-o", "table")
 	assert.Equal(t, plugin.ExitUsage, plugin.ExitCode(err))
+	out, err = kubectlGate(t, ns, "list", "-o", "wide")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "LAST CHANGE")
 }
 
 // Flux does not implement RFC-0006 yet: on Flux kinds the plugin sets spec.suspend, with the

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
-	gatereconciler "github.com/sluicehq/sluice/gate-controller/internal/gate"
+	gatestatus "github.com/sluicehq/sluice/gate-controller/internal/gatestatus"
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/gate"
@@ -157,7 +157,7 @@ func TestAHugeSuspendReasonNeverFailsOpen(t *testing.T) {
 		g.Annotations = map[string]string{suspend.Annotation: strings.Repeat("freeze, ask #platform. ", 9000)}
 	})
 	g := waitGate(t, ns, "prod", wait, func(g *gatingv1alpha1.Gate) bool { return g.Status.Reason == gatingv1alpha1.ReasonSuspended })
-	assert.LessOrEqual(t, len(g.Status.Message), gatereconciler.MaxMessage)
+	assert.LessOrEqual(t, len(g.Status.Message), gatestatus.MaxMessage)
 
 	ks := createFlux(t, flux.Kustomizations, ns, "apps", map[string]string{gate.GatesAnnotation: "prod"}, nil, "kubectl-create")
 	// The targets' cache of gates may hold the gate's status from before the suspend for a moment:

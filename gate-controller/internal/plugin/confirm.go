@@ -47,7 +47,7 @@ func (o *options) confirm(ctx context.Context, gates gatingclient.GateInterface,
 	generation := g.Generation
 	evaluated := func(g *gatingv1alpha1.Gate) bool { return g.Status.ObservedGeneration >= generation }
 	if timeout == 0 {
-		fmt.Fprintf(o.Out, "gate/%s applied; not waiting for the gate-controller (--wait 0)\n", g.Name)
+		fmt.Fprintf(o.Out, "%s applied; not waiting for the gate-controller (--wait 0)\n", o.gateName(g))
 		return true
 	}
 	var lastErr error
@@ -67,15 +67,15 @@ func (o *options) confirm(ctx context.Context, gates gatingclient.GateInterface,
 		if lastErr != nil {
 			why = "last error: " + lastErr.Error()
 		}
-		fmt.Fprintf(o.Out, "gate/%s applied, but not yet confirmed: the gate-controller has not evaluated it within %s (%s); check with %s\n",
-			g.Name, timeout, why, hint(g.Namespace, "list"))
+		fmt.Fprintf(o.Out, "%s applied, but not yet confirmed: the gate-controller has not evaluated it within %s (%s); check with %s\n",
+			o.gateName(g), timeout, why, hint(g.Namespace, "list"))
 		return false
 	case g.Status.Reason == gatingv1alpha1.ReasonSuspended:
-		fmt.Fprintf(o.Out, "gate/%s applied, but the gate is suspended and keeps its state, %s: %s; resume it with %s\n",
-			g.Name, stateName(g), g.Status.Message, hint(g.Namespace, "resume gate/"+g.Name))
+		fmt.Fprintf(o.Out, "%s applied, but the gate is suspended and keeps its state, %s: %s; resume it with %s\n",
+			o.gateName(g), stateName(g), g.Status.Message, hint(g.Namespace, "resume gate/"+g.Name))
 		return false
 	}
-	fmt.Fprintf(o.Out, "gate/%s %s (%s): %s\n", g.Name, stateName(g), g.Status.Reason, g.Status.Message)
+	fmt.Fprintf(o.Out, "%s %s (%s): %s\n", o.gateName(g), stateName(g), g.Status.Reason, g.Status.Message)
 	return true
 }
 
@@ -87,4 +87,12 @@ func stateName(g *gatingv1alpha1.Gate) string {
 		return "open"
 	}
 	return "closed"
+}
+
+// gateName names a gate in the command's output; with -A, with its namespace.
+func (o *options) gateName(g *gatingv1alpha1.Gate) string {
+	if o.allNamespaces {
+		return g.Namespace + " gate/" + g.Name
+	}
+	return "gate/" + g.Name
 }

@@ -49,6 +49,10 @@ state. If it does not within --wait, the change is still applied: the command sa
 			if cmd.Flags().Changed("for") && f.forDuration <= 0 {
 				return usageError("--for must be a positive duration such as 2h or 90m, got %s", f.forDuration)
 			}
+			if f.open && f.forDuration == 0 && f.message != "" {
+				return usageError("an open gate shows no message: spec.message says why a gate is closed by hand; " +
+					"to say why it opens, open it for a while with --for D -m, or approve one revision with `kubectl gate approve NAME --revision REV -m`")
+			}
 			return o.openClose(cmd.Context(), f, args)
 		},
 	}
@@ -74,25 +78,21 @@ func (f *openClose) state() gatingv1alpha1.GateState {
 }
 
 func (o *options) openClose(ctx context.Context, f *openClose, names []string) error {
-	ns, err := o.namespace()
-	if err != nil {
-		return err
-	}
 	client, err := o.sluice()
 	if err != nil {
 		return err
 	}
-	gates := client.GatingV1alpha1().Gates(ns)
-	names, err = selectGates(ctx, gates, names, f.all, f.selector)
+	refs, err := o.selectGates(ctx, client.GatingV1alpha1(), names, f.all, f.selector)
 	if err != nil {
 		return err
 	}
 	var t tally
-	for _, name := range names {
+	for _, ref := range refs {
 		t.total++
-		g, err := f.apply(ctx, gates, name, time.Now())
+		gates := client.GatingV1alpha1().Gates(ref.Namespace)
+		g, err := f.apply(ctx, gates, ref.Name, time.Now())
 		if err != nil {
-			fmt.Fprintf(o.ErrOut, "error: %s\n", describeGateError(err, ns, name))
+			fmt.Fprintf(o.ErrOut, "error: %s\n", describeGateError(err, ref.Namespace, ref.Name))
 			t.failed++
 			continue
 		}
@@ -103,19 +103,34 @@ func (o *options) openClose(ctx context.Context, f *openClose, names []string) e
 	return t.err()
 }
 
-// selectGates is names, or the gates --all or -l select.
-func selectGates(ctx context.Context, gates gatingclient.GateInterface, names []string, all bool, selector string) ([]string, error) {
+// selectGates is the named gates in the current namespace, or the gates --all or -l select in
+// it, or with -A in every namespace.
+func (o *options) selectGates(ctx context.Context, client gatingclient.GatingV1alpha1Interface, names []string, all bool, selector string) ([]gate.Ref, error) {
 	switch {
 	case (all || selector != "") && len(names) > 0:
 		return nil, usageError("name gates or select them with --all or -l, not both")
 	case all && selector != "":
 		return nil, usageError("--all and -l cannot be used together")
-	case len(names) > 0:
-		return names, nil
-	case !all && selector == "":
+	case o.allNamespaces && len(names) > 0:
+		return nil, usageError("a name means a gate in one namespace: leave out -A, or select gates in every namespace with -A and --all or -l")
+	case len(names) == 0 && !all && selector == "":
 		return nil, usageError("name at least one gate, or select them with --all or -l")
 	}
-	list, err := gates.List(ctx, metav1.ListOptions{LabelSelector: selector})
+	ns := metav1.NamespaceAll
+	if !o.allNamespaces {
+		var err error
+		if ns, err = o.namespace(); err != nil {
+			return nil, err
+		}
+	}
+	var refs []gate.Ref
+	if len(names) > 0 {
+		for _, name := range names {
+			refs = append(refs, gate.Ref{Namespace: ns, Name: name})
+		}
+		return refs, nil
+	}
+	list, err := client.Gates(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
@@ -123,9 +138,9 @@ func selectGates(ctx context.Context, gates gatingclient.GateInterface, names []
 		return nil, &ExitError{Code: ExitFailed, Err: fmt.Errorf("no gates selected")}
 	}
 	for _, g := range list.Items {
-		names = append(names, g.Name)
+		refs = append(refs, gate.Ref{Namespace: g.Namespace, Name: g.Name})
 	}
-	return names, nil
+	return refs, nil
 }
 
 // apply changes one gate, reading it again when someone else changed it in between, so an

@@ -3,6 +3,8 @@ package plugin
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,7 +18,6 @@ import (
 
 func newListCommand(o *options) *cobra.Command {
 	var (
-		all      bool
 		selector string
 		output   string
 	)
@@ -24,14 +25,14 @@ func newListCommand(o *options) *cobra.Command {
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List gates with their state, reason, next change and how many objects they hold",
-		Example: "  kubectl gate list -A\n  kubectl gate list -l team=payments -o yaml",
+		Example: "  kubectl gate list -A\n  kubectl gate list -o wide\n  kubectl gate list -l team=payments -o yaml",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "" && output != "yaml" && output != "json" {
-				return usageError("-o %q is not supported; use yaml or json, or leave it out for a table", output)
+			if !slices.Contains(listOutputs, output) {
+				return usageError("-o %q is not supported; use wide, name, yaml or json, or leave it out for a table", output)
 			}
 			ns := metav1.NamespaceAll
-			if !all {
+			if !o.allNamespaces {
 				var err error
 				if ns, err = o.namespace(); err != nil {
 					return err
@@ -45,14 +46,16 @@ func newListCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printList(o.Out, list, output, all, time.Now())
+			return printList(o.Out, list, output, o.allNamespaces, time.Now())
 		},
 	}
-	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list gates in every namespace")
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "list only the gates matching this label selector")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "yaml or json instead of a table")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "wide (more columns, whole messages), name, yaml or json instead of the table")
 	return cmd
 }
+
+// listOutputs are the -o values of list; "" is the table.
+var listOutputs = []string{"", "wide", "name", "yaml", "json"}
 
 func printList(out io.Writer, list *gatingv1alpha1.GateList, output string, withNamespace bool, now time.Time) error {
 	switch output {
@@ -67,21 +70,35 @@ func printList(out io.Writer, list *gatingv1alpha1.GateList, output string, with
 			p = &printers.JSONPrinter{}
 		}
 		return p.PrintObj(list, out)
+	case "name":
+		// As kubectl prints it, so the output pipes into kubectl.
+		for _, g := range list.Items {
+			fmt.Fprintf(out, "gate.%s/%s\n", gatingv1alpha1.SchemeGroupVersion.Group, g.Name)
+		}
+		return nil
 	}
 	if len(list.Items) == 0 {
 		fmt.Fprintln(out, "No gates found.")
 		return nil
 	}
-	printGates(out, list.Items, withNamespace, now)
+	printGates(out, list.Items, withNamespace, output == "wide", now)
 	return nil
 }
 
-func printGates(out io.Writer, gates []gatingv1alpha1.Gate, withNamespace bool, now time.Time) {
+// MaxMessageColumn caps the MESSAGE column of the table, as kubectl caps long cells, so one long
+// message does not push every row off the screen; -o wide prints whole messages.
+const MaxMessageColumn = 64
+
+func printGates(out io.Writer, gates []gatingv1alpha1.Gate, withNamespace, wide bool, now time.Time) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	if withNamespace {
 		fmt.Fprint(w, "NAMESPACE\t")
 	}
-	fmt.Fprintln(w, "NAME\tSTATE\tREASON\tNEXT CHANGE\tHOLDING\tMESSAGE")
+	fmt.Fprint(w, "NAME\tSTATE\tREASON\tNEXT CHANGE\tHOLDING\t")
+	if wide {
+		fmt.Fprint(w, "LAST CHANGE\tWINDOWS\tOVERRIDE UNTIL\t")
+	}
+	fmt.Fprintln(w, "MESSAGE")
 	for _, g := range gates {
 		if withNamespace {
 			fmt.Fprintf(w, "%s\t", g.Namespace)
@@ -90,9 +107,44 @@ func printGates(out io.Writer, gates []gatingv1alpha1.Gate, withNamespace bool, 
 		if t := g.Status.NextTransitionTime; t != nil {
 			next = fmt.Sprintf("in %s (%s)", duration.HumanDuration(t.Sub(now)), t.UTC().Format(time.RFC3339))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\n", g.Name, stateName(&g), orDash(g.Status.Reason), next, g.Status.Holding, orDash(g.Status.Message))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t", g.Name, stateName(&g), orDash(g.Status.Reason), next, g.Status.Holding)
+		message := oneLine(g.Status.Message)
+		if wide {
+			fmt.Fprintf(w, "%s\t%d\t%s\t", ago(g.Status.LastTransitionTime, now), len(g.Spec.Windows), overrideUntil(g.Spec.Override))
+		} else {
+			message = capWidth(message, MaxMessageColumn)
+		}
+		fmt.Fprintf(w, "%s\n", orDash(message))
 	}
 	_ = w.Flush()
+}
+
+// oneLine keeps a message on its row.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// capWidth cuts s to at most n runes, marking the cut.
+func capWidth(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-3]) + "..."
+}
+
+func ago(t *metav1.Time, now time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return duration.HumanDuration(now.Sub(t.Time)) + " ago"
+}
+
+func overrideUntil(o *gatingv1alpha1.GateOverride) string {
+	if o == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s until %s", o.State, o.Until.UTC().Format(time.RFC3339))
 }
 
 func orDash(s string) string {

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
@@ -45,7 +48,10 @@ func TestUsageErrorsExitWithTwo(t *testing.T) {
 		{"close", "prod", "--all"},
 		{"open", "--all", "-l", "a=b"},
 		{"list", "extra"},
-		{"list", "-o", "wide"},
+		{"list", "-o", "table"},
+		{"close", "prod", "-A"},
+		{"open", "prod", "-m", "a message an open gate would not show"},
+		{"suspend", "ks/apps", "-A"},
 		{"suspend"},
 		{"suspend", "kustomizations"},
 		{"suspend", "ks/apps", "--all"},
@@ -89,4 +95,46 @@ func TestStillSuspendedNamesWhatSuspends(t *testing.T) {
 	assert.Contains(t, stillSuspended(u), "still reports Suspended")
 	u.Object["spec"] = map[string]any{"suspend": true}
 	assert.Contains(t, stillSuspended(u), "spec.suspend")
+}
+
+func TestListPrintsWideAndNameAndCapsTheMessage(t *testing.T) {
+	now := time.Date(2025, 6, 13, 16, 0, 0, 0, time.UTC)
+	long := strings.Repeat("sign-off pending ", 20)
+	changed := metav1.NewTime(now.Add(-time.Hour))
+	list := &gatingv1alpha1.GateList{Items: []gatingv1alpha1.Gate{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "prod"},
+		Spec:       gatingv1alpha1.GateSpec{Closed: true, Message: long},
+		Status: gatingv1alpha1.GateStatus{Reason: gatingv1alpha1.ReasonManual, Message: long, LastTransitionTime: &changed,
+			Conditions: []metav1.Condition{{Type: gatingv1alpha1.ConditionOpen, Status: metav1.ConditionFalse}}},
+	}}}
+
+	var table bytes.Buffer
+	require.NoError(t, printList(&table, list, "", false, now))
+	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+	require.Len(t, lines, 2)
+	assert.Contains(t, lines[1], "prod")
+	assert.Contains(t, lines[1], "...")
+	assert.Less(t, len(lines[1]), len(long), "the MESSAGE column is capped")
+
+	var wide bytes.Buffer
+	require.NoError(t, printList(&wide, list, "wide", true, now))
+	assert.Contains(t, wide.String(), "LAST CHANGE")
+	assert.Contains(t, wide.String(), "60m ago")
+	assert.Contains(t, wide.String(), strings.TrimSpace(long), "-o wide prints the whole message")
+	assert.True(t, strings.HasPrefix(wide.String(), "NAMESPACE"))
+
+	var names bytes.Buffer
+	require.NoError(t, printList(&names, list, "name", false, now))
+	assert.Equal(t, "gate.gating.sluice.dev/prod\n", names.String())
+}
+
+// -v is kubectl's verbosity, not taken by any command.
+func TestVerbosityFlagIsKubectls(t *testing.T) {
+	cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
+	for _, verb := range []string{"list", "open", "close", "suspend", "resume"} {
+		sub, _, err := cmd.Find([]string{verb})
+		require.NoError(t, err)
+		require.NoError(t, sub.ParseFlags([]string{"-v=6"}), verb)
+		assert.Equal(t, "6", sub.Flag("v").Value.String(), verb)
+	}
 }

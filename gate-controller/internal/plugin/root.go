@@ -3,6 +3,7 @@
 package plugin
 
 import (
+	goflag "flag"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	"github.com/sluicehq/sluice/pkg/version"
@@ -21,6 +23,8 @@ const FieldManager = "kubectl-gate"
 // options are shared by every command.
 type options struct {
 	flags *genericclioptions.ConfigFlags
+	// allNamespaces is -A: select across every namespace, as kubectl does.
+	allNamespaces bool
 	genericiooptions.IOStreams
 }
 
@@ -65,8 +69,9 @@ A closed gate holds every object that references it through the gating.sluice.de
 annotation; the gate-controller suspends them and resumes them when the gate opens.
 
 ` + exitCodesHelp,
-		Example: `  kubectl gate list -A
+		Example: `  kubectl gate list -A -o wide
   kubectl gate close prod -m "release 1.4 sign-off pending"
+  kubectl gate close -A -l tier=prod -m "incident INC-123"
   kubectl gate open prod --for 1h -m "hotfix for INC-123"   # then closed by hand again
   kubectl gate suspend kustomization/apps -m "migrating the database, ask #platform"
   kubectl gate resume kustomization/apps --wait`,
@@ -80,9 +85,21 @@ annotation; the gate-controller suspends them and resumes them when the gate ope
 	root.SetErr(streams.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: ExitUsage, Err: err} })
 	o.flags.AddFlags(root.PersistentFlags())
+	root.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false,
+		"list or select across every namespace; with open, close, suspend and resume, select with --all or -l")
+	addVerbosity(root.PersistentFlags())
 	root.AddCommand(newOpenCloseCommand(o, true), newOpenCloseCommand(o, false), newListCommand(o),
 		newSuspendCommand(o), newResumeCommand(o))
 	return root
+}
+
+// addVerbosity adds kubectl's -v: the client's log level, so -v=6 shows each request as with kubectl.
+func addVerbosity(fs *pflag.FlagSet) {
+	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	v := pflag.PFlagFromGoFlag(klogFlags.Lookup("v"))
+	v.Shorthand = "v"
+	fs.AddFlag(v)
 }
 
 // addSelection adds --all and -l to a command that acts on several objects.

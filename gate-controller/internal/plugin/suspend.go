@@ -19,8 +19,9 @@ import (
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
-// rfcDefaultReason is the value RFC-0006 gives the annotation when no message is given.
-const rfcDefaultReason = "true"
+// DefaultSuspendReason is the annotation's value when suspend is given no message: a sentence a
+// person reads in the object's status, rather than a bare "true".
+const DefaultSuspendReason = "suspended with kubectl gate suspend; no reason was given"
 
 // selection names the objects a command acts on.
 type selection struct {
@@ -55,15 +56,15 @@ The gate-controller never resumes an object someone suspended, even when its gat
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reason := message
 			if reason == "" {
-				reason = rfcDefaultReason
+				reason = DefaultSuspendReason
 			}
 			return o.forEach(args, sel, func(info *resource.Info) bool {
 				how, err := o.suspend(cmd.Context(), info, reason)
 				if err != nil {
-					fmt.Fprintf(o.ErrOut, "error: %s: %v\n", describe(info), err)
+					fmt.Fprintf(o.ErrOut, "error: %s: %v\n", o.describe(info), err)
 					return false
 				}
-				fmt.Fprintf(o.Out, "%s suspended (%s): %s\n", describe(info), how, reason)
+				fmt.Fprintf(o.Out, "%s suspended (%s): %s\n", o.describe(info), how, reason)
 				return true
 			})
 		},
@@ -150,12 +151,12 @@ func bySpec(info *resource.Info) bool {
 func (o *options) resumeOne(ctx context.Context, info *resource.Info, waitFor time.Duration) (bool, bool) {
 	obj, ok := info.Object.(*unstructured.Unstructured)
 	if !ok {
-		fmt.Fprintf(o.ErrOut, "error: %s: not readable as an object\n", describe(info))
+		fmt.Fprintf(o.ErrOut, "error: %s: not readable as an object\n", o.describe(info))
 		return false, false
 	}
 	patch, undone := resumePatch(obj)
 	if patch == nil {
-		fmt.Fprintf(o.Out, "%s has no %s annotation and spec.suspend is not true; nothing to resume\n", describe(info), suspend.Annotation)
+		fmt.Fprintf(o.Out, "%s has no %s annotation and spec.suspend is not true; nothing to resume\n", o.describe(info), suspend.Annotation)
 		return true, true
 	}
 	data, err := json.Marshal(patch)
@@ -164,10 +165,10 @@ func (o *options) resumeOne(ctx context.Context, info *resource.Info, waitFor ti
 			Patch(info.Namespace, info.Name, types.MergePatchType, data, nil)
 	}
 	if err != nil {
-		fmt.Fprintf(o.ErrOut, "error: %s: %v\n", describe(info), err)
+		fmt.Fprintf(o.ErrOut, "error: %s: %v\n", o.describe(info), err)
 		return false, false
 	}
-	fmt.Fprintf(o.Out, "%s resumed (removed %s)\n", describe(info), undone)
+	fmt.Fprintf(o.Out, "%s resumed (removed %s)\n", o.describe(info), undone)
 	if rec, held := heldByGates(obj); held {
 		fmt.Fprintf(o.Out, "note: it was held by gates (%s); the gate-controller lets it run and holds it again only after they open and close\n", rec.Reason)
 	}
@@ -223,13 +224,13 @@ func (o *options) confirmRunning(ctx context.Context, info *resource.Info, timeo
 		return why == "", nil
 	})
 	if confirmed {
-		fmt.Fprintf(o.Out, "%s is running\n", describe(info))
+		fmt.Fprintf(o.Out, "%s is running\n", o.describe(info))
 		return true
 	}
 	if why == "" && lastErr != nil {
 		why = "last error: " + lastErr.Error()
 	}
-	fmt.Fprintf(o.Out, "%s resumed, but not yet confirmed running within %s: %s\n", describe(info), timeout, why)
+	fmt.Fprintf(o.Out, "%s resumed, but not yet confirmed running within %s: %s\n", o.describe(info), timeout, why)
 	return false
 }
 
@@ -285,13 +286,16 @@ func (o *options) objects(args []string, sel selection) ([]*resource.Info, error
 			return nil, usageError("%s names no object: write KIND/NAME, or select objects of a kind with --all or -l", a)
 		}
 	}
+	if o.allNamespaces && !selecting {
+		return nil, usageError("a name means an object in one namespace: leave out -A, or select objects in every namespace with -A and KIND --all or -l")
+	}
 	ns, err := o.namespace()
 	if err != nil {
 		return nil, err
 	}
 	infos, err := resource.NewBuilder(o.flags).
 		Unstructured().
-		NamespaceParam(ns).DefaultNamespace().
+		NamespaceParam(ns).DefaultNamespace().AllNamespaces(o.allNamespaces).
 		LabelSelectorParam(sel.selector).
 		SelectAllParam(sel.all).
 		ResourceTypeOrNameArgs(true, args...).
@@ -306,6 +310,11 @@ func (o *options) objects(args []string, sel selection) ([]*resource.Info, error
 	return infos, nil
 }
 
-func describe(info *resource.Info) string {
-	return info.Mapping.Resource.GroupResource().String() + "/" + info.Name
+// describe names the object; with -A, with its namespace, so each line says which one it is.
+func (o *options) describe(info *resource.Info) string {
+	name := info.Mapping.Resource.GroupResource().String() + "/" + info.Name
+	if o.allNamespaces && info.Namespace != "" {
+		return info.Namespace + " " + name
+	}
+	return name
 }

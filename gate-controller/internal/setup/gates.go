@@ -1,14 +1,14 @@
 package setup
 
 import (
-	"github.com/sluicehq/sluice/gate-controller/internal/gate"
+	"github.com/sluicehq/sluice/gate-controller/internal/gatestatus"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 )
 
 // addGates registers the reconciler of Gate status, brought back by its Gate's changes and by
 // the Gates whose references it follows.
 func (w *wiring) addGates() error {
-	c := w.m.NewController("gates", &gate.Reconciler{
+	c := w.m.NewController("gates", &gatestatus.Reconciler{
 		Gates:        w.gates.Lister(),
 		Client:       w.m.Sluice,
 		Recorder:     w.m.Recorder,
@@ -20,6 +20,6 @@ func (w *wiring) addGates() error {
 	w.gateController = c
 	return handler.Register(
 		handler.Watch(w.gates.Informer(), handler.EnqueueObject(c)),
-		handler.Watch(w.gates.Informer(), gate.ReferenceHandler(w.gates.Lister(), c)),
+		handler.Watch(w.gates.Informer(), gatestatus.ReferenceHandler(w.gates.Lister(), c)),
 	)
 }

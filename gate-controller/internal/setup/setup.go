@@ -1,7 +1,7 @@
 // Package setup wires the gate-controller's reconcilers into a manager: of Gates (internal/gate)
 // and of the Flux objects they hold (internal/targets), in the style every controller's setup
 // follows (docs/architecture.md, "One setup style"): Config, Defaults, AddFlags, Validate and
-// Setup here; what the kinds share in wiring.go; one file per kind (gates.go, targets.go).
+// Setup here; what the kinds share in wiring.go; one file per kind (gates.go, holding.go).
 package setup
 
 import (

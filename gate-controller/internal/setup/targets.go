@@ -1,7 +1,7 @@
 package setup
 
 import (
-	"github.com/sluicehq/sluice/gate-controller/internal/targets"
+	"github.com/sluicehq/sluice/gate-controller/internal/holding"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 )
 
@@ -11,7 +11,7 @@ import (
 // brings back its Gates too.
 func (w *wiring) addTargets() error {
 	m := w.m
-	c := m.NewController("gate-targets", &targets.Reconciler{
+	c := m.NewController("gate-targets", &holding.Reconciler{
 		Registry: w.registry,
 		Gates:    w.gates.Lister(),
 		Dynamic:  m.Dynamic,
@@ -22,17 +22,17 @@ func (w *wiring) addTargets() error {
 		Clock:    m.Clock,
 	})
 	w.targetController = c
-	if err := handler.Register(handler.Watch(w.gates.Informer(), targets.GateHandler(w.registry, c, w.latency))); err != nil {
+	if err := handler.Register(handler.Watch(w.gates.Informer(), holding.GateHandler(w.registry, c, w.latency))); err != nil {
 		return err
 	}
-	watcher := &targets.Watcher{
+	watcher := &holding.Watcher{
 		Targets:   w.cfg.Targets,
 		Discovery: m.Kube.Discovery(),
 		Factory:   m.MetadataInformers,
 		Metadata:  m.Metadata,
 		Registry:  w.registry,
-		OnWatch: func(watched *targets.Watched) error {
-			_, err := watched.Informer.AddEventHandler(targets.TargetHandler(watched, c, w.gateController))
+		OnWatch: func(watched *holding.Watched) error {
+			_, err := watched.Informer.AddEventHandler(holding.TargetHandler(watched, c, w.gateController))
 			return err
 		},
 		Metrics: w.metrics,

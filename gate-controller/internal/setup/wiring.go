@@ -2,8 +2,8 @@ package setup
 
 import (
 	gatinginformers "github.com/sluicehq/sluice/api/generated/informers/externalversions/gating/v1alpha1"
+	"github.com/sluicehq/sluice/gate-controller/internal/holding"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
-	"github.com/sluicehq/sluice/gate-controller/internal/targets"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 )
@@ -15,8 +15,8 @@ type wiring struct {
 	cfg Config
 
 	gates    gatinginformers.GateInformer
-	registry *targets.Registry
-	latency  *targets.Latency
+	registry *holding.Registry
+	latency  *holding.Latency
 	metrics  *metrics.Gates
 
 	gateController, targetController *controller.Controller
@@ -29,8 +29,8 @@ func newWiring(m *manager.Manager, cfg Config) *wiring {
 	return &wiring{
 		m: m, cfg: cfg,
 		gates:    m.SluiceInformers.Gating().V1alpha1().Gates(),
-		registry: targets.NewRegistry(),
-		latency:  targets.NewLatency(),
+		registry: holding.NewRegistry(),
+		latency:  holding.NewLatency(),
 		metrics:  metrics.New(m.Metrics),
 	}
 }

@@ -23,15 +23,13 @@ package v1alpha1
 //
 // GateSpec is the desired state of a Gate.
 //
-// The effective state is decided by the first rule that applies:
-// 1. spec.closed is true: closed (reason Manual). A manual close beats every override, except one
-// set on the gate while it was closed by hand (override.replaces.closed: true), which is a
-// bypass: it applies until it expires, and then the gate is closed by hand again.
-// 2. spec.override is set and not expired: the override's state (reason Override).
-// 3. spec.override has expired: the first override it replaced that has not expired yet (reason Override).
-// 4. a closed window is active: closed (reason Window). Closing beats opening.
-// 5. there are open windows: open only while one of them is active (reason Window).
-// 6. otherwise: open (reason Default).
+// The effective state is decided by the first rule that applies.
+// Rule 1: spec.closed is true: closed (reason Manual). A manual close beats every override except a bypass, one set on the gate while it was closed by hand (override.replaces.closed: true), which applies until it expires; then the gate is closed by hand again.
+// Rule 2: spec.override is set and not expired: the override's state (reason Override).
+// Rule 3: spec.override has expired: the first override it replaced that has not expired yet (reason Override).
+// Rule 4: a closed window is active: closed (reason Window). Closing beats opening.
+// Rule 5: there are open windows: open only while one of them is active (reason Window).
+// Rule 6: otherwise: open (reason Default).
 //
 // So when an override expires the gate returns to what the override replaced.
 // A spec that cannot be evaluated closes the gate (reason Invalid) and the gate reports Stalled.
@@ -40,8 +38,10 @@ type GateSpecApplyConfiguration struct {
 	// whatever the windows say, and whatever an override says unless that override was set as a
 	// bypass of this manual close (override.replaces.closed). Opening or closing is a plain spec update.
 	Closed *bool `json:"closed,omitempty"`
-	// Message is a short human note on why the gate is closed or open, e.g. "release 1.4 sign-off pending".
-	// It is shown in status when spec.closed decides the state (reasons Manual and Default).
+	// Message is a short human note on why the gate is closed by hand, e.g. "release 1.4 sign-off pending".
+	// It is shown in status while spec.closed closes the gate (reason Manual). An open gate does not
+	// show it, so a gate closed with a message and then opened by setting closed: false never reports
+	// the old message as the reason it is open.
 	Message *string `json:"message,omitempty"`
 	// Suspend freezes the gate: while suspended its open/closed state is kept as it was, neither
 	// windows nor overrides change it, and status says it is suspended.

@@ -29,10 +29,9 @@ import (
 // GateWindow is a recurring time window.
 //
 // Starts are local clock times in timeZone, so a daily 09:00 window opens at 09:00 local time on both sides
-// of a daylight-saving change. A window covers the local clock span from its start to start+duration:
-// - a start or end the clocks skip (spring forward) happens at the moment the clocks jump;
-// a window whose whole span is skipped does not open that day;
-// - a start or end the clocks show twice (fall back) happens the first time the clock shows it.
+// of a daylight-saving change. A window covers the local clock span from its start to start+duration.
+// A start or end the clocks skip (spring forward) happens at the moment the clocks jump, and a window whose whole span is skipped does not open that day.
+// A start or end the clocks show twice (fall back) happens the first time the clock shows it.
 //
 // So in elapsed time a window across the skipped hour is an hour shorter, and one across the repeated
 // hour an hour longer, while a daily 00:00 window of 24h stays open through both changes.

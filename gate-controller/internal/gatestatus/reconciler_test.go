@@ -1,4 +1,4 @@
-package gate
+package gatestatus
 
 import (
 	"context"
@@ -9,14 +9,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
 	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
 	"github.com/sluicehq/sluice/gate-controller/internal/metrics"
+	"github.com/sluicehq/sluice/pkg/conditions"
 	gatelogic "github.com/sluicehq/sluice/pkg/gate"
+	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
 )
 
@@ -180,4 +186,33 @@ func TestReconcileReportsTheHeldCountOnceItSettles(t *testing.T) {
 	for wait := reconcile(time.Millisecond); wait > 0; wait = reconcile(wait) {
 	}
 	assert.Equal(t, []string{"Normal Released holds 1 object, 4 released since the last report: Kustomization apps/a"}, h.drain())
+}
+
+// A status the API server rejects (as it rejected the zero override expiry before the CRD
+// refused it at admission) is never dropped in silence: the gate reports it closed and Stalled,
+// with the API server's words, a Warning Event says so, and the error is not retried in a loop.
+func TestRejectedStatusIsReportedNotDropped(t *testing.T) {
+	expired := metav1.NewTime(friday.Add(-time.Hour))
+	h := newHarness(t, newGate(gatingv1alpha1.GateSpec{Override: &gatingv1alpha1.GateOverride{State: gatingv1alpha1.StateOpen, Until: expired}}))
+	h.client.PrependReactor("update", "gates", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		g := action.(k8stesting.UpdateAction).GetObject().(*gatingv1alpha1.Gate)
+		if action.GetSubresource() == "status" && g.Status.ExpiredOverride != nil {
+			return true, nil, apierrors.NewInvalid(gatingv1alpha1.SchemeGroupVersion.WithKind("Gate").GroupKind(), g.Name,
+				field.ErrorList{field.Required(field.NewPath("status", "expiredOverride", "until"), "")})
+		}
+		return false, nil, nil
+	})
+	_, err := h.r.Reconcile(context.Background(), "apps/prod")
+	require.Error(t, err)
+	assert.True(t, controller.IsPermanent(err), "a rejected status is not retried in a hot loop: %v", err)
+
+	g := h.sync(t)
+	assert.False(t, g.Status.Open)
+	assert.Equal(t, g.Generation, g.Status.ObservedGeneration)
+	assert.Equal(t, gatingv1alpha1.ReasonInvalid, g.Status.Reason)
+	assert.Contains(t, g.Status.Message, "status.expiredOverride.until")
+	assert.True(t, conditions.IsTrue(g.Status.Conditions, conditions.Stalled))
+	events := h.drain()
+	require.NotEmpty(t, events)
+	assert.Contains(t, events[0], "Warning StatusRejected")
 }

@@ -1,12 +1,14 @@
-package gate
+package gatestatus
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -21,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
+	"github.com/sluicehq/sluice/pkg/text"
 )
 
 // FieldManager writes Gate status.
@@ -32,6 +35,7 @@ const (
 	ReasonClosed          = "Closed"
 	ReasonOverrideExpired = "OverrideExpired"
 	ReasonInvalidSpec     = "InvalidSpec"
+	ReasonStatusRejected  = "StatusRejected"
 )
 
 // Reconciler keeps each Gate's status current.
@@ -104,6 +108,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	l.Next.Status = status
 	_, wrote, err := gateStatus.Write(ctx, r.Client.GatingV1alpha1().Gates(g.Namespace), g, l.Next)
+	if apierrors.IsInvalid(err) {
+		return controller.Result{}, r.statusRejected(ctx, g, l.Next, err, now)
+	}
 	if err != nil {
 		return controller.Result{}, err
 	}
@@ -220,4 +227,18 @@ func minPositive(a, b time.Duration) time.Duration {
 		return b
 	}
 	return a
+}
+
+// statusRejected handles a status the API server refused as invalid, which retrying cannot fix:
+// it writes the smallest status that says so (closed, Stalled, with the API server's words), so
+// the gate and its targets show why, records a Warning Event, and stops retrying until the gate
+// changes. A gate never goes without a status silently.
+func (r *Reconciler) statusRejected(ctx context.Context, g *gatingv1alpha1.Gate, next *gatingv1alpha1.Gate, rejected error, now time.Time) error {
+	why := text.TruncateBytes(rejected.Error(), MaxMessage/2)
+	r.Recorder.Eventf(g, corev1.EventTypeWarning, ReasonStatusRejected, "the API server rejected the gate's status, so the gate stays closed until its spec changes: %s", why)
+	next.Status = RejectedStatus(g, next.Status, why, now)
+	if _, _, err := gateStatus.Write(ctx, r.Client.GatingV1alpha1().Gates(g.Namespace), g, next); err != nil {
+		return controller.Permanent(fmt.Errorf("write Gate status: %w; reporting it failed too: %v", rejected, err))
+	}
+	return controller.Permanent(fmt.Errorf("write Gate status: %w", rejected))
 }

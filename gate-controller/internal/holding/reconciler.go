@@ -1,4 +1,4 @@
-package targets
+package holding
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 )
 
 // Event reasons on targets. A target held or released as its gates say gets no Event: its gate
-// reports how many it holds (gates.ReasonHolding), and the target's annotations say why. Events
+// reports how many it holds (gatestatus.ReasonHolding), and the target's annotations say why. Events
 // here are for what needs a person's eye on the object itself.
 const (
 	ReasonHoldOverridden = "HoldOverridden"

@@ -1,7 +1,7 @@
-// Package targets watches the objects that reference gates and holds or releases them: a
+// Package holding watches the objects that reference gates and holds or releases them: a
 // metadata-only cache per configured kind, an index from each gate to the objects that reference
 // it, and the reconciler that applies what package hold decides.
-package targets
+package holding
 
 import (
 	"slices"

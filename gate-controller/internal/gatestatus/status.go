@@ -1,7 +1,7 @@
-// Package gate reconciles Gate objects: it evaluates the effective state from the spec and the
+// Package gatestatus reconciles Gate objects: it evaluates the effective state from the spec and the
 // time, records transitions, reports the objects a gate holds, and requeues a gate exactly when
 // a window or override next changes it, never on a poll.
-package gate
+package gatestatus
 
 import (
 	"fmt"
@@ -159,4 +159,19 @@ func timePtr(t *time.Time) *metav1.Time {
 	}
 	mt := metav1.NewTime(*t)
 	return &mt
+}
+
+// RejectedStatus is the status that reports a rejected one: the gate closed (reason Invalid)
+// and Stalled with the API server's words, built from the status that was rejected minus what
+// came from the spec verbatim (the expired override), so it can be written.
+func RejectedStatus(g *gatingv1alpha1.Gate, rejected gatingv1alpha1.GateStatus, why string, now time.Time) gatingv1alpha1.GateStatus {
+	st := *rejected.DeepCopy()
+	st.ExpiredOverride = nil
+	st.NextTransitionTime = nil
+	message := "the API server rejected the gate's status, so it stays closed until the spec is fixed: " + why
+	evaluated := conditions.Get(g.Status.Conditions, gatingv1alpha1.ConditionOpen) != nil
+	st.Open = g.Status.Open && evaluated
+	setState(&st, false, gatingv1alpha1.ReasonInvalid, message, evaluated, now)
+	conditions.MarkStalled(&st.Conditions, g.Generation, conditions.ReasonInvalidSpec, message)
+	return st
 }
