@@ -11,6 +11,7 @@ import (
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/apply"
+	"github.com/sluicehq/sluice/pkg/snapshot"
 )
 
 // Identities gives each release the clients of the ServiceAccount it acts as, impersonated (as
@@ -82,12 +83,17 @@ func (r *Reconciler) actingFor(mr *rollbackv1.ManifestRelease) (*Reconciler, err
 	acting := *r
 	// Snapshots are bound to this release's UID: a Secret it did not write is never read,
 	// reused or deleted.
-	owned := *r.Snapshots
+	var owned snapshot.Store
+	if r.Snapshots != nil {
+		owned = *r.Snapshots
+	}
 	owned.Owner = mr.UID
 	acting.Snapshots = &owned
 	sa := r.Identities.ServiceAccountOf(mr)
 	if sa == "" {
-		acting.reviewer = apply.Reviewer{Reviews: r.Kube.AuthorizationV1().SelfSubjectAccessReviews(), User: "the rollback-controller"}
+		if r.Kube != nil {
+			acting.reviewer = apply.Reviewer{Reviews: r.Kube.AuthorizationV1().SelfSubjectAccessReviews(), User: "the rollback-controller"}
+		}
 		return &acting, nil
 	}
 	if r.Identities == nil || r.Identities.Config == nil {

@@ -11,8 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -22,6 +26,7 @@ import (
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/apply"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
 	"github.com/sluicehq/sluice/pkg/snapshot"
@@ -207,6 +212,7 @@ func TestReleaseStepsWrittenFromOneCopyAllLand(t *testing.T) {
 	g := newUnitRig(t, mr)
 	g.r.Sources = &Sources{Kube: kubefake.NewClientset(src), Sluice: g.client, MaxSize: 1 << 20}
 	g.r.Snapshots = &snapshot.Store{}
+	g.r.Applier = &apply.Applier{Dynamic: acceptingApplies(), Mapper: configMapMapper()}
 	fetched, err := g.r.Sources.Fetch(ctx, mr)
 	require.NoError(t, err)
 	digest, err := snapshot.Digest(fetched.Files, g.r.Snapshots.Options)
@@ -226,4 +232,25 @@ func TestReleaseStepsWrittenFromOneCopyAllLand(t *testing.T) {
 	require.NotNil(t, ready, "and the step before it is still there")
 	assert.Equal(t, ReasonDeployed, ready.Reason)
 	assert.Equal(t, "v1 (snapshot 1) is deployed", ready.Message)
+}
+
+// acceptingApplies is a dynamic client that accepts every server-side apply: the drift
+// correction of a deployed release applies it again.
+func acceptingApplies() *dynamicfake.FakeDynamicClient {
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	client.PrependReactor("patch", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, &unstructured.Unstructured{Object: map[string]any{}}, nil
+	})
+	return client
+}
+
+// resettableMapper knows ConfigMaps.
+type resettableMapper struct{ *meta.DefaultRESTMapper }
+
+func (resettableMapper) Reset() {}
+
+func configMapMapper() resettableMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	return resettableMapper{m}
 }
