@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -24,6 +23,7 @@ import (
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/commitstatus-controller/internal/scmimport"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
+	"github.com/sluicehq/sluice/pkg/runtime/httpserve"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/scm/webhook"
 )
@@ -129,15 +129,5 @@ func (r *Receiver) strategiesFor(provider *scmv1alpha1.ScmProvider, ev *scm.Even
 func (r *Receiver) Serve(ctx context.Context, ln net.Listener) error {
 	mux := http.NewServeMux()
 	mux.Handle(Path, r.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return httpserve.Serve(ctx, ln, mux)
 }

@@ -22,6 +22,7 @@ import (
 	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
 	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
+	"github.com/sluicehq/sluice/pkg/runtime/httpserve"
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
 
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
@@ -235,15 +236,5 @@ func sameRepo(gr *scmv1alpha1.ScmRepository, r scm.Repository) bool {
 func (p *Receiver) Serve(ctx context.Context, ln net.Listener) error {
 	mux := http.NewServeMux()
 	mux.Handle(WebhookPath, p.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return httpserve.Serve(ctx, ln, mux)
 }

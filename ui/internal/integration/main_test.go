@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/sluicehq/sluice/pkg/runtime/httpserve"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/testenv"
@@ -94,7 +95,7 @@ func startUI(t *testing.T, cfg *rest.Config, c setup.Config) string {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- setup.ServeListener(ctx, ln, h) }()
+	go func() { done <- httpserve.Serve(ctx, ln, h) }()
 	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
 	testenv.RunManager(t, m)
 	return "http://" + ln.Addr().String()

@@ -17,6 +17,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sluicehq/sluice/pkg/runtime/httpserve"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/ui/internal/store"
 	"github.com/sluicehq/sluice/ui/internal/web"
@@ -149,20 +150,5 @@ func Serve(ctx context.Context, addr string, handler http.Handler, m *manager.Ma
 		return fmt.Errorf("--listen %s: %w", addr, err)
 	}
 	m.Log.Info("serving the UI", "url", "http://"+ln.Addr().String())
-	return ServeListener(ctx, ln, handler)
-}
-
-// ServeListener serves handler on ln until ctx ends.
-func ServeListener(ctx context.Context, ln net.Listener, handler http.Handler) error {
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return httpserve.Serve(ctx, ln, handler)
 }
