@@ -158,8 +158,10 @@ func cachedHeadToMerge(repo *git.Repository, pr *promoterv1alpha1.PullRequest) b
 	if err != nil || head != pr.Spec.ExpectedHeadSHA {
 		return false
 	}
-	_, err = repo.Resolve(pr.Spec.TargetBranch)
-	return err == nil
+	target, err := repo.Resolve(pr.Spec.TargetBranch)
+	// A merge guarded by its base goes only onto that base, and never again onto another: a cache
+	// whose target is not the base is stale for it, and the fetch it saves would turn into a refusal.
+	return err == nil && (pr.Spec.ExpectedBaseSHA == "" || target == pr.Spec.ExpectedBaseSHA)
 }
 
 // stall reports a repository or provider a person must fix, with a Warning Event once per new

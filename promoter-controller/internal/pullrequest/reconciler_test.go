@@ -225,6 +225,23 @@ func TestMergeOfAFreshlyFetchedHeadDoesNotFetchAgain(t *testing.T) {
 	assert.Equal(t, 1.0, g.gitOps("merge"))
 }
 
+// A merge guarded by its base (a revert's) whose base the cache has not seen yet: the target is
+// fetched, and the merge lands on the base it was planned on instead of being refused as moved.
+func TestGuardedMergeFetchesABaseTheCacheHasNotSeen(t *testing.T) {
+	g := newRig(t)
+	g.prime()
+	base := g.repo.CommitFiles(t, "dev", map[string]string{"hotfix.yaml": "x: 1\n"}, "landed after the cache was read")
+	pr := gitPullRequest(promoterv1alpha1.PullRequestMerged, g.proposed)
+	pr.Spec.ExpectedBaseSHA = base
+	g.put(pr)
+	g.reconcile()
+	got := g.sync()
+	assert.Equal(t, promoterv1alpha1.PullRequestMerged, got.Status.State, "%+v", got.Status.Conditions)
+	dev := g.repo.Branch(t, "dev")
+	assert.True(t, g.repo.IsAncestor(t, base, dev), "merged onto the expected base")
+	assert.True(t, g.repo.IsAncestor(t, g.proposed, dev), "the head lands")
+}
+
 // The target moved on the server after the cache was read: the compare-and-swap push fails, the
 // merge fetches and keeps both commits.
 func TestMergeFromAStaleCacheKeepsWhatTheTargetGained(t *testing.T) {
