@@ -120,7 +120,7 @@ func chapterRelease(ctx context.Context, s *Story) error {
 	s.Say("and podinfo 6.8.0-rc.1 answers the smoke test with HTTP 500")
 	s.Say("the release acts as ServiceAccount podinfo-releaser, allowed only this namespace's")
 	s.Say("ConfigMaps, Services, Deployments, Jobs and snapshot Secrets: nothing runs with the controller's rights")
-	if err := s.Apply(ctx, releaseTenant(s.Namespace)+"---"+releaseVersion("6.7.0", false)+"---"+releaseTests+"---"+releaseV1); err != nil {
+	if err := s.Apply(ctx, strings.Join([]string{releaseTenant(s.Namespace), releaseVersion("6.7.0", false), releaseTests, releaseV1}, "\n---\n")); err != nil {
 		return err
 	}
 	if _, err := s.Kubectl(ctx, "wait", "--for=condition=Ready", "manifestrelease/podinfo", "--timeout=120s"); err != nil {
