@@ -34,7 +34,8 @@ var anyEndpoint = &transport.Endpoint{Protocol: "file", Path: "/"}
 
 // advertise writes the ref advertisement of service; httpPrefix adds the "# service=" header the
 // smart HTTP protocol expects.
-func advertise(dir, service string, w io.Writer, httpPrefix bool) error {
+func (s *Server) advertise(name, dir, service string, w io.Writer, httpPrefix bool) error {
+	defer s.rlock(name)()
 	srv := server.NewServer(storageLoader{open(dir)})
 	var ar *packp.AdvRefs
 	if service == transport.UploadPackServiceName {
@@ -61,12 +62,13 @@ func advertise(dir, service string, w io.Writer, httpPrefix bool) error {
 }
 
 // uploadPack answers one fetch request: wants, then haves, then "done".
-func (s *Server) uploadPack(ctx context.Context, dir string, r io.Reader, w io.Writer) error {
+func (s *Server) uploadPack(ctx context.Context, name, dir string, r io.Reader, w io.Writer) error {
 	req, err := readUploadRequest(r)
 	if err != nil || req == nil {
 		return err
 	}
 	s.uploads.Add(1)
+	defer s.rlock(name)()
 	sess, err := server.NewServer(storageLoader{open(dir)}).NewUploadPackSession(anyEndpoint, nil)
 	if err != nil {
 		return err

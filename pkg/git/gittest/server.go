@@ -34,7 +34,7 @@ type Server struct {
 	tls  bool
 
 	mu         sync.Mutex
-	locks      map[string]*sync.Mutex
+	locks      map[string]*sync.RWMutex
 	beforeLock func(repo string)
 
 	uploads  atomic.Int64
@@ -80,7 +80,7 @@ func NewServer(tb testing.TB, opts ...Option) *Server {
 // StartServer starts an HTTP server for the repositories in root, for callers whose server must
 // outlive one test function (a benchmark reused across its runs). Close stops it.
 func StartServer(root string, opts ...Option) *Server {
-	s := &Server{root: root, locks: map[string]*sync.Mutex{}}
+	s := &Server{root: root, locks: map[string]*sync.RWMutex{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -159,15 +159,29 @@ func (s *Server) repoDir(name string) (string, error) {
 
 // lock serialises every ref update of one repository, like git's ref lock files.
 func (s *Server) lock(repo string) func() {
-	s.mu.Lock()
-	l, ok := s.locks[repo]
-	if !ok {
-		l = &sync.Mutex{}
-		s.locks[repo] = l
-	}
-	s.mu.Unlock()
+	l := s.repoLock(repo)
 	l.Lock()
 	return l.Unlock
+}
+
+// rlock keeps ref updates out while a request reads refs: go-git rewrites a ref file in place,
+// so a read racing a push could see it empty ("ref file is empty") where git's rename never
+// shows a half-written ref.
+func (s *Server) rlock(repo string) func() {
+	l := s.repoLock(repo)
+	l.RLock()
+	return l.RUnlock
+}
+
+func (s *Server) repoLock(repo string) *sync.RWMutex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.locks[repo]
+	if !ok {
+		l = &sync.RWMutex{}
+		s.locks[repo] = l
+	}
+	return l
 }
 
 func (s *Server) hook(repo string) {
@@ -220,10 +234,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", fmt.Sprintf("application/x-%s-advertisement", service))
 		w.Header().Set("Cache-Control", "no-cache")
-		err = advertise(dir, service, w, true)
+		err = s.advertise(name, dir, service, w, true)
 	case r.Method == http.MethodPost && action == transport.UploadPackServiceName:
 		w.Header().Set("Content-Type", "application/x-git-upload-pack-result")
-		err = s.uploadPack(r.Context(), dir, body, w)
+		err = s.uploadPack(r.Context(), name, dir, body, w)
 	case r.Method == http.MethodPost && action == transport.ReceivePackServiceName:
 		w.Header().Set("Content-Type", "application/x-git-receive-pack-result")
 		err = s.receivePack(r.Context(), name, dir, body, w)

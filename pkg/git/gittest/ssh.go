@@ -174,11 +174,11 @@ func (ss *SSHServer) run(command string, rw io.ReadWriter, stderr io.Writer) uin
 	ctx := context.Background()
 	switch service {
 	case transport.UploadPackServiceName:
-		if err = advertise(dir, service, rw, false); err == nil {
-			err = ss.srv.uploadPack(ctx, dir, rw, rw)
+		if err = ss.srv.advertise(name, dir, service, rw, false); err == nil {
+			err = ss.srv.uploadPack(ctx, name, dir, rw, rw)
 		}
 	case transport.ReceivePackServiceName:
-		if err = advertise(dir, service, rw, false); err == nil {
+		if err = ss.srv.advertise(name, dir, service, rw, false); err == nil {
 			// Hide the channel's Close: go-git's server closes the pack reader once it has read
 			// the pack, which would end the session before the report is sent.
 			err = ss.srv.receivePack(ctx, name, dir, struct{ io.Reader }{rw}, rw)
