@@ -54,17 +54,17 @@ func newEnv(variables []string, maxExpressionSize int) (*celgo.Env, error) {
 
 // languageOptions declare the variables and libraries expressions may use.
 func languageOptions(variables []string, maxExpressionSize int) ([]celgo.EnvOption, error) {
+	validators, err := literalValidators()
+	if err != nil {
+		return nil, err
+	}
 	opts := []celgo.EnvOption{
 		celgo.Variable(SelfVariable, celgo.DynType),
 		celgo.DefaultUTCTimeZone(true),
 		celgo.CrossTypeNumericComparisons(true),
 		celgo.EagerlyValidateDeclarations(true),
 		celgo.ParserExpressionSizeLimit(maxExpressionSize),
-		celgo.ASTValidators(
-			celgo.ValidateDurationLiterals(),
-			celgo.ValidateTimestampLiterals(),
-			celgo.ValidateRegexLiterals(),
-		),
+		celgo.ASTValidators(validators...),
 		celgo.OptionalTypes(),
 		ext.Strings(ext.StringsVersion(stringsVersion)),
 		ext.Sets(),
