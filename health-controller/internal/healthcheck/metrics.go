@@ -5,14 +5,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
-	"github.com/sluicehq/sluice/health-controller/internal/verdict"
 	"github.com/sluicehq/sluice/pkg/runtime/dynamicwatch"
 )
 
 // states are the values of the state label, one series each per HealthCheck, exactly one at 1.
 var states = []string{
-	string(verdict.Healthy), string(verdict.Soaking), string(verdict.Progressing), string(verdict.NoTargets),
-	string(verdict.Failed), string(verdict.TimedOut), stateWaiting, stateStalled, stateSuspended,
+	string(Healthy), string(Soaking), string(Progressing), string(NoTargets),
+	string(Failed), string(TimedOut), stateWaiting, stateStalled, stateSuspended,
 }
 
 var resourceStatuses = []healthv1alpha1.ResourceStatus{

@@ -1,4 +1,4 @@
-package verdict
+package healthcheck
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ func res(name string, s healthv1alpha1.ResourceStatus) healthv1alpha1.ResourceHe
 func at(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
 
 // step feeds the verdict back as the previous status, as the controller does.
-func step(prev healthv1alpha1.HealthCheckStatus, v Verdict, gen int64, rev string) healthv1alpha1.HealthCheckStatus {
+func step(prev healthv1alpha1.HealthCheckStatus, v verdict, gen int64, rev string) healthv1alpha1.HealthCheckStatus {
 	return healthv1alpha1.HealthCheckStatus{
 		ObservedGeneration: gen, ObservedRevision: rev, Healthy: v.Healthy,
 		LastHealthyTime: v.LastHealthyTime, LastHealthyRevision: v.LastHealthyRevision,
@@ -32,7 +32,7 @@ func step(prev healthv1alpha1.HealthCheckStatus, v Verdict, gen int64, rev strin
 }
 
 func TestAllCurrentIsHealthyAtOnceWithoutSoak(t *testing.T) {
-	v := Decide(Input{Now: t0, Generation: 1, Revision: "r1", Timeout: 5 * time.Minute,
+	v := judge(verdictInput{Now: t0, Generation: 1, Revision: "r1", Timeout: 5 * time.Minute,
 		Resources: []healthv1alpha1.ResourceHealth{res("a", healthv1alpha1.StatusCurrent), res("b", healthv1alpha1.StatusCurrent)}})
 	assert.Equal(t, Healthy, v.State)
 	assert.Equal(t, Success, v.Phase)
@@ -47,9 +47,9 @@ func TestAllCurrentIsHealthyAtOnceWithoutSoak(t *testing.T) {
 
 func TestSoakTimeDelaysHealthyAndRestartsOnANewRevision(t *testing.T) {
 	current := []healthv1alpha1.ResourceHealth{res("a", healthv1alpha1.StatusCurrent)}
-	in := Input{Now: t0, Generation: 1, Revision: "r1", Timeout: 5 * time.Minute, SoakTime: 10 * time.Minute, Resources: current}
+	in := verdictInput{Now: t0, Generation: 1, Revision: "r1", Timeout: 5 * time.Minute, SoakTime: 10 * time.Minute, Resources: current}
 
-	v := Decide(in)
+	v := judge(in)
 	assert.Equal(t, Soaking, v.State)
 	assert.Equal(t, Pending, v.Phase)
 	assert.False(t, v.Healthy)
@@ -57,34 +57,34 @@ func TestSoakTimeDelaysHealthyAndRestartsOnANewRevision(t *testing.T) {
 	assert.Nil(t, v.LastHealthyTime)
 
 	in.Previous, in.Now = step(in.Previous, v, 1, "r1"), t0.Add(4*time.Minute)
-	v = Decide(in)
+	v = judge(in)
 	assert.Equal(t, Soaking, v.State)
 	assert.Equal(t, 6*time.Minute, v.RequeueAfter, "the soak clock keeps running across evaluations")
 	assert.Contains(t, v.Message, "soaking for 6m0s more")
 
 	in.Previous, in.Now = step(in.Previous, v, 1, "r1"), t0.Add(10*time.Minute)
-	v = Decide(in)
+	v = judge(in)
 	assert.Equal(t, Healthy, v.State)
 	assert.Equal(t, t0.Add(10*time.Minute), v.LastHealthyTime.Time)
 
 	// A new revision that is already Current must soak again before it counts.
 	in.Previous, in.Now, in.Revision = step(in.Previous, v, 1, "r1"), t0.Add(11*time.Minute), "r2"
-	v = Decide(in)
+	v = judge(in)
 	assert.Equal(t, Soaking, v.State)
 	assert.Equal(t, "r1", v.LastHealthyRevision, "r1 is still the last healthy revision")
 }
 
 func TestTimeoutTurnsInProgressIntoFailed(t *testing.T) {
-	in := Input{Now: t0, Generation: 1, Revision: "r1", Timeout: 5 * time.Minute,
+	in := verdictInput{Now: t0, Generation: 1, Revision: "r1", Timeout: 5 * time.Minute,
 		Resources: []healthv1alpha1.ResourceHealth{res("a", healthv1alpha1.StatusCurrent), res("b", healthv1alpha1.StatusInProgress)}}
-	v := Decide(in)
+	v := judge(in)
 	assert.Equal(t, Progressing, v.State)
 	assert.Equal(t, Pending, v.Phase)
 	assert.Equal(t, 5*time.Minute, v.RequeueAfter, "time alone will change the verdict at the timeout")
 	assert.Equal(t, t0, v.UnhealthySince.Time)
 
 	in.Previous, in.Now = step(in.Previous, v, 1, "r1"), t0.Add(5*time.Minute)
-	v = Decide(in)
+	v = judge(in)
 	assert.Equal(t, TimedOut, v.State)
 	assert.Equal(t, Failure, v.Phase)
 	assert.Equal(t, int32(1), v.Counts.Failed)
@@ -96,12 +96,12 @@ func TestTimeoutTurnsInProgressIntoFailed(t *testing.T) {
 
 	// A new revision gets the whole timeout again.
 	in.Previous, in.Revision = step(in.Previous, v, 1, "r1"), "r2"
-	v = Decide(in)
+	v = judge(in)
 	assert.Equal(t, Progressing, v.State)
 }
 
 func TestFailedWinsOverEverythingElse(t *testing.T) {
-	v := Decide(Input{Now: t0, Generation: 1, Timeout: time.Minute, Resources: []healthv1alpha1.ResourceHealth{
+	v := judge(verdictInput{Now: t0, Generation: 1, Timeout: time.Minute, Resources: []healthv1alpha1.ResourceHealth{
 		res("a", healthv1alpha1.StatusCurrent), res("b", healthv1alpha1.StatusInProgress),
 		res("c", healthv1alpha1.StatusUnknown), res("d", healthv1alpha1.StatusFailed), res("e", healthv1alpha1.StatusNotFound),
 	}})
@@ -117,7 +117,7 @@ func TestFailedWinsOverEverythingElse(t *testing.T) {
 }
 
 func TestUnknownAndNotFoundAreNotFailedBeforeTheTimeout(t *testing.T) {
-	v := Decide(Input{Now: t0, Generation: 1, Timeout: time.Minute, Resources: []healthv1alpha1.ResourceHealth{
+	v := judge(verdictInput{Now: t0, Generation: 1, Timeout: time.Minute, Resources: []healthv1alpha1.ResourceHealth{
 		res("a", healthv1alpha1.StatusUnknown), res("b", healthv1alpha1.StatusNotFound)}})
 	assert.Equal(t, Progressing, v.State)
 	assert.Equal(t, Pending, v.Phase)
@@ -125,7 +125,7 @@ func TestUnknownAndNotFoundAreNotFailedBeforeTheTimeout(t *testing.T) {
 }
 
 func TestNoTargetsIsNeverHealthy(t *testing.T) {
-	v := Decide(Input{Now: t0, Generation: 1, Timeout: time.Minute})
+	v := judge(verdictInput{Now: t0, Generation: 1, Timeout: time.Minute})
 	assert.Equal(t, NoTargets, v.State)
 	assert.Equal(t, Pending, v.Phase)
 	assert.False(t, v.Healthy)
@@ -142,7 +142,7 @@ func TestResourcesAreBoundedAndMessagesCut(t *testing.T) {
 		}
 		rs = append(rs, r)
 	}
-	v := Decide(Input{Now: t0, Generation: 1, Timeout: time.Minute, Resources: rs})
+	v := judge(verdictInput{Now: t0, Generation: 1, Timeout: time.Minute, Resources: rs})
 	require.Len(t, v.Resources, healthv1alpha1.MaxResources)
 	assert.Equal(t, int32(3*healthv1alpha1.MaxResources), v.Counts.Total)
 	assert.Equal(t, "r120", v.Resources[0].Name, "a failing object is never cut off the list")
@@ -152,17 +152,17 @@ func TestResourcesAreBoundedAndMessagesCut(t *testing.T) {
 
 func TestLastHealthyTimeMarksTheTransitionOnly(t *testing.T) {
 	current := []healthv1alpha1.ResourceHealth{res("a", healthv1alpha1.StatusCurrent)}
-	in := Input{Now: t0, Generation: 1, Revision: "r1", Timeout: time.Minute, Resources: current}
-	v := Decide(in)
+	in := verdictInput{Now: t0, Generation: 1, Revision: "r1", Timeout: time.Minute, Resources: current}
+	v := judge(in)
 	first := v.LastHealthyTime
 
 	in.Previous, in.Now = step(in.Previous, v, 1, "r1"), t0.Add(time.Hour)
-	v = Decide(in)
+	v = judge(in)
 	assert.Equal(t, first, v.LastHealthyTime, "staying healthy does not rewrite the time")
 
 	in.Previous, in.Now = step(in.Previous, v, 1, "r1"), t0.Add(2*time.Hour)
 	in.Resources = []healthv1alpha1.ResourceHealth{res("a", healthv1alpha1.StatusFailed)}
-	v = Decide(in)
+	v = judge(in)
 	assert.Equal(t, first, v.LastHealthyTime, "turning unhealthy keeps when it was last healthy")
 	assert.Equal(t, t0.Add(2*time.Hour), v.UnhealthySince.Time)
 }

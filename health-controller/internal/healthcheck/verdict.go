@@ -1,7 +1,8 @@
-// Package verdict turns the health of each target into the health of the set: counts, the
-// bounded list of resources, the timeout and soak clocks, and the commit status phase. It is pure:
-// time comes in as an argument.
-package verdict
+package healthcheck
+
+// The verdict turns the health of each target into the health of the set: counts, the bounded
+// list of resources, the timeout and soak clocks, and the commit status phase. It is part of
+// decide, and as pure: time comes in as an argument.
 
 import (
 	"cmp"
@@ -45,8 +46,8 @@ const (
 	Failure Phase = "failure"
 )
 
-// Input is everything the verdict depends on.
-type Input struct {
+// verdictInput is everything the verdict depends on.
+type verdictInput struct {
 	Now        time.Time
 	Generation int64
 	// Revision is the revision the targets run, empty when there is no revision source.
@@ -59,8 +60,8 @@ type Input struct {
 	SoakTime  time.Duration
 }
 
-// Verdict is the health of the set.
-type Verdict struct {
+// verdict is the health of the set.
+type verdict struct {
 	State State
 	Phase Phase
 	// Message explains the state to a person: counts and the least healthy target.
@@ -81,11 +82,11 @@ type Verdict struct {
 	UnhealthySince      *metav1.Time
 }
 
-// Decide computes the verdict.
+// judge computes the verdict.
 //
 // The clocks restart when the revision or the spec generation changes: a new revision must prove
 // itself for the whole soak time, and gets the whole timeout to converge.
-func Decide(in Input) Verdict {
+func judge(in verdictInput) verdict {
 	prev := in.Previous
 	restart := prev.ObservedGeneration != in.Generation || prev.ObservedRevision != in.Revision
 	now := metav1.NewTime(in.Now.Truncate(time.Second))
@@ -99,7 +100,7 @@ func Decide(in Input) Verdict {
 		}
 	}
 
-	v := Verdict{LastHealthyTime: prev.LastHealthyTime, LastHealthyRevision: prev.LastHealthyRevision}
+	v := verdict{LastHealthyTime: prev.LastHealthyTime, LastHealthyRevision: prev.LastHealthyRevision}
 	timedOut := false
 	if allCurrent {
 		v.HealthySince = since(prev.HealthySince, restart, now)
@@ -233,7 +234,7 @@ func describe(c healthv1alpha1.HealthCounts) string {
 	return strings.Join(parts, ", ") + fmt.Sprintf(" of %d", c.Total)
 }
 
-func message(v Verdict, in Input, sorted []healthv1alpha1.ResourceHealth) string {
+func message(v verdict, in verdictInput, sorted []healthv1alpha1.ResourceHealth) string {
 	switch v.State {
 	case Healthy:
 		if in.SoakTime > 0 {
@@ -251,13 +252,13 @@ func message(v Verdict, in Input, sorted []healthv1alpha1.ResourceHealth) string
 	}
 	if len(sorted) > 0 && sorted[0].Status != healthv1alpha1.StatusCurrent {
 		r := sorted[0]
-		msg += fmt.Sprintf("; %s %s %s: %s", r.Status, r.Kind, Name(r), r.Message)
+		msg += fmt.Sprintf("; %s %s %s: %s", r.Status, r.Kind, resourceName(r), r.Message)
 	}
 	return msg
 }
 
-// Name is namespace/name, or name for cluster-scoped objects.
-func Name(r healthv1alpha1.ResourceHealth) string {
+// resourceName is namespace/name, or name for cluster-scoped objects.
+func resourceName(r healthv1alpha1.ResourceHealth) string {
 	if r.Namespace == "" {
 		return r.Name
 	}
