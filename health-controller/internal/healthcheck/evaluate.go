@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -11,6 +12,19 @@ import (
 	"github.com/sluicehq/sluice/health-controller/internal/sources"
 	"github.com/sluicehq/sluice/pkg/health"
 )
+
+// evaluation computes the health of the targets, and reads the revision they run and the
+// CommitStatus the verdict goes to.
+func (r *Reconciler) evaluation(p *plan, resolver *health.Resolver) *evaluation {
+	start := time.Now()
+	e := &evaluation{}
+	e.Resources, e.Errors = r.evaluate(p, resolver)
+	e.Took = time.Since(start)
+	e.Now = r.Clock.Now()
+	e.Revision, e.Commit, e.RevisionErr = r.revision(p.hc, p)
+	e.CommitStatus = r.readCommitStatus(p)
+	return e
+}
 
 // checkSource says where the check that failed to evaluate is kept, which is where to fix it.
 func (r *Reconciler) checkSource(s health.Source) string {
@@ -134,4 +148,25 @@ func readRevision(rd Reader, src source) (revision, commit string, err error) {
 		return sources.KustomizationRevision(obj)
 	}
 	return sources.ApplicationRevision(obj)
+}
+
+// readCommitStatus reads the HealthCheck's CommitStatus from its watch, when spec.commitStatus
+// asks for one.
+func (r *Reconciler) readCommitStatus(p *plan) commitStatusRead {
+	hc := p.hc
+	if hc.Spec.CommitStatus == nil || !p.commitStatusServed {
+		return commitStatusRead{}
+	}
+	cs := commitStatusRead{Served: true}
+	rd := r.reads(hc)
+	if synced, err := rd.State(*p.commitStatus); !synced {
+		cs.Problem = watchProblem(*p.commitStatus, err)
+		return cs
+	}
+	existing, found, err := rd.Get(*p.commitStatus, hc.Namespace, hc.Name)
+	if found {
+		cs.Existing = existing
+	}
+	cs.Err = err
+	return cs
 }

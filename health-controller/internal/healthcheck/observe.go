@@ -3,7 +3,6 @@ package healthcheck
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -98,19 +97,6 @@ func (r *Reconciler) observe(key string, l reconcile.Loaded[*healthv1alpha1.Heal
 	return o, nil
 }
 
-// evaluation computes the health of the targets, and reads the revision they run and the
-// CommitStatus the verdict goes to.
-func (r *Reconciler) evaluation(p *plan, resolver *health.Resolver) *evaluation {
-	start := time.Now()
-	e := &evaluation{}
-	e.Resources, e.Errors = r.evaluate(p, resolver)
-	e.Took = time.Since(start)
-	e.Now = r.Clock.Now()
-	e.Revision, e.Commit, e.RevisionErr = r.revision(p.hc, p)
-	e.CommitStatus = r.readCommitStatus(p)
-	return e
-}
-
 // resolver merges the spec's checks, the user library and the built-in library. A broken source
 // stops evaluation: falling back to a lower source could call healthy what its author meant to
 // call failed.
@@ -139,68 +125,4 @@ func celReason(err error, otherwise string) string {
 		return healthv1alpha1.ReasonInvalidCELExpression
 	}
 	return otherwise
-}
-
-// watch starts the watches the plan needs, expands Kustomizations and Applications from their
-// caches, and records what the HealthCheck reads so that events reach it. It returns false while a
-// source has not listed yet. The watches keep of each object only the fields the HealthCheck's
-// checks read (see plan.needs).
-func (r *Reconciler) watch(key string, p *plan, resolver *health.Resolver) (bool, error) {
-	reads := health.NewEvaluator(r.Compiler, resolver).Reads
-	// Add, not Set: until the sources are read, the watches of their objects must not stop.
-	r.Watcher.AddNeeds(key, p.needs(reads)...)
-	rd := ownerReader{watches: r.Watcher, owner: key}
-	complete := true
-	for _, src := range p.sources {
-		ok, err := p.expand(rd, src)
-		if err != nil {
-			return false, err
-		}
-		complete = complete && ok
-	}
-	r.index.set(key, p.interests)
-	if complete {
-		r.Watcher.SetNeeds(key, p.needs(reads)...)
-	} else {
-		r.Watcher.AddNeeds(key, p.needs(reads)...)
-	}
-	if p.undiscovered || (p.hc.Spec.CommitStatus != nil && !p.commitStatusServed) {
-		r.undiscovered.Store(key, struct{}{})
-	} else {
-		r.undiscovered.Delete(key)
-	}
-	return complete, nil
-}
-
-// unsynced names the scopes that have neither listed nor failed.
-func (r *Reconciler) unsynced(key string, p *plan) []string {
-	var out []string
-	for s := range p.interests {
-		if synced, err := r.Watcher.StateFor(key, s); !synced && err == nil {
-			out = append(out, s.String())
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// readCommitStatus reads the HealthCheck's CommitStatus from its watch, when spec.commitStatus
-// asks for one.
-func (r *Reconciler) readCommitStatus(p *plan) commitStatusRead {
-	hc := p.hc
-	if hc.Spec.CommitStatus == nil || !p.commitStatusServed {
-		return commitStatusRead{}
-	}
-	cs := commitStatusRead{Served: true}
-	rd := r.reads(hc)
-	if synced, err := rd.State(*p.commitStatus); !synced {
-		cs.Problem = watchProblem(*p.commitStatus, err)
-		return cs
-	}
-	existing, found, err := rd.Get(*p.commitStatus, hc.Namespace, hc.Name)
-	if found {
-		cs.Existing = existing
-	}
-	cs.Err = err
-	return cs
 }

@@ -1,5 +1,15 @@
 // Package healthcheck reconciles HealthChecks: it computes the health of their targets from
 // watch caches, writes it to status, and publishes it as a CommitStatus when asked to.
+//
+// One reconcile has three steps, as promoter-controller/internal/promotionstrategy does:
+//
+//   - observe (observe.go) starts the watches the HealthCheck needs (watches.go), expands its
+//     Kustomizations and Applications (inventory.go), evaluates its targets and reads its revision
+//     and CommitStatus (evaluate.go) into an observation;
+//   - decide (decide.go) is a pure function of that observation: the verdict (verdict.go), the
+//     status and conditions, and the CommitStatus to create, update or delete (publish.go);
+//   - apply (apply.go) writes the CommitStatus, then the status, and once the status landed makes
+//     the Events and metrics.
 package healthcheck
 
 import (

@@ -1,13 +1,59 @@
 package healthcheck
 
 import (
+	"sort"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/health"
 	"github.com/sluicehq/sluice/pkg/runtime/dynamicwatch"
 )
+
+// watch starts the watches the plan needs, expands Kustomizations and Applications from their
+// caches, and records what the HealthCheck reads so that events reach it. It returns false while a
+// source has not listed yet. The watches keep of each object only the fields the HealthCheck's
+// checks read (see plan.needs).
+func (r *Reconciler) watch(key string, p *plan, resolver *health.Resolver) (bool, error) {
+	reads := health.NewEvaluator(r.Compiler, resolver).Reads
+	// Add, not Set: until the sources are read, the watches of their objects must not stop.
+	r.Watcher.AddNeeds(key, p.needs(reads)...)
+	rd := ownerReader{watches: r.Watcher, owner: key}
+	complete := true
+	for _, src := range p.sources {
+		ok, err := p.expand(rd, src)
+		if err != nil {
+			return false, err
+		}
+		complete = complete && ok
+	}
+	r.index.set(key, p.interests)
+	if complete {
+		r.Watcher.SetNeeds(key, p.needs(reads)...)
+	} else {
+		r.Watcher.AddNeeds(key, p.needs(reads)...)
+	}
+	if p.undiscovered || (p.hc.Spec.CommitStatus != nil && !p.commitStatusServed) {
+		r.undiscovered.Store(key, struct{}{})
+	} else {
+		r.undiscovered.Delete(key)
+	}
+	return complete, nil
+}
+
+// unsynced names the scopes that have neither listed nor failed.
+func (r *Reconciler) unsynced(key string, p *plan) []string {
+	var out []string
+	for s := range p.interests {
+		if synced, err := r.Watcher.StateFor(key, s); !synced && err == nil {
+			out = append(out, s.String())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
 
 // needs returns the fields the HealthCheck reads in each watch of the plan: the whole of its
 // Kustomizations, Applications and CommitStatus, and of its targets what reads lists for their
