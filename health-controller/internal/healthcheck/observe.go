@@ -19,6 +19,7 @@ import (
 // before anything is decided. Exactly one of Suspend.Suspended, Stalled, Waiting or Evaluated
 // holds, checked in that order.
 type observation struct {
+	// Key is namespace/name: the owner of the watches the HealthCheck reads.
 	Key string
 	// HealthCheck is the informer's copy: never change it.
 	HealthCheck *healthv1alpha1.HealthCheck
