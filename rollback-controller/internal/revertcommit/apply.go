@@ -189,6 +189,7 @@ func (r *Reconciler) end(ctx context.Context, p *pass, pr *promoterv1alpha1.Pull
 		pr.Spec.State != promoterv1alpha1.PullRequestClosed {
 		next := pr.DeepCopy()
 		next.Spec.State = promoterv1alpha1.PullRequestClosed
+		metav1.SetMetaDataAnnotation(&next.ObjectMeta, EndedAnnotation, pl.reason+": "+pl.message)
 		if _, err := r.Client.PromoterV1alpha1().PullRequests(pr.Namespace).Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return fmt.Errorf("close PullRequest %s: %w", pr.Name, err)
 		}
@@ -227,6 +228,11 @@ func (r *Reconciler) nudge(ctx context.Context, pr *promoterv1alpha1.PullRequest
 	}
 	return err
 }
+
+// EndedAnnotation on a revert's PullRequest closed by the rollback-controller is why the revert
+// ended ("<reason>: <message>"), written with the close: a pass that dies between the close and
+// the status write is finished the same way by the next one.
+const EndedAnnotation = "rollback.sluice.dev/ended"
 
 // CheckedAnnotation on a revert's PullRequest is when the rollback-controller last asked the
 // promoter-controller to look at it on the SCM.
