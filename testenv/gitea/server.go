@@ -325,3 +325,10 @@ func tail(text string, lines int) string {
 	}
 	return strings.Join(all, "\n")
 }
+
+// RepoDir is the bare repository owner/name on disk, for a test that installs a server-side
+// hook in it (hooks/pre-receive.d/ runs on every push, Gitea's own merges included). Gitea runs
+// the hook as the user it runs as, which may be nobody.
+func (s *Server) RepoDir(owner, name string) string {
+	return filepath.Join(s.dir, "repositories", strings.ToLower(owner), strings.ToLower(name)+".git")
+}

@@ -21,7 +21,8 @@ import (
 // RollbackPolicy's decision (failure threshold 0), the revert commit written and pushed, the
 // PullRequest opened and merged on Gitea by the promoter-controller binary, and the merge seen.
 // The baseline is the floor the SCM sets, as in the promoter's benchmark: pushing a commit and
-// opening and merging its pull request by API directly, in the same run.
+// opening and merging its pull request by API directly, in the same run. It runs with checks off
+// and with one required check on the revert.
 func BenchmarkTimeToRestoreOnGitea(b *testing.B) {
 	testenv.SkipIfShort(b)
 	b.Run("baseline-gitea-api-push-open-and-merge", func(b *testing.B) {
@@ -55,14 +56,24 @@ func BenchmarkTimeToRestoreOnGitea(b *testing.B) {
 			}))
 		}
 	})
-	b.Run("failing-status-to-revert-merged", func(b *testing.B) {
-		g := newOnGitea(b, 0)
-		b.ResetTimer()
-		for i := range b.N {
-			b.StopTimer()
-			_, bad := g.goodThenBad(i + 1)
-			b.StartTimer()
-			g.failAndWaitRestored(bad)
-		}
-	})
+	for _, run := range []struct {
+		name   string
+		checks []string
+	}{
+		{name: "failing-status-to-revert-merged"},
+		// The policy names one required check; a CI reports it passed on the revert commit as
+		// soon as the test sees the commit written (polling every 50 ms).
+		{name: "failing-status-to-revert-merged-one-check", checks: []string{"kubelint"}},
+	} {
+		b.Run(run.name, func(b *testing.B) {
+			g := newOnGitea(b, 0, run.checks...)
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				_, bad := g.goodThenBad(i + 1)
+				b.StartTimer()
+				g.failAndWaitRestored(bad)
+			}
+		})
+	}
 }

@@ -41,8 +41,10 @@ func TestTwoRevertsOfOneEnvironmentAtOnceMergeOnce(t *testing.T) {
 		}
 		wg.Wait()
 		var merged, superseded []*rollbackv1alpha1.RevertCommit
+		var ends []any
 		for _, name := range names {
 			rc := f.waitRevert(name, "over", func(rc *rollbackv1alpha1.RevertCommit) bool { return revertcommit.Final(rc.Status.Phase) })
+			ends = append(ends, name, statusOf(rc))
 			switch rc.Status.Phase {
 			case rollbackv1alpha1.RevertMerged:
 				merged = append(merged, rc)
@@ -50,7 +52,7 @@ func TestTwoRevertsOfOneEnvironmentAtOnceMergeOnce(t *testing.T) {
 				superseded = append(superseded, rc)
 			}
 		}
-		require.Len(t, merged, 1, "round %d: exactly one merged", round)
+		require.Len(t, merged, 1, "round %d: exactly one merged: %+v", round, ends)
 		require.Len(t, superseded, 1, "round %d: the other superseded", round)
 		assert.Contains(t, readyCondition(superseded[0]).Message, merged[0].Name, "round %d: names the revert that holds the claim", round)
 		assert.Equal(t, merged[0].Status.RevertSHA, f.repo.Branch(t, "prod"), "round %d: one revert commit on prod", round)

@@ -32,12 +32,19 @@ type onGitea struct {
 	srv  *giteatest.Server
 	repo *git.Repository
 	rb   *rollbackController
+	// checks are the policy's requiredCommitStatuses: keys its reverts must pass before merging,
+	// which failAndWaitRestored reports passed as soon as the revert commit is written, as a CI
+	// would.
+	checks []rollbackv1alpha1.CommitStatusKey
 }
 
-func newOnGitea(tb testing.TB, cooldown time.Duration) *onGitea {
+func newOnGitea(tb testing.TB, cooldown time.Duration, checks ...string) *onGitea {
 	tb.Helper()
 	testenv.SkipIfShort(tb)
 	g := &onGitea{tb: tb, ctx: context.Background(), ns: fmt.Sprintf("rbg-%d", time.Now().UnixNano())}
+	for _, k := range checks {
+		g.checks = append(g.checks, rollbackv1alpha1.CommitStatusKey{Key: k})
+	}
 	_, err := env.Kube.CoreV1().Namespaces().Create(g.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: g.ns}}, metav1.CreateOptions{})
 	require.NoError(tb, err)
 	g.srv = giteatest.StartForTest(tb)
@@ -89,7 +96,8 @@ func (g *onGitea) createObjects(cloneURL string, cooldown time.Duration) {
 			PromotionStrategyRef: rollbackv1alpha1.PromotionStrategyReference{Name: "app"},
 			Trigger: rollbackv1alpha1.RollbackTriggerSpec{CommitStatuses: []rollbackv1alpha1.CommitStatusKey{{Key: "health"}},
 				FailureThreshold: &metav1.Duration{}, Window: &metav1.Duration{Duration: time.Hour}},
-			Cooldown: &metav1.Duration{Duration: cooldown},
+			Cooldown:               &metav1.Duration{Duration: cooldown},
+			RequiredCommitStatuses: g.checks,
 		},
 	}, metav1.CreateOptions{})
 	require.NoError(tb, err)
@@ -158,7 +166,13 @@ func (g *onGitea) waitProd(what string, cond func(promoterv1alpha1.EnvironmentSt
 // setHealth writes prod's health CommitStatus on sha, as the health-controller does.
 func (g *onGitea) setHealth(sha string, phase commitstatusv1alpha1.CommitStatusPhase) {
 	g.tb.Helper()
-	name := "health-" + sha[:10]
+	g.setCheck("health", sha, phase)
+}
+
+// setCheck writes the CommitStatus of key on sha.
+func (g *onGitea) setCheck(key, sha string, phase commitstatusv1alpha1.CommitStatusPhase) {
+	g.tb.Helper()
+	name := key + "-" + sha[:10]
 	_, err := testenv.Update(g.ctx, env.Sluice.CommitstatusV1alpha1().CommitStatuses(g.ns), name, func(cs *commitstatusv1alpha1.CommitStatus) {
 		cs.Spec.Phase = phase
 	})
@@ -166,9 +180,9 @@ func (g *onGitea) setHealth(sha string, phase commitstatusv1alpha1.CommitStatusP
 		return
 	}
 	_, err = env.Sluice.CommitstatusV1alpha1().CommitStatuses(g.ns).Create(g.ctx, &commitstatusv1alpha1.CommitStatus{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{commitstatusv1alpha1.KeyLabel: "health"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{commitstatusv1alpha1.KeyLabel: key}},
 		Spec: commitstatusv1alpha1.CommitStatusSpec{RepositoryRef: commitstatusv1alpha1.RepositoryReference{Name: "app"},
-			SHA: sha, Name: "health", Phase: phase, Description: "web pods ready"},
+			SHA: sha, Name: key, Phase: phase, Description: key + " of " + sha[:7]},
 	}, metav1.CreateOptions{})
 	require.NoError(g.tb, err)
 }
@@ -191,10 +205,20 @@ func (g *onGitea) failAndWaitRestored(bad promoterv1alpha1.EnvironmentStatus) *r
 	g.setHealth(bad.Active.HydratedSHA, commitstatusv1alpha1.CommitStatusFailure)
 	name := rollbackpolicy.RevertCommitName("prod", "prod", bad.Active.DrySHA)
 	var rc *rollbackv1alpha1.RevertCommit
+	checked := ""
 	require.NoError(g.tb, testenv.Wait(g.ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		var err error
 		rc, err = env.Sluice.RollbackV1alpha1().RevertCommits(g.ns).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && rc.Status.Phase == rollbackv1alpha1.RevertMerged, nil
+		if err != nil {
+			return false, nil
+		}
+		if sha := rc.Status.RevertSHA; sha != "" && sha != checked && len(g.checks) > 0 {
+			for _, k := range g.checks {
+				g.setCheck(k.Key, sha, commitstatusv1alpha1.CommitStatusSuccess)
+			}
+			checked = sha
+		}
+		return rc.Status.Phase == rollbackv1alpha1.RevertMerged, nil
 	}), "revert %s merged; last %+v", name, statusOf(rc))
 	return rc
 }

@@ -24,13 +24,9 @@ import (
 // maxSteps bounds the steps one pass takes: write, reclaim, open, sync, then wait.
 const maxSteps = 5
 
-// advance observes once, then decides and applies step after step until the revert waits or
-// ends. Each step is found again from git and the cluster after a crash.
-func (r *Reconciler) advance(ctx context.Context, p *pass) (controller.Result, error) {
-	o, err := r.observe(ctx, p.rc)
-	if err != nil {
-		return controller.Result{}, err
-	}
+// advance decides and applies step after step, from what observe read once, until the revert
+// waits or ends. Each step is found again from git and the cluster after a crash.
+func (r *Reconciler) advance(ctx context.Context, p *pass, o *observation) (controller.Result, error) {
 	for range maxSteps {
 		pl := decide(o)
 		if o.pr != nil {
@@ -70,22 +66,39 @@ func (r *Reconciler) advance(ctx context.Context, p *pass) (controller.Result, e
 	return controller.Result{RequeueAfter: time.Millisecond}, nil
 }
 
+// commitWritten is a revert commit in git: the environment commit it restores, its revert branch, and
+// what the push gave.
+type commitWritten struct {
+	restore, branch string
+	res             git.RestoreResult
+}
+
 // writeRevert writes the revert commit on the observed tip, pushes it to the revert branch
 // (replacing this revert's own unmerged commit on an older tip) and records it.
 func (r *Reconciler) writeRevert(ctx context.Context, p *pass, o *observation, d shas) error {
-	rc, env := p.rc, o.env.Branch
+	w, err := r.writeCommit(ctx, o, d)
+	if err != nil {
+		return err
+	}
+	r.recordRevert(p, o, d, w)
+	return nil
+}
+
+// writeCommit writes and pushes the revert commit: git only, the status is recordRevert's.
+func (r *Reconciler) writeCommit(ctx context.Context, o *observation, d shas) (commitWritten, error) {
+	rc, env := o.rc, o.env.Branch
 	restore, err := o.repo.FindDeployed(env, d.target, r.HistoryLimit)
 	if errors.Is(err, git.ErrNotDeployed) {
-		return &stall{reason: "NotDeployed", message: fmt.Sprintf(
+		return commitWritten{}, &stall{reason: "NotDeployed", message: fmt.Sprintf(
 			"dry %s was never deployed to %s (it is not in the last %d commits of its first-parent history): name a dry SHA %s ran in spec.drySHA%s",
 			d.target, env, r.HistoryLimit, env, healthyHint(o.strategy, env))}
 	}
 	if err != nil {
-		return err
+		return commitWritten{}, err
 	}
 	dry, err := o.repo.DeployedDrySHA(restore)
 	if err != nil {
-		return err
+		return commitWritten{}, err
 	}
 	branch := RevertBranch(env, rc.Name)
 	res, err := o.repo.Restore(ctx, git.RestoreRequest{
@@ -94,22 +107,29 @@ func (r *Reconciler) writeRevert(ctx context.Context, p *pass, o *observation, d
 		Note: git.HydratorNoteFor(dry), When: rc.CreationTimestamp.UTC(),
 	})
 	if errors.Is(err, git.ErrRevertBranchTaken) {
-		return &stall{reason: "RevertBranchTaken", message: err.Error() + ": delete that branch, or create the RevertCommit under another name"}
+		return commitWritten{}, &stall{reason: "RevertBranchTaken", message: err.Error() + ": delete that branch, or create the RevertCommit under another name"}
 	}
 	if err != nil {
-		return fmt.Errorf("write the revert commit: %w", err)
+		return commitWritten{}, fmt.Errorf("write the revert commit: %w", err)
 	}
+	return commitWritten{restore: restore, branch: branch, res: res}, nil
+}
+
+// recordRevert records the revert commit written in status, and announces it: started, or
+// written again on a tip that moved.
+func (r *Reconciler) recordRevert(p *pass, o *observation, d shas, w commitWritten) {
+	rc, env, res := p.rc, o.env.Branch, w.res
 	st := &rc.Status
 	replanned := st.RevertSHA != "" && st.RevertSHA != res.SHA
 	previous := st.BaseSHA
-	st.BadDrySHA, st.TargetDrySHA, st.TargetHydratedSHA = d.bad, d.target, restore
-	st.RevertBranch, st.RevertSHA, st.BaseSHA = branch, res.SHA, res.Parent
+	st.BadDrySHA, st.TargetDrySHA, st.TargetHydratedSHA = d.bad, d.target, w.restore
+	st.RevertBranch, st.RevertSHA, st.BaseSHA = w.branch, res.SHA, res.Parent
 	if st.StartTime == nil {
 		now := metav1.NewMicroTime(r.Clock.Now())
 		st.StartTime, st.Phase = &now, rollbackv1alpha1.RevertPending
 	}
 	conditions.MarkReconciling(&st.Conditions, rc.Generation, "Reverting",
-		fmt.Sprintf("revert commit %s pushed to %s, written on %s of %s", text.ShortSHA(res.SHA), branch, text.ShortSHA(res.Parent), env))
+		fmt.Sprintf("revert commit %s pushed to %s, written on %s of %s", text.ShortSHA(res.SHA), w.branch, text.ShortSHA(res.Parent), env))
 	p.announce(func() {
 		if replanned {
 			r.Recorder.Eventf(rc, corev1.EventTypeNormal, EventRollbackReplanned, "%s moved from %s to %s (dry %s) before the revert merged: revert commit %s written on the new tip",
@@ -117,10 +137,9 @@ func (r *Reconciler) writeRevert(ctx context.Context, p *pass, o *observation, d
 			return
 		}
 		r.Recorder.Eventf(rc, corev1.EventTypeNormal, EventRollbackStarted, "%s: reverting dry %s to dry %s with %s on %s%s",
-			env, text.ShortSHA(d.bad), text.ShortSHA(d.target), text.ShortSHA(res.SHA), branch, because(rc))
+			env, text.ShortSHA(d.bad), text.ShortSHA(d.target), text.ShortSHA(res.SHA), w.branch, because(rc))
 		r.count(rc, metrics.ResultStarted)
 	})
-	return nil
 }
 
 // openPullRequest creates the revert's PullRequest, which claims the environment; the
@@ -189,6 +208,7 @@ func (r *Reconciler) end(ctx context.Context, p *pass, pr *promoterv1alpha1.Pull
 		pr.Spec.State != promoterv1alpha1.PullRequestClosed {
 		next := pr.DeepCopy()
 		next.Spec.State = promoterv1alpha1.PullRequestClosed
+		metav1.SetMetaDataAnnotation(&next.ObjectMeta, EndedAnnotation, pl.reason+": "+pl.message)
 		if _, err := r.Client.PromoterV1alpha1().PullRequests(pr.Namespace).Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return fmt.Errorf("close PullRequest %s: %w", pr.Name, err)
 		}
@@ -227,6 +247,11 @@ func (r *Reconciler) nudge(ctx context.Context, pr *promoterv1alpha1.PullRequest
 	}
 	return err
 }
+
+// EndedAnnotation on a revert's PullRequest closed by the rollback-controller is why the revert
+// ended ("<reason>: <message>"), written with the close: a pass that dies between the close and
+// the status write is finished the same way by the next one.
+const EndedAnnotation = "rollback.sluice.dev/ended"
 
 // CheckedAnnotation on a revert's PullRequest is when the rollback-controller last asked the
 // promoter-controller to look at it on the SCM.

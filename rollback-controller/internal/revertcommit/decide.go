@@ -56,6 +56,11 @@ func decide(o *observation) plan {
 		return plan{step: stepMerged, mergeSHA: pr.Status.MergeSHA, when: pr.Status.MergeTime, external: pr.Status.MergedExternally}
 	case o.inTip:
 		return plan{step: stepMerged, mergeSHA: o.tip, external: pr == nil || pr.Spec.State != promoterv1alpha1.PullRequestMerged}
+	case pr != nil && pr.Spec.State == promoterv1alpha1.PullRequestClosed && pr.Annotations[EndedAnnotation] != "":
+		// An earlier pass ended the revert and closed its pull request, then died before the status
+		// write: end it the same way, not as a pull request someone else closed.
+		reason, message, _ := strings.Cut(pr.Annotations[EndedAnnotation], ": ")
+		return plan{step: stepSupersede, reason: reason, message: message}
 	case pr != nil && pr.Status.State == promoterv1alpha1.PullRequestClosed:
 		return plan{step: stepFail, reason: "PullRequestClosed", message: fmt.Sprintf(
 			"pull request %s was closed without merging: %s keeps dry %s; create another RevertCommit to try again",

@@ -82,6 +82,11 @@ func TestDecide(t *testing.T) {
 		{name: "the environment holds the revert commit: merged, whoever did it", o: seen(func(o *observation) { written(o); o.inTip = true }), step: stepMerged},
 		{name: "pull request closed unmerged", o: seen(withPR(promoterv1alpha1.PullRequestClosed, promoterv1alpha1.PullRequestMerged)),
 			step: stepFail, reason: "PullRequestClosed"},
+		{name: "pull request closed by an earlier pass that ended the revert: ended again the same way", o: seen(func(o *observation) {
+			withPR(promoterv1alpha1.PullRequestClosed, promoterv1alpha1.PullRequestClosed)(o)
+			o.pr.Annotations = map[string]string{EndedAnnotation: "FixedForward: prod moved on to dry 3333333"}
+			o.tip, o.tipDry, o.tipNotNewer = tipMoved, dryFix, false
+		}), step: stepSupersede, reason: "FixedForward"},
 		{name: "tip moved, still on the bad dry SHA: write again on the new tip", o: seen(func(o *observation) { written(o); o.tip = tipMoved }),
 			step: stepWrite, shas: shas{bad: dryBad, target: dryGood}},
 		{name: "tip moved on to a newer dry SHA: superseded by the fix", o: seen(func(o *observation) {

@@ -136,7 +136,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 
 	opCtx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()
-	res, err := r.advance(opCtx, p)
+	// observe reads the copy p changes, so each step decides on what the steps before it wrote.
+	o, err := r.observe(opCtx, p.rc)
+	var res controller.Result
+	if err == nil {
+		res, err = r.advance(opCtx, p, o)
+	}
 	var stalled *stall
 	switch {
 	case errors.As(err, &stalled):
