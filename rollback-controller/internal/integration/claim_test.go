@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,8 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/rollback-controller/internal/revertcommit"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 // Two RevertCommits of prod created at once, with two rollback-controllers running (as two
@@ -57,5 +60,24 @@ func TestTwoRevertsOfOneEnvironmentAtOnceMergeOnce(t *testing.T) {
 		assert.Contains(t, readyCondition(superseded[0]).Message, merged[0].Name, "round %d: names the revert that holds the claim", round)
 		assert.Equal(t, merged[0].Status.RevertSHA, f.repo.Branch(t, "prod"), "round %d: one revert commit on prod", round)
 		assert.Equal(t, h.healthyTree, f.treeOf("prod"), "round %d", round)
+		f.waitPullRequestMerged(revertcommit.PullRequestName("app", "prod"))
 	}
+}
+
+// waitPullRequestMerged waits until the promoter has recorded the merge of PullRequest name. A
+// revert ends Merged as soon as its commit is on the branch, a moment before the promoter's status
+// write lands; putting the branch back on the old base inside that moment would leave a request
+// not yet recorded as merged on its own base again, and the promoter would merge it a second time.
+func (f *fixture) waitPullRequestMerged(name string) {
+	f.t.Helper()
+	var state promoterv1alpha1.PullRequestState
+	err := testenv.Wait(f.ctx, 90*time.Second, func(ctx context.Context) (bool, error) {
+		pr, err := env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		state = pr.Status.State
+		return state == promoterv1alpha1.PullRequestMerged, nil
+	})
+	require.NoError(f.t, err, "PullRequest %s recorded as merged; last state %q", name, state)
 }
