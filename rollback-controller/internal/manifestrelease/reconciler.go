@@ -49,6 +49,10 @@ type Reconciler struct {
 	// name none act with the controller's own rights.
 	Identities *Identities
 
+	// SourceWatches wakes a release waiting for its source ConfigMap when it is created; nil
+	// leaves such a release to its backoff.
+	SourceWatches *SourceWatches
+
 	// Log records upgrades, test results and rollbacks (INFO) and failures (ERROR).
 	Log *slog.Logger
 
@@ -65,6 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	if !found {
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		r.Metrics.Forget(ns, name)
+		r.SourceWatches.Forget(key)
 		return controller.Result{}, nil
 	}
 	// The Suspended condition, set or removed, lands first; an unchanged status writes nothing.
@@ -141,7 +146,9 @@ func (r *Reconciler) sync(ctx context.Context, mr *rollbackv1.ManifestRelease) (
 	interval := durationOr(mr.Spec.Interval, 5*time.Minute)
 	fetched, err := r.Sources.Fetch(ctx, mr)
 	var srcErr *SourceError
-	if errors.As(err, &srcErr) {
+	errors.As(err, &srcErr)
+	r.awaitSource(mr, srcErr)
+	if srcErr != nil {
 		return r.sourceFailed(ctx, mr, srcErr, interval)
 	}
 	if err != nil {
@@ -162,6 +169,17 @@ func (r *Reconciler) sync(ctx context.Context, mr *rollbackv1.ManifestRelease) (
 		return r.held(ctx, mr, interval)
 	}
 	return r.upgrade(ctx, mr, fetched, digest)
+}
+
+// awaitSource watches for the missing source ConfigMap of mr, as the identity mr acts as, or
+// ends that watch once the source is read or fails otherwise.
+func (r *Reconciler) awaitSource(mr *rollbackv1.ManifestRelease, srcErr *SourceError) {
+	key := mr.Namespace + "/" + mr.Name
+	if srcErr == nil || srcErr.MissingConfigMap == "" {
+		r.SourceWatches.Forget(key)
+		return
+	}
+	r.SourceWatches.Await(key, r.Sources.Kube.CoreV1(), r.Identities.ServiceAccountOf(mr), mr.Namespace, srcErr.MissingConfigMap)
 }
 
 func validateSpec(mr *rollbackv1.ManifestRelease) error {
