@@ -28,6 +28,10 @@ const (
 	// RevisionAnnotation on a snapshot's head Secret is the source revision it came from.
 	RevisionAnnotation = "rollback.sluice.dev/revision"
 
+	// ManifestReleaseFinalizer holds a deleted ManifestRelease until its objects are deleted
+	// (spec.prune true, the default) or left in place (spec.prune false, or suspended).
+	ManifestReleaseFinalizer = "rollback.sluice.dev/finalizer"
+
 	// MaxReleaseHistory bounds status.history.
 	MaxReleaseHistory = 20
 	// MaxInventory bounds status.inventory.
@@ -101,7 +105,9 @@ type ManifestReleaseSpec struct {
 	// +optional
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
 
-	// Prune deletes the objects a new version no longer has, once it passed its tests.
+	// Prune deletes the objects a new version no longer has, once it passed its tests, and all
+	// of the release's objects when the release is deleted (as the ServiceAccount it acts as), as
+	// Flux's Kustomization does. False leaves them in place; so does deleting a suspended release.
 	// +kubebuilder:default=true
 	// +optional
 	Prune *bool `json:"prune,omitempty"`

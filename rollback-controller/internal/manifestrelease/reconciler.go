@@ -72,9 +72,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		r.SourceWatches.Forget(key)
 		return controller.Result{}, nil
 	}
-	// The Suspended condition, set or removed, lands first; an unchanged status writes nothing.
 	suspended := l.Suspend.Suspended
-	mr, _, err := releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(l.Cached.Namespace), l.Cached, func(mr *rollbackv1.ManifestRelease) {
+	if l.Cached.DeletionTimestamp != nil {
+		return r.finalize(ctx, l.Cached, suspended)
+	}
+	mr, err := r.holdForDeletion(ctx, l.Cached)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	// The Suspended condition, set or removed, lands first; an unchanged status writes nothing.
+	mr, _, err = releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(mr.Namespace), mr, func(mr *rollbackv1.ManifestRelease) {
 		wasSuspended := conditions.Get(mr.Status.Conditions, conditions.Suspended) != nil
 		l.ReportSuspend(&mr.Status.Conditions)
 		keepHeldAcrossSuspend(&mr.Status, mr.Generation, suspended || wasSuspended)
