@@ -14,11 +14,25 @@ import (
 const ReasonSnapshotNotInChain = "SnapshotNotInChain"
 
 // chainDigests is the digest each snapshot number of the chain holds, for snapshot.Store.Digests:
-// never nil, so a release that recorded no snapshot loads none.
-func chainDigests(links []rollbackv1.SnapshotLink) map[int64]string {
-	digests := make(map[int64]string, len(links))
-	for _, l := range links {
+// never nil, so a release that recorded no snapshot loads none. A release written before the
+// chain existed has none: its history, operation and deployed digest, which are status too and so
+// this controller's alone, stand in for it until its next upgrade records one.
+func chainDigests(st rollbackv1.ManifestReleaseStatus) map[int64]string {
+	digests := make(map[int64]string, len(st.Snapshots))
+	for _, l := range st.Snapshots {
 		digests[l.Number] = l.Digest
+	}
+	if len(st.Snapshots) > 0 {
+		return digests
+	}
+	for _, h := range st.History {
+		digests[h.Number] = h.Digest
+	}
+	if op := st.Operation; op != nil {
+		digests[op.Number] = op.Digest
+	}
+	if st.UpgradeNumber > 0 {
+		digests[st.UpgradeNumber] = st.DeployedDigest
 	}
 	return digests
 }

@@ -39,7 +39,17 @@ func TestLinkSnapshot(t *testing.T) {
 			assert.Equal(t, before, fmt.Sprint(tc.links), "the status read is not changed in place")
 		})
 	}
-	assert.Equal(t, map[int64]string{}, chainDigests(nil), "no chain loads nothing, rather than anything")
+	assert.Equal(t, map[int64]string{}, chainDigests(rollbackv1.ManifestReleaseStatus{}), "no chain loads nothing, rather than anything")
+}
+
+func TestChainDigests(t *testing.T) {
+	history := []rollbackv1.ReleaseHistoryEntry{{Number: 2, Digest: "h2"}, {Number: 1, Digest: "h1"}}
+	assert.Equal(t, map[int64]string{1: "d1", 3: "d3"}, chainDigests(rollbackv1.ManifestReleaseStatus{
+		Snapshots: []rollbackv1.SnapshotLink{{Number: 1, Digest: "d1"}, {Number: 3, Digest: "d3", Previous: "d1"}}, History: history}),
+		"the chain alone, once there is one")
+	assert.Equal(t, map[int64]string{1: "h1", 2: "h2", 3: "o3"}, chainDigests(rollbackv1.ManifestReleaseStatus{
+		History: history, UpgradeNumber: 2, DeployedDigest: "h2", Operation: &rollbackv1.ReleaseOperation{Number: 3, Digest: "o3"}}),
+		"a release from before the chain: its status stands in")
 }
 
 func TestNotOwnedSplitsObjectsLeftFromFailures(t *testing.T) {
