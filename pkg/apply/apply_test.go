@@ -362,12 +362,13 @@ func TestTimeoutErrorNamesFiveAndCountsTheRest(t *testing.T) {
 	assert.True(t, strings.HasSuffix(msg, "; and 2 more"), msg)
 }
 
-// CRDStates reads the stored versions of each CRD and whether objects of its kind exist; a CRD
-// that does not exist is left out.
+// CRDStates reads the stored versions of each CRD and whether objects of its kind exist, other
+// than those the plan deletes before it; a CRD that does not exist is left out.
 func TestCRDStates(t *testing.T) {
 	crd := object(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, "", "widgets.example.com", nil)
 	require.NoError(t, unstructured.SetNestedField(crd.Object, "example.com", "spec", "group"))
 	require.NoError(t, unstructured.SetNestedField(crd.Object, "widgets", "spec", "names", "plural"))
+	require.NoError(t, unstructured.SetNestedField(crd.Object, widgetGVK.Kind, "spec", "names", "kind"))
 	require.NoError(t, unstructured.SetNestedSlice(crd.Object, []any{
 		map[string]any{"name": "v1beta1", "served": false}, map[string]any{"name": "v1", "served": true},
 	}, "spec", "versions"))
@@ -375,7 +376,7 @@ func TestCRDStates(t *testing.T) {
 	dyn := newDynamic(crd, object(widgetGVK, "apps", "w1", nil), object(widgetGVK, "apps", "w2", nil))
 	a := &apply.Applier{Dynamic: dyn, Mapper: newMapper(nil)}
 
-	states, err := a.CRDStates(context.Background(), []string{"widgets.example.com", "gadgets.example.com"})
+	states, err := a.CRDStates(context.Background(), []string{"widgets.example.com", "gadgets.example.com"}, nil)
 	require.NoError(t, err)
 	require.Len(t, states, 1, "a CRD that does not exist is left out")
 	s := states["widgets.example.com"]
@@ -383,9 +384,19 @@ func TestCRDStates(t *testing.T) {
 	assert.Equal(t, 2, s.Objects)
 	assert.Contains(t, []string{"apps/w1", "apps/w2"}, s.Example)
 
+	w1 := manifest.RefOf(object(widgetGVK, "apps", "w1", nil))
+	states, err = a.CRDStates(context.Background(), []string{"widgets.example.com"}, []manifest.Ref{w1})
+	require.NoError(t, err)
+	assert.Equal(t, 1, states["widgets.example.com"].Objects, "w1 goes before its CRD: only w2 would be lost")
+	assert.Equal(t, "apps/w2", states["widgets.example.com"].Example)
+	w2 := manifest.RefOf(object(widgetGVK, "apps", "w2", nil))
+	states, err = a.CRDStates(context.Background(), []string{"widgets.example.com"}, []manifest.Ref{w1, w2})
+	require.NoError(t, err)
+	assert.Zero(t, states["widgets.example.com"].Objects, "every object goes before the CRD")
+
 	dyn.PrependReactor("get", "customresourcedefinitions", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("etcd is slow")
 	})
-	_, err = a.CRDStates(context.Background(), []string{"widgets.example.com"})
+	_, err = a.CRDStates(context.Background(), []string{"widgets.example.com"}, nil)
 	assert.ErrorContains(t, err, "read CRD widgets.example.com: etcd is slow")
 }

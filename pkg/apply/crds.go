@@ -12,9 +12,14 @@ import (
 )
 
 // CRDStates reads what manifest.CheckCRDs needs about the named CRDs: their stored versions and
-// whether objects of their kind exist (one list call of at most one item each). CRDs that do not
-// exist are left out.
-func (a *Applier) CRDStates(ctx context.Context, names []string) (map[string]manifest.CRDState, error) {
+// whether objects of their kind exist other than those of leaving, the objects the plan deletes
+// before the CRD (one list call each, of as many items as leaving has of that kind, plus one).
+// CRDs that do not exist are left out.
+func (a *Applier) CRDStates(ctx context.Context, names []string, leaving []manifest.Ref) (map[string]manifest.CRDState, error) {
+	going := map[string]bool{}
+	for _, r := range leaving {
+		going[r.ID()] = true
+	}
 	states := map[string]manifest.CRDState{}
 	for _, name := range names {
 		crd, err := a.Dynamic.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
@@ -27,25 +32,48 @@ func (a *Applier) CRDStates(ctx context.Context, names []string) (map[string]man
 		stored, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
 		state := manifest.CRDState{StoredVersions: stored}
 		if gvr, ok := servedResource(crd); ok {
-			list, err := a.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
-			if err != nil {
+			if state.Objects, state.Example, err = a.othersOf(ctx, gvr, crd, leaving, going); err != nil {
 				return nil, fmt.Errorf("count the objects of CRD %s: %w", name, err)
-			}
-			if n := len(list.Items); n > 0 {
-				state.Objects = n
-				if rest := list.GetRemainingItemCount(); rest != nil {
-					state.Objects += int(*rest)
-				}
-				item := list.Items[0]
-				state.Example = item.GetName()
-				if ns := item.GetNamespace(); ns != "" {
-					state.Example = ns + "/" + state.Example
-				}
 			}
 		}
 		states[name] = state
 	}
 	return states, nil
+}
+
+// othersOf counts the objects of the CRD's kind that are not going, and names one. It lists one
+// more item than going holds of that kind: when only those exist, the list holds them all.
+func (a *Applier) othersOf(ctx context.Context, gvr schema.GroupVersionResource, crd *unstructured.Unstructured, leaving []manifest.Ref, going map[string]bool) (int, string, error) {
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	limit := int64(1)
+	for _, r := range leaving {
+		if r.Group == gvr.Group && r.Kind == kind {
+			limit++
+		}
+	}
+	list, err := a.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{Limit: limit})
+	if err != nil {
+		return 0, "", err
+	}
+	others := len(list.Items)
+	if rest := list.GetRemainingItemCount(); rest != nil {
+		others += int(*rest)
+	}
+	example := ""
+	for i := range list.Items {
+		item := &list.Items[i]
+		if going[manifest.RefOf(item).ID()] {
+			others--
+			continue
+		}
+		if example == "" {
+			example = item.GetName()
+			if ns := item.GetNamespace(); ns != "" {
+				example = ns + "/" + example
+			}
+		}
+	}
+	return others, example, nil
 }
 
 // servedResource is the resource of a CRD at a version it serves.

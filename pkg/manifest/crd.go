@@ -12,7 +12,8 @@ import (
 type CRDState struct {
 	// StoredVersions is the live CRD's status.storedVersions.
 	StoredVersions []string
-	// Objects is how many objects of the CRD's kind exist, and Example names one.
+	// Objects is how many objects of the CRD's kind exist other than those the plan deletes
+	// before it (its own instances go first), and Example names one.
 	Objects int
 	Example string
 }

@@ -34,6 +34,12 @@ type Store struct {
 	// left by an earlier object of the same name) is never loaded or deleted, and a Save onto
 	// it fails with ErrNotOwned.
 	Owner types.UID
+	// Digests, when not nil, is the digest chain the owner recorded where only it may write
+	// (a ManifestRelease's status): the digest each snapshot number it wrote holds. A head Secret
+	// of a number not in it, or of another digest, is never loaded or deleted (ErrNotOwned), even
+	// with the right labels and owner reference, which anyone who may create Secrets can set.
+	// Save is not bound by it: a number is saved before it is recorded.
+	Digests map[int64]string
 }
 
 // ErrNotOwned is a snapshot Secret that exists under the name but was not written for Store.Owner.
@@ -50,6 +56,24 @@ func (s *Store) owned(secret *corev1.Secret) bool {
 		}
 	}
 	return false
+}
+
+// inChain reports whether head holds the digest the chain recorded for its number.
+func (s *Store) inChain(head *corev1.Secret, number int64) bool {
+	if s.Digests == nil {
+		return true
+	}
+	digest, ok := s.Digests[number]
+	return ok && head.Annotations[AnnotationDigest] == digest
+}
+
+func (s *Store) notInChain(head *corev1.Secret, number int64) error {
+	recorded, ok := s.Digests[number]
+	if !ok {
+		recorded = "nothing"
+	}
+	return fmt.Errorf("%w: Secret %s/%s holds digest %s, and the release recorded %s for snapshot %d; it is left alone",
+		ErrNotOwned, head.Namespace, head.Name, head.Annotations[AnnotationDigest], recorded, number)
 }
 
 func (s *Store) notOwned(secret *corev1.Secret) error {
@@ -165,6 +189,9 @@ func (s *Store) Load(ctx context.Context, namespace, release string, number int6
 	if !s.owned(head) {
 		return nil, Info{}, s.notOwned(head)
 	}
+	if !s.inChain(head, number) {
+		return nil, Info{}, s.notInChain(head, number)
+	}
 	info, err := InfoOf(head)
 	if err != nil {
 		return nil, Info{}, err
@@ -212,6 +239,9 @@ func (s *Store) Head(ctx context.Context, namespace, release string, number int6
 	if !s.owned(head) {
 		return Info{}, s.notOwned(head)
 	}
+	if !s.inChain(head, number) {
+		return Info{}, s.notInChain(head, number)
+	}
 	return InfoOf(head)
 }
 
@@ -228,6 +258,8 @@ func (s *Store) Delete(ctx context.Context, namespace, release string, number in
 		return err
 	case head.Labels[LabelRelease] != release || head.Type != SecretType || !s.owned(head):
 		return fmt.Errorf("%w: Secret %s/%s is not a snapshot of %q; it is left alone", ErrIncomplete, namespace, head.Name, release)
+	case !s.inChain(head, number):
+		return s.notInChain(head, number)
 	default:
 		if info, err := InfoOf(head); err == nil {
 			chunks = info.Chunks

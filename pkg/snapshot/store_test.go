@@ -185,3 +185,38 @@ func TestStoreBoundToAnOwnerIgnoresSecretsItDidNotWrite(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, len(files))
 }
+
+// A store bound to a digest chain never loads or deletes a head whose digest is not the one the
+// chain recorded for its number, even one with the owner's UID, which whoever may create
+// Secrets can write: a planted snapshot with the right labels is refused, and the real one,
+// whose digest the chain holds, loads.
+func TestStoreBoundToADigestChainIgnoresAPlantedSnapshot(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	m := meta(2)
+	m.Owner = &metav1.OwnerReference{APIVersion: "rollback.sluice.dev/v1alpha1", Kind: "ManifestRelease", Name: "flux", UID: "uid"}
+	writer := &Store{Client: client.CoreV1(), Owner: "uid"}
+	real, err := writer.Save(ctx, m, generated(3))
+	require.NoError(t, err)
+	m.Number = 3
+	planted, err := writer.Save(ctx, m, generated(4))
+	require.NoError(t, err)
+
+	store := &Store{Client: client.CoreV1(), Owner: "uid", Digests: map[int64]string{2: real.Digest, 3: real.Digest}}
+	_, _, err = store.Load(ctx, "platform", "flux", 3)
+	require.ErrorIs(t, err, ErrNotOwned)
+	require.ErrorContains(t, err, "holds digest "+planted.Digest)
+	_, err = store.Head(ctx, "platform", "flux", 3)
+	require.ErrorIs(t, err, ErrNotOwned)
+	require.ErrorIs(t, store.Delete(ctx, "platform", "flux", 3), ErrNotOwned)
+	_, err = client.CoreV1().Secrets("platform").Get(ctx, HeadName("flux", 3), metav1.GetOptions{})
+	require.NoError(t, err, "a Secret outside the chain is never deleted")
+	delete(store.Digests, 3)
+	_, _, err = store.Load(ctx, "platform", "flux", 3)
+	require.ErrorIs(t, err, ErrNotOwned, "a number the chain does not hold is not loaded")
+
+	got, _, err := store.Load(ctx, "platform", "flux", 2)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	require.NoError(t, store.Delete(ctx, "platform", "flux", 2))
+}

@@ -198,6 +198,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationrollbackv1alpha1.RollbackTriggerApplyConfiguration{}
 	case rollbackv1alpha1.SchemeGroupVersion.WithKind("RollbackTriggerSpec"):
 		return &applyconfigurationrollbackv1alpha1.RollbackTriggerSpecApplyConfiguration{}
+	case rollbackv1alpha1.SchemeGroupVersion.WithKind("SnapshotLink"):
+		return &applyconfigurationrollbackv1alpha1.SnapshotLinkApplyConfiguration{}
 	case rollbackv1alpha1.SchemeGroupVersion.WithKind("TestDefinitionReference"):
 		return &applyconfigurationrollbackv1alpha1.TestDefinitionReferenceApplyConfiguration{}
 	case rollbackv1alpha1.SchemeGroupVersion.WithKind("TestFilter"):

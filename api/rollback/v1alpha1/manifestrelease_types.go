@@ -28,6 +28,10 @@ const (
 	// RevisionAnnotation on a snapshot's head Secret is the source revision it came from.
 	RevisionAnnotation = "rollback.sluice.dev/revision"
 
+	// ManifestReleaseFinalizer holds a deleted ManifestRelease until its objects are deleted
+	// (spec.prune true, the default) or left in place (spec.prune false, or suspended).
+	ManifestReleaseFinalizer = "rollback.sluice.dev/finalizer"
+
 	// MaxReleaseHistory bounds status.history.
 	MaxReleaseHistory = 20
 	// MaxInventory bounds status.inventory.
@@ -42,6 +46,10 @@ const (
 	// ConditionRolledBack is True after a rollback, with why and to which snapshot; it turns
 	// False with the next successful upgrade.
 	ConditionRolledBack = "RolledBack"
+	// ConditionSnapshotsVerified is False, reason SnapshotNotInChain, once a snapshot Secret was
+	// met whose digest is not the one status.snapshots recorded for its number (planted, or
+	// replaced): it was neither loaded nor deleted. The next successful upgrade removes it.
+	ConditionSnapshotsVerified = "SnapshotsVerified"
 )
 
 // ManifestReleaseSpec is a versioned set of plain manifests, applied with tests and rolled back
@@ -101,7 +109,9 @@ type ManifestReleaseSpec struct {
 	// +optional
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
 
-	// Prune deletes the objects a new version no longer has, once it passed its tests.
+	// Prune deletes the objects a new version no longer has, once it passed its tests, and all
+	// of the release's objects when the release is deleted (as the ServiceAccount it acts as), as
+	// Flux's Kustomization does. False leaves them in place; so does deleting a suspended release.
 	// +kubebuilder:default=true
 	// +optional
 	Prune *bool `json:"prune,omitempty"`
@@ -341,6 +351,19 @@ type InventoryEntry struct {
 	Name      string `json:"name"`
 }
 
+// SnapshotLink is one snapshot the release wrote, in the digest chain of status.snapshots.
+type SnapshotLink struct {
+	// Number is the snapshot number; its head Secret is <name>.<number>.
+	Number int64 `json:"number"`
+	// Digest is the sha256 digest of its manifests, which its Secrets must hold and prove.
+	// +kubebuilder:validation:MaxLength=128
+	Digest string `json:"digest"`
+	// Previous is the digest of the snapshot recorded before it; empty for the first.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Previous string `json:"previous,omitempty"`
+}
+
 // ManifestReleaseStatus is the observed state of a ManifestRelease.
 type ManifestReleaseStatus struct {
 	// ObservedGeneration is the last metadata.generation the controller acted on.
@@ -386,6 +409,15 @@ type ManifestReleaseStatus struct {
 	// Operation is the upgrade or rollback under way, if any.
 	// +optional
 	Operation *ReleaseOperation `json:"operation,omitempty"`
+
+	// Snapshots is the digest chain of the snapshots the release wrote and keeps, oldest first:
+	// each one's number and digest, and the digest of the one before. The status is this
+	// controller's alone to write, so a Secret whose digest is not recorded here for its number
+	// is never loaded or deleted as a snapshot, whatever its labels and owner say.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Snapshots []SnapshotLink `json:"snapshots,omitempty"`
 
 	// History lists the versions applied, newest first, at most 20.
 	// +kubebuilder:validation:MaxItems=20

@@ -88,6 +88,9 @@ func (r *Reconciler) actingFor(mr *rollbackv1.ManifestRelease) (*Reconciler, err
 		owned = *r.Snapshots
 	}
 	owned.Owner = mr.UID
+	// And to the digest chain its status records, which only this controller writes: a
+	// Secret that claims the release's UID but holds other manifests is not its snapshot.
+	owned.Digests = chainDigests(mr.Status)
 	acting.Snapshots = &owned
 	sa := r.Identities.ServiceAccountOf(mr)
 	if sa == "" {

@@ -49,6 +49,10 @@ type Reconciler struct {
 	// name none act with the controller's own rights.
 	Identities *Identities
 
+	// SourceWatches wakes a release waiting for its source ConfigMap when it is created; nil
+	// leaves such a release to its backoff.
+	SourceWatches *SourceWatches
+
 	// Log records upgrades, test results and rollbacks (INFO) and failures (ERROR).
 	Log *slog.Logger
 
@@ -65,11 +69,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	if !found {
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		r.Metrics.Forget(ns, name)
+		r.SourceWatches.Forget(key)
 		return controller.Result{}, nil
 	}
-	// The Suspended condition, set or removed, lands first; an unchanged status writes nothing.
 	suspended := l.Suspend.Suspended
-	mr, _, err := releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(l.Cached.Namespace), l.Cached, func(mr *rollbackv1.ManifestRelease) {
+	if l.Cached.DeletionTimestamp != nil {
+		return r.finalize(ctx, l.Cached, suspended)
+	}
+	mr, err := r.holdForDeletion(ctx, l.Cached)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	// The Suspended condition, set or removed, lands first; an unchanged status writes nothing.
+	mr, _, err = releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(mr.Namespace), mr, func(mr *rollbackv1.ManifestRelease) {
 		wasSuspended := conditions.Get(mr.Status.Conditions, conditions.Suspended) != nil
 		l.ReportSuspend(&mr.Status.Conditions)
 		keepHeldAcrossSuspend(&mr.Status, mr.Generation, suspended || wasSuspended)
@@ -141,7 +153,9 @@ func (r *Reconciler) sync(ctx context.Context, mr *rollbackv1.ManifestRelease) (
 	interval := durationOr(mr.Spec.Interval, 5*time.Minute)
 	fetched, err := r.Sources.Fetch(ctx, mr)
 	var srcErr *SourceError
-	if errors.As(err, &srcErr) {
+	errors.As(err, &srcErr)
+	r.awaitSource(mr, srcErr)
+	if srcErr != nil {
 		return r.sourceFailed(ctx, mr, srcErr, interval)
 	}
 	if err != nil {
@@ -162,6 +176,17 @@ func (r *Reconciler) sync(ctx context.Context, mr *rollbackv1.ManifestRelease) (
 		return r.held(ctx, mr, interval)
 	}
 	return r.upgrade(ctx, mr, fetched, digest)
+}
+
+// awaitSource watches for the missing source ConfigMap of mr, as the identity mr acts as, or
+// ends that watch once the source is read or fails otherwise.
+func (r *Reconciler) awaitSource(mr *rollbackv1.ManifestRelease, srcErr *SourceError) {
+	key := mr.Namespace + "/" + mr.Name
+	if srcErr == nil || srcErr.MissingConfigMap == "" {
+		r.SourceWatches.Forget(key)
+		return
+	}
+	r.SourceWatches.Await(key, r.Sources.Kube.CoreV1(), r.Identities.ServiceAccountOf(mr), mr.Namespace, srcErr.MissingConfigMap)
 }
 
 func validateSpec(mr *rollbackv1.ManifestRelease) error {

@@ -186,6 +186,10 @@ func (r *Reconciler) manualRollback(ctx context.Context, mr *rollbackv1.Manifest
 		return r.refuseRollback(ctx, mr, value, fmt.Sprintf("snapshot %d is already deployed", number))
 	}
 	_, info, err := r.Snapshots.Load(ctx, mr.Namespace, mr.Name, number)
+	if errors.Is(err, snapshot.ErrNotOwned) {
+		return r.refuseRollback(ctx, mr, value, fmt.Sprintf("cannot roll back to snapshot %d: %v; kept snapshots: %s", number, err, r.keptNumbers(ctx, mr)),
+			func(st *rollbackv1.ManifestReleaseStatus, gen int64) { markNotInChain(st, gen, err.Error()) })
+	}
 	if errors.Is(err, snapshot.ErrNotFound) || errors.Is(err, snapshot.ErrIncomplete) || errors.Is(err, snapshot.ErrInvalidArchive) || errors.Is(err, snapshot.ErrNotOwned) {
 		return r.refuseRollback(ctx, mr, value, fmt.Sprintf("cannot roll back to snapshot %d (%v); kept snapshots: %s", number, err, r.keptNumbers(ctx, mr)))
 	}
@@ -208,9 +212,13 @@ func (r *Reconciler) manualRollback(ctx context.Context, mr *rollbackv1.Manifest
 }
 
 // refuseRollback answers a rollback request that cannot be done with an Event, once.
-func (r *Reconciler) refuseRollback(ctx context.Context, mr *rollbackv1.ManifestRelease, value, message string) (controller.Result, error) {
-	_, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, _ int64) { st.LastHandledRollback = value },
-		r.event(corev1.EventTypeWarning, ReasonRollbackRefused, message))
+func (r *Reconciler) refuseRollback(ctx context.Context, mr *rollbackv1.ManifestRelease, value, message string, more ...func(*rollbackv1.ManifestReleaseStatus, int64)) (controller.Result, error) {
+	_, err := r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
+		st.LastHandledRollback = value
+		for _, change := range more {
+			change(st, gen)
+		}
+	}, r.event(corev1.EventTypeWarning, ReasonRollbackRefused, message))
 	return controller.Result{}, err
 }
 

@@ -34,6 +34,9 @@ type SourceError struct {
 	Reason      string
 	Message     string
 	NeedsPerson bool
+	// MissingConfigMap names the source ConfigMap that does not exist, which the release is
+	// woken by when it is created (SourceWatches).
+	MissingConfigMap string
 }
 
 func (e *SourceError) Error() string { return e.Message }
@@ -170,7 +173,7 @@ func (s *Sources) fetchConfigMaps(ctx context.Context, namespace string, refs []
 	for _, ref := range refs {
 		cm, err := s.Kube.CoreV1().ConfigMaps(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return Fetched{}, &SourceError{Reason: ReasonSourceNotFound, NeedsPerson: true,
+			return Fetched{}, &SourceError{Reason: ReasonSourceNotFound, NeedsPerson: true, MissingConfigMap: ref.Name,
 				Message: fmt.Sprintf("ConfigMap %q does not exist in namespace %q: create it, or fix spec.source.configMaps", ref.Name, namespace)}
 		}
 		if err != nil {

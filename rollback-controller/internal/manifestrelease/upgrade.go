@@ -79,6 +79,7 @@ func (r *Reconciler) upgrade(ctx context.Context, mr *rollbackv1.ManifestRelease
 		attempt(st, gen)
 		st.LastAttemptFailed = false
 		st.Operation = op
+		st.Snapshots = linkSnapshot(st.Snapshots, number, digest, knownNumbers(mr, number))
 		st.Inventory = toInventory(union(previous, refs))
 		conditions.MarkReconciling(&st.Conditions, gen, ReasonUpgrading, message)
 	}, r.event(corev1.EventTypeNormal, ReasonUpgradeStarted, message))
@@ -164,11 +165,17 @@ func (r *Reconciler) finishUpgrade(ctx context.Context, mr *rollbackv1.ManifestR
 	message += pruneMessage
 	// Before the status says the upgrade is done, so that whoever sees it done sees the history
 	// pruned too; op.From stays in case a crash here sends the upgrade back to a rollback.
-	if err := r.pruneSnapshots(ctx, mr, op.Number, op.From); err != nil {
+	keptNumbers, foreign, err := r.pruneSnapshots(ctx, mr, op.Number, op.From)
+	if err != nil {
 		return controller.Result{}, err
 	}
 	mr, err = r.writeStatus(ctx, mr, func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
 		st.Operation = nil
+		st.Snapshots = keepLinks(st.Snapshots, keptNumbers)
+		conditions.Remove(&st.Conditions, rollbackv1.ConditionSnapshotsVerified)
+		if foreign != nil {
+			markNotInChain(st, gen, "pruning the snapshots: "+foreign.Error())
+		}
 		st.UpgradeNumber, st.DeployedVersion, st.DeployedDigest = op.Number, op.Version, op.Digest
 		st.Inventory = toInventory(append(slices.Clone(refs), kept...))
 		st.LastAttemptFailed = false
@@ -192,7 +199,7 @@ func (r *Reconciler) prune(ctx context.Context, mr *rollbackv1.ManifestRelease, 
 	if !pruneEnabled(mr) || len(stale) == 0 {
 		return nil, "", nil
 	}
-	live, err := r.Applier.CRDStates(ctx, manifest.CRDsToInspect(nil, stale))
+	live, err := r.Applier.CRDStates(ctx, manifest.CRDsToInspect(nil, stale), stale)
 	if err != nil {
 		return nil, "", err
 	}
@@ -240,8 +247,9 @@ func (r *Reconciler) saveSnapshot(ctx context.Context, mr *rollbackv1.ManifestRe
 }
 
 // pruneSnapshots keeps the newest historyLimit snapshots the history knows, and always those
-// named; it deletes the others by name.
-func (r *Reconciler) pruneSnapshots(ctx context.Context, mr *rollbackv1.ManifestRelease, always ...int64) error {
+// named; it deletes the others by name, and returns the numbers kept. A Secret outside the
+// digest chain under a number it deletes is left alone, and returned as foreign.
+func (r *Reconciler) pruneSnapshots(ctx context.Context, mr *rollbackv1.ManifestRelease, always ...int64) (kept []int64, foreign, err error) {
 	limit := 5
 	if mr.Spec.HistoryLimit != nil {
 		limit = int(*mr.Spec.HistoryLimit)
@@ -253,11 +261,15 @@ func (r *Reconciler) pruneSnapshots(ctx context.Context, mr *rollbackv1.Manifest
 		if slices.Contains(keep, n) {
 			continue
 		}
-		if err := r.Snapshots.Delete(ctx, mr.Namespace, mr.Name, n); err != nil && !errors.Is(err, snapshot.ErrIncomplete) {
-			return err
+		err := r.Snapshots.Delete(ctx, mr.Namespace, mr.Name, n)
+		switch {
+		case errors.Is(err, snapshot.ErrNotOwned):
+			foreign = err
+		case err != nil && !errors.Is(err, snapshot.ErrIncomplete):
+			return nil, nil, err
 		}
 	}
-	return nil
+	return keep, foreign, nil
 }
 
 // knownNumbers is every snapshot number the status names, and more, sorted.
@@ -287,7 +299,7 @@ func (r *Reconciler) nextNumber(mr *rollbackv1.ManifestRelease) int64 {
 
 // checkCRDs stalls the release when the plan would lose data. blocked says so.
 func (r *Reconciler) checkCRDs(ctx context.Context, mr *rollbackv1.ManifestRelease, action string, objs []*unstructured.Unstructured, stale []manifest.Ref) (controller.Result, bool, error) {
-	live, err := r.Applier.CRDStates(ctx, manifest.CRDsToInspect(objs, stale))
+	live, err := r.Applier.CRDStates(ctx, manifest.CRDsToInspect(objs, stale), stale)
 	if err != nil {
 		return controller.Result{}, false, err
 	}

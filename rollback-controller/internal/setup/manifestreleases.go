@@ -44,6 +44,7 @@ func (w *wiring) addManifestReleases() error {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(m.Kube.Discovery()))
 	informer := m.SluiceInformers.Rollback().V1alpha1().ManifestReleases()
 	fieldManager := manifestrelease.FieldManager
+	watches := &manifestrelease.SourceWatches{Log: m.Log.With("controller", ManifestReleaseControllerName)}
 	c := m.NewController(ManifestReleaseControllerName, &manifestrelease.Reconciler{
 		Releases: informer.Lister(),
 		Client:   m.Sluice,
@@ -59,7 +60,10 @@ func (w *wiring) addManifestReleases() error {
 		Clock:          m.Clock,
 		Log:            m.Log.With("controller", ManifestReleaseControllerName),
 		Identities:     &manifestrelease.Identities{Config: m.RESTConfig, DefaultServiceAccount: cfg.DefaultServiceAccount},
+		SourceWatches:  watches,
 	})
+	watches.Enqueue = c.Enqueue
+	m.AddRunnable(watches.Run)
 	return handler.Register(handler.Watch(informer.Informer(), handler.OnSpecOrMetadataChange(handler.EnqueueObject(c))))
 }
 

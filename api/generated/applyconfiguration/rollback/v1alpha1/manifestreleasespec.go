@@ -54,7 +54,9 @@ type ManifestReleaseSpecApplyConfiguration struct {
 	Interval *v1.Duration `json:"interval,omitempty"`
 	// HistoryLimit is how many snapshots are kept; the deployed one is always kept too.
 	HistoryLimit *int32 `json:"historyLimit,omitempty"`
-	// Prune deletes the objects a new version no longer has, once it passed its tests.
+	// Prune deletes the objects a new version no longer has, once it passed its tests, and all
+	// of the release's objects when the release is deleted (as the ServiceAccount it acts as), as
+	// Flux's Kustomization does. False leaves them in place; so does deleting a suspended release.
 	Prune *bool `json:"prune,omitempty"`
 	// Suspend stops upgrades and rollbacks. The annotation reconcile.fluxcd.io/suspended has the
 	// same effect and carries a reason.

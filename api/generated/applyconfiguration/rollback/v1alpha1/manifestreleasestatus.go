@@ -53,6 +53,11 @@ type ManifestReleaseStatusApplyConfiguration struct {
 	LastHandledRollback *string `json:"lastHandledRollback,omitempty"`
 	// Operation is the upgrade or rollback under way, if any.
 	Operation *ReleaseOperationApplyConfiguration `json:"operation,omitempty"`
+	// Snapshots is the digest chain of the snapshots the release wrote and keeps, oldest first:
+	// each one's number and digest, and the digest of the one before. The status is this
+	// controller's alone to write, so a Secret whose digest is not recorded here for its number
+	// is never loaded or deleted as a snapshot, whatever its labels and owner say.
+	Snapshots []SnapshotLinkApplyConfiguration `json:"snapshots,omitempty"`
 	// History lists the versions applied, newest first, at most 20.
 	History []ReleaseHistoryEntryApplyConfiguration `json:"history,omitempty"`
 	// Inventory lists the objects applied. While an operation is under way it holds the
@@ -161,6 +166,19 @@ func (b *ManifestReleaseStatusApplyConfiguration) WithLastHandledRollback(value 
 // If called multiple times, the Operation field is set to the value of the last call.
 func (b *ManifestReleaseStatusApplyConfiguration) WithOperation(value *ReleaseOperationApplyConfiguration) *ManifestReleaseStatusApplyConfiguration {
 	b.Operation = value
+	return b
+}
+
+// WithSnapshots adds the given value to the Snapshots field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Snapshots field.
+func (b *ManifestReleaseStatusApplyConfiguration) WithSnapshots(values ...*SnapshotLinkApplyConfiguration) *ManifestReleaseStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithSnapshots")
+		}
+		b.Snapshots = append(b.Snapshots, *values[i])
+	}
 	return b
 }
 
