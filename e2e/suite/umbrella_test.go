@@ -23,7 +23,7 @@ func TestUmbrellaChart(t *testing.T) {
 	require.NoError(t, c.Helm.DependencyBuild(ctx, c.chart("sluice")))
 	c.namespace(t, system)
 	took := c.helmWait(t, append([]string{"install", release, c.chart("sluice"), "--namespace", system}, setFlags(c.umbrellaValues(c.Images.Version))...)...)
-	figures.add("helm install --wait, the sluice umbrella chart (all five controllers)", took)
+	figures.add("helm install --wait, the sluice umbrella chart (all five controllers and the UI)", took)
 	for _, name := range controllers {
 		c.checkControllerPods(t, system, release, name, c.Images.Refs[name])
 	}

@@ -26,7 +26,7 @@ func (c *Cluster) upgradeToRetaggedImages(t *testing.T) {
 		require.NoError(t, err)
 	}
 	took := c.helmWait(t, "upgrade", release, c.chart("sluice"), "--namespace", system, "--reuse-values", "--set", "global.imageTag="+tag)
-	figures.add("helm upgrade --wait to a re-tagged image (five controllers)", took)
+	figures.add("helm upgrade --wait to a re-tagged image (five controllers and the UI)", took)
 	for _, name := range controllers {
 		c.checkControllerPods(t, system, release, name, refs[name])
 	}
