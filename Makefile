@@ -29,7 +29,7 @@ build:
 	@mkdir -p bin
 	@for c in $(CONTROLLERS); do go build -o bin/ ./$$c-controller/cmd/$$c-controller; done
 	go build -o bin/ ./gate-controller/cmd/kubectl-gate
-	go build -o bin/ ./ui/cmd/sluice-ui
+	go build -o bin/ ./ui/cmd/sluice-ui ./ui/cmd/kubectl-sluice
 	go build -o bin/ ./dev/cmd/...
 
 ## images: OCI images of every controller and pause, linux/amd64 and arm64, into bin/images; no Docker.

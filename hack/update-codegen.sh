@@ -41,8 +41,9 @@ mkdir -p "${ROOT}/api/crds"
 # template (hack/chart-common/_sluice.tpl, sluice.crds), so `helm upgrade` upgrades it and
 # crds.keep keeps it on uninstall. A chart that needs another chart's kinds says so in its README;
 # no CRD is copied into a second chart. The shared templates are copied into every controller
-# chart, and values.yaml and values.schema.json are written from hack/chart-common and the chart's
-# values.own.yaml and values.own.schema.json.
+# chart and into the UI's chart (charts/ui, which owns no CRD), and values.yaml and
+# values.schema.json are written from hack/chart-common and the chart's values.own.yaml and
+# values.own.schema.json.
 declare -A CRD_OWNER=(
   [gating.sluice.dev]=gate-controller
   [health.sluice.dev]=health-controller
@@ -51,7 +52,7 @@ declare -A CRD_OWNER=(
   [promoter.sluice.dev]=promoter-controller
   [rollback.sluice.dev]=rollback-controller
 )
-for dir in "${ROOT}"/charts/*-controller; do
+for dir in "${ROOT}"/charts/*-controller "${ROOT}"/charts/ui; do
   rm -rf "${dir}/crds" "${dir}/files/crds"
   cp "${ROOT}/hack/chart-common/_sluice.tpl" "${dir}/templates/_sluice.tpl"
 done

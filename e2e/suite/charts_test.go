@@ -18,7 +18,7 @@ import (
 	"github.com/sluicehq/sluice/testenv"
 )
 
-// Every controller chart installs alone on an empty cluster, with no other chart's CRDs (the
+// Every controller chart, and the UI's, installs alone on an empty cluster, with no other chart's CRDs (the
 // promoter reports those it reads on the objects that need them, and is ready without them), and
 // its pod becomes Ready from the imported image under the chart's security context, probes and
 // RBAC. Uninstalling keeps its CRDs; they are then deleted, so the next chart starts from nothing.
@@ -43,6 +43,17 @@ func TestEveryChartAloneBecomesReady(t *testing.T) {
 			cluster.deleteCRDs(t, crds)
 		})
 	}
+	t.Run(uiChart, func(t *testing.T) {
+		ns := cluster.namespace(t, "e2e-ui")
+		set := cluster.imageValues("", cluster.Images.Version)
+		took := cluster.helmWait(t, append([]string{"install", uiImage, cluster.chart(uiChart), "--namespace", ns}, setFlags(set)...)...)
+		figures.add("helm install --wait, the UI alone", took)
+		cluster.checkControllerPods(t, ns, uiImage, uiChart, cluster.Images.Refs[uiImage])
+		// With no Sluice CRD at all, every page answers, saying quietly what is not installed.
+		cluster.uiPage(t, ns, uiImage, "/pipelines", "PromotionStrategy is not installed on this cluster")
+		_, err := cluster.Helm.Run(ctx, "uninstall", uiImage, "--namespace", ns, "--wait")
+		require.NoError(t, err)
+	})
 }
 
 // saysOnceWhichCRDsAreMissing reads the whole log of each pod of the promoter installed alone:

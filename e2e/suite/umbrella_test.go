@@ -13,9 +13,9 @@ const (
 	release = "sluice"
 )
 
-// The umbrella chart installs every controller from the imported images; on it, in order: the
-// gate story, a promotion through a Gitea pod woken by its webhook through the promoter's
-// Service, a leader failover in the middle of a promotion, a helm upgrade to a re-tagged image,
+// The umbrella chart installs every controller and the web UI from the imported images; on it, in
+// order: the gate story, a promotion through a Gitea pod woken by its webhook through the
+// promoter's Service, its pipeline page loaded through the UI's Service, a leader failover in the middle of a promotion, a helm upgrade to a re-tagged image,
 // and helm uninstall, which keeps every CRD.
 func TestUmbrellaChart(t *testing.T) {
 	c := cluster
@@ -23,7 +23,7 @@ func TestUmbrellaChart(t *testing.T) {
 	require.NoError(t, c.Helm.DependencyBuild(ctx, c.chart("sluice")))
 	c.namespace(t, system)
 	took := c.helmWait(t, append([]string{"install", release, c.chart("sluice"), "--namespace", system}, setFlags(c.umbrellaValues(c.Images.Version))...)...)
-	figures.add("helm install --wait, the sluice umbrella chart (all five controllers)", took)
+	figures.add("helm install --wait, the sluice umbrella chart (all five controllers and the UI)", took)
 	for _, name := range controllers {
 		c.checkControllerPods(t, system, release, name, c.Images.Refs[name])
 	}
@@ -36,6 +36,10 @@ func TestUmbrellaChart(t *testing.T) {
 	var p *promotion
 	t.Run("promotion dev -> staging -> prod on the Gitea pod, woken by its webhook", func(t *testing.T) {
 		p = c.promotionByWebhook(t, appNS, server)
+	})
+	t.Run("the UI's page, through its Service, shows the pipeline", func(t *testing.T) {
+		require.NotNil(t, p, "needs the promotion")
+		c.uiShowsThePipeline(t, p)
 	})
 	t.Run("health of a running Deployment, published as a commit status on the Gitea pod", func(t *testing.T) {
 		require.NotNil(t, p, "needs the promotion")
@@ -60,10 +64,10 @@ func TestUmbrellaChart(t *testing.T) {
 	})
 }
 
-// umbrellaValues run every controller from the imported images at tag, the promoter with its
-// webhook receiver and one replica (the failover test scales it to two).
+// umbrellaValues run every controller and the web UI (off by default) from the imported images at
+// tag, the promoter with its webhook receiver and one replica (the failover test scales it to two).
 func (c *Cluster) umbrellaValues(tag string) []string {
-	set := []string{"global.imageTag=" + tag, "promoter-controller.webhook.enabled=true"}
+	set := []string{"global.imageTag=" + tag, "promoter-controller.webhook.enabled=true", "ui.enabled=true", "ui.image.pullPolicy=Never"}
 	for _, name := range controllers {
 		set = append(set, name+".image.pullPolicy=Never")
 	}

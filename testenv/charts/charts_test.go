@@ -19,14 +19,15 @@ import (
 	"github.com/sluicehq/sluice/testenv"
 )
 
-// Every controller chart must lint, install alone on an empty cluster and uninstall, keeping its
-// CRDs; then all of them must install together without Helm ownership conflicts.
+// Every controller chart, and the UI's, must lint, install alone on an empty cluster with the
+// secure pod defaults and least privilege, and uninstall, keeping its CRDs; then all of them must
+// install together without Helm ownership conflicts.
 func TestChartsInstallAloneAndTogether(t *testing.T) {
 	testenv.SkipIfShort(t)
 	ctx := context.Background()
-	dirs, err := Controllers()
+	dirs, err := Charts()
 	require.NoError(t, err)
-	require.Len(t, dirs, 5)
+	require.Len(t, dirs, 6, "five controller charts and the UI's")
 
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
@@ -38,10 +39,11 @@ func TestChartsInstallAloneAndTogether(t *testing.T) {
 				"networkPolicy.enabled=true", "networkPolicy.egress.enabled=true", "replicaCount=2"))
 
 			require.NoError(t, helm.Install(ctx, name, "sluice-system", dir))
-			_, err := env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, name, metav1.GetOptions{})
+			deployment, err := env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, name, metav1.GetOptions{})
 			require.NoError(t, err, "the chart creates its Deployment")
+			assertSecurePod(t, deployment)
 			crds := waitCRDs(t, env, ownedCRDs(t, dir))
-			assertLeastPrivilege(t, env, "sluice-system", name)
+			assertPrivilege(t, env, "sluice-system", name, name)
 
 			require.NoError(t, helm.Uninstall(ctx, name, "sluice-system"))
 			for _, crd := range crds {
@@ -60,14 +62,14 @@ func TestChartsInstallAloneAndTogether(t *testing.T) {
 		}
 		for _, dir := range dirs {
 			name := filepath.Base(dir)
-			assertLeastPrivilege(t, env, "sluice-system", name)
+			assertPrivilege(t, env, "sluice-system", name, name)
 			require.NoError(t, helm.Uninstall(ctx, name, "sluice-system"))
 		}
 	})
 }
 
 // The umbrella chart installs every controller chart from this checkout with no network, each one
-// switchable, and keeps the CRDs on uninstall.
+// switchable, and keeps the CRDs on uninstall; the UI's chart only when switched on.
 func TestUmbrellaChartInstallsEveryController(t *testing.T) {
 	testenv.SkipIfShort(t)
 	ctx := context.Background()
@@ -89,16 +91,25 @@ func TestUmbrellaChartInstallsEveryController(t *testing.T) {
 		assertLeastPrivilege(t, env, "sluice-system", "sluice-"+name)
 		crds = append(crds, waitCRDs(t, env, ownedCRDs(t, dir))...)
 	}
+	_, err = env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, "sluice-ui", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the UI is off by default")
 	dashboard, err := env.Kube.CoreV1().ConfigMaps("sluice-system").Get(ctx, "sluice-dashboard", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "1", dashboard.Labels["grafana_dashboard"], "Grafana's sidecar finds it")
 
 	// Switching one controller off removes it and nothing else.
-	require.NoError(t, helm.Upgrade(ctx, "sluice", "sluice-system", umbrella, "promoter-controller.enabled=false"))
+	require.NoError(t, helm.Upgrade(ctx, "sluice", "sluice-system", umbrella, "promoter-controller.enabled=false", "ui.enabled=true"))
 	_, err = env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, "sluice-promoter-controller", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "promoter-controller.enabled=false removes the promoter")
 	_, err = env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, "sluice-gate-controller", metav1.GetOptions{})
 	assert.NoError(t, err, "the gate-controller stays")
+	ui, err := env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, "sluice-ui", metav1.GetOptions{})
+	require.NoError(t, err, "ui.enabled=true installs the UI beside the controllers")
+	assert.Contains(t, ui.Spec.Template.Spec.Containers[0].Image, "ghcr.io/sluicehq/sluice-ui:")
+	assertSecurePod(t, ui)
+	assertUIPrivilege(t, env, "sluice-system", "sluice-ui", false)
+	_, err = env.Kube.CoreV1().Services("sluice-system").Get(ctx, "sluice-ui", metav1.GetOptions{})
+	assert.NoError(t, err, "the UI's Service")
 
 	require.NoError(t, helm.Uninstall(ctx, "sluice", "sluice-system"))
 	for _, crd := range crds {

@@ -155,6 +155,39 @@ func Controllers() ([]string, error) {
 	return dirs, nil
 }
 
+// UI returns the folder of the web UI's chart, charts/ui: built by the same tooling as the
+// controller charts (make generate), owning no CRD, with no Lease.
+func UI() (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "charts", "ui"), nil
+}
+
+// Charts returns the folder of every chart built from hack/chart-common: the controller charts,
+// then the UI's.
+func Charts() ([]string, error) {
+	dirs, err := Controllers()
+	if err != nil {
+		return nil, err
+	}
+	ui, err := UI()
+	if err != nil {
+		return nil, err
+	}
+	return append(dirs, ui), nil
+}
+
+// Image returns the image a chart's Deployment runs: the controller's own name, sluice-ui for
+// the UI's chart.
+func Image(chart string) string {
+	if chart == "ui" {
+		return "sluice-ui"
+	}
+	return chart
+}
+
 // Umbrella returns the folder of the sluice chart, which installs every controller chart.
 func Umbrella() (string, error) {
 	root, err := testenv.RepoRoot()

@@ -34,7 +34,7 @@ func TestReleasePackagesEveryChartAtTheReleaseVersion(t *testing.T) {
 	require.NoError(t, err)
 	controllers, err := Controllers()
 	require.NoError(t, err)
-	require.Len(t, packaged, len(controllers)+1, "every controller chart and the umbrella chart")
+	require.Len(t, packaged, len(controllers)+2, "every controller chart, the UI's and the umbrella chart")
 	for _, p := range packaged {
 		assert.True(t, strings.HasSuffix(p, "-9.8.7.tgz"), p)
 	}
@@ -45,7 +45,7 @@ func TestReleasePackagesEveryChartAtTheReleaseVersion(t *testing.T) {
 	objs, err := Objects(rendered)
 	require.NoError(t, err)
 	deployments := OfKind(objs, "Deployment")
-	require.Len(t, deployments, len(controllers))
+	require.Len(t, deployments, len(controllers), "the umbrella chart leaves the UI out by default")
 	for _, d := range deployments {
 		containers := d.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)
 		image := containers[0].(map[string]any)["image"].(string)

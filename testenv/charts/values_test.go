@@ -18,7 +18,7 @@ import (
 // Every chart's schema (generated from hack/chart-common) refuses values that cannot work, and
 // the umbrella chart's refuses them in its subcharts' sections too.
 func TestValuesSchemaRejectsBadValues(t *testing.T) {
-	dirs, err := Controllers()
+	dirs, err := Charts()
 	require.NoError(t, err)
 	helm := renderer(t)
 	bad := map[string]string{
@@ -89,7 +89,7 @@ func TestProductionValuesInstall(t *testing.T) {
 		"networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.name=monitoring",
 		"replicaCount=1",
 	}
-	dirs, err := Controllers()
+	dirs, err := Charts()
 	require.NoError(t, err)
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
@@ -98,7 +98,7 @@ func TestProductionValuesInstall(t *testing.T) {
 		d, err := env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
 		pod := d.Spec.Template
-		assert.Equal(t, "mirror.example/sluicehq/"+name+":1.2.3@"+digest, pod.Spec.Containers[0].Image)
+		assert.Equal(t, "mirror.example/sluicehq/"+Image(name)+":1.2.3@"+digest, pod.Spec.Containers[0].Image)
 		assert.Equal(t, []corev1.LocalObjectReference{{Name: "org-pull"}, {Name: "chart-pull"}}, pod.Spec.ImagePullSecrets)
 		assert.Equal(t, "system-cluster-critical", pod.Spec.PriorityClassName)
 		assert.Equal(t, "platform", pod.Labels["team"])
@@ -123,7 +123,7 @@ func TestProductionValuesInstall(t *testing.T) {
 // nameOverride and fullnameOverride name every object of a release and its Lease, and
 // nameOverride its app.kubernetes.io/name label, as in most Helm charts; unset, names are as before.
 func TestNameOverridesNameEveryObject(t *testing.T) {
-	dirs, err := Controllers()
+	dirs, err := Charts()
 	require.NoError(t, err)
 	helm := renderer(t)
 	for _, dir := range dirs {

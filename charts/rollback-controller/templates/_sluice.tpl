@@ -8,13 +8,14 @@ Shared templates of every Sluice chart. The source is hack/chart-common/_sluice.
 {{- end -}}
 
 {{/* sluice.fullname names every object of the release: fullnameOverride, or the release name
-followed by the chart's name (nameOverride) unless the release name holds it already. */}}
+followed by the chart's name (nameOverride) unless the release name holds it already, as a whole
+dash-separated part: the release sluice does not hold the chart ui, though "sluice" contains "ui". */}}
 {{- define "sluice.fullname" -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
 {{- $name := default .Chart.Name .Values.nameOverride -}}
-{{- if contains $name .Release.Name -}}
+{{- if regexMatch (printf "(^|-)%s(-|$)" (regexQuoteMeta $name)) .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
 {{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
@@ -81,8 +82,9 @@ chart's, so a flag in extraArgs overrides the chart's one. */}}
 {{- toYaml $merged -}}
 {{- end -}}
 
-{{/* sluice.workload renders the ServiceAccount, Deployment, metrics Service, leader-election
-Role, and the opt-in ServiceMonitor, PodDisruptionBudget and NetworkPolicy. */}}
+{{/* sluice.workload renders the ServiceAccount, Deployment, metrics Service, the leader-election
+Role (only with leaderElection.enabled: a replica that never elects needs no Lease), and the
+opt-in ServiceMonitor, PodDisruptionBudget and NetworkPolicy. */}}
 {{- define "sluice.workload" -}}
 {{- $parts := include "sluice.controllerParts" . | fromYaml -}}
 {{- if .Values.serviceAccount.create }}
@@ -210,6 +212,7 @@ spec:
     - name: metrics
       port: {{ .Values.metrics.port }}
       targetPort: metrics
+{{- if .Values.leaderElection.enabled }}
 ---
 # Leader election: this release's Lease only. RBAC cannot name the object of a create, so create
 # is granted on Leases in the release namespace; get and update only on this release's Lease.
@@ -242,6 +245,7 @@ subjects:
   - kind: ServiceAccount
     name: {{ include "sluice.serviceAccountName" . }}
     namespace: {{ .Release.Namespace }}
+{{- end }}
 {{- if .Values.metrics.serviceMonitor.enabled }}
 ---
 apiVersion: monitoring.coreos.com/v1

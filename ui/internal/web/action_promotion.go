@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,7 +58,7 @@ var revertAction = &action{
 	},
 	apply: func(ctx context.Context, c clients, ns, name string, f url.Values, _ time.Time) (runtime.Object, error) {
 		rc := &rollbackv1alpha1.RevertCommit{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-" + f.Get("env") + "-", Namespace: ns},
+			ObjectMeta: metav1.ObjectMeta{GenerateName: revertNamePrefix(name, f.Get("env")), Namespace: ns},
 			Spec: rollbackv1alpha1.RevertCommitSpec{
 				PromotionStrategyRef: rollbackv1alpha1.PromotionStrategyReference{Name: name},
 				ActiveBranch:         f.Get("env"), DrySHA: f.Get("sha"), Reason: f.Get("reason"),
@@ -65,6 +66,26 @@ var revertAction = &action{
 		}
 		return c.Sluice.RollbackV1alpha1().RevertCommits(ns).Create(ctx, rc, metav1.CreateOptions{FieldManager: fieldManager})
 	},
+}
+
+// revertNamePrefix is the generateName of a RevertCommit started from the UI: the strategy and
+// the environment's branch, which may hold characters no object name can (env/prod becomes
+// env-prod), ending in '-' for the API server's random suffix.
+func revertNamePrefix(strategy, branch string) string {
+	prefix := strings.Map(func(c rune) rune {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '.':
+			return c
+		case c >= 'A' && c <= 'Z':
+			return c + 'a' - 'A'
+		}
+		return '-'
+	}, strategy+"-"+branch)
+	// A name is at most 253 characters; the API server adds 5.
+	if len(prefix) > 200 {
+		prefix = prefix[:200]
+	}
+	return strings.TrimRight(prefix, "-.") + "-"
 }
 
 func healthySHAs(s *Server, ns, name string, f url.Values) []option {

@@ -2,12 +2,14 @@ package web
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
@@ -49,5 +51,19 @@ func TestPagesRenderTheirObjects(t *testing.T) {
 		for _, w := range tc.want {
 			assert.Contains(t, buf.String(), w, name)
 		}
+	}
+}
+
+// A RevertCommit started from the UI gets a valid name whatever its environment's branch holds.
+func TestRevertNamePrefixIsAValidGenerateName(t *testing.T) {
+	for _, c := range []struct{ strategy, branch, want string }{
+		{"checkout", "env/dev", "checkout-env-dev-"},
+		{"checkout", "prod", "checkout-prod-"},
+		{"checkout", "Env_Prod.", "checkout-env-prod-"},
+		{"web", strings.Repeat("x/", 150), "web-" + strings.Repeat("x-", 98)},
+	} {
+		got := revertNamePrefix(c.strategy, c.branch)
+		assert.Equal(t, c.want, got, c.branch)
+		assert.Empty(t, validation.IsDNS1123Subdomain(got+"abcde"), "%q with a suffix is a valid name", got)
 	}
 }
