@@ -20,6 +20,35 @@ import (
 // follows the size of the change, not of the history. Clock skew can only make the list longer
 // (objects the remote already has), never shorter, so the pack is always complete.
 func objectsToPush(s storer.EncodedObjectStorer, tip plumbing.Hash, known []plumbing.Hash) ([]plumbing.Hash, error) {
+	commits, edge, err := commitsToPush(s, tip, known)
+	if err != nil {
+		return nil, err
+	}
+	skip := map[plumbing.Hash]bool{}
+	for _, h := range edge {
+		c, err := object.GetCommit(s, h)
+		if err != nil {
+			return nil, fmt.Errorf("read commit %s: %w", h, err)
+		}
+		if err := walkTree(s, c.TreeHash, skip, nil); err != nil {
+			return nil, err
+		}
+	}
+	var out []plumbing.Hash
+	for _, c := range commits {
+		out = append(out, c.Hash)
+		if err := walkTree(s, c.TreeHash, skip, &out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// commitsToPush returns the commits reachable from tip that no commit of known reaches, newest
+// first, and the edge: the commits of the remote they have as parents.
+func commitsToPush(s storer.EncodedObjectStorer, tip plumbing.Hash, known []plumbing.Hash) (commits []*object.Commit, edge []plumbing.Hash, err error) {
+	// A commit's paint: reachable from the tip (wanted), from a commit the remote holds
+	// (onRemote), or both.
 	const (
 		wanted uint8 = 1 << iota
 		onRemote
@@ -43,64 +72,46 @@ func objectsToPush(s storer.EncodedObjectStorer, tip plumbing.Hash, known []plum
 		return nil
 	}
 	if err := push(tip, wanted); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, h := range known {
 		if err := push(h, onRemote); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 
+	// Commits painted only wanted when they came out of the queue; a later one may still paint
+	// them onRemote.
 	var candidates []*object.Commit
 	for q.Len() > 0 && q.anyNot(paint, onRemote) {
 		e := heap.Pop(q).(queued)
-		p := paint[e.hash]
 		next := wanted
-		if p&onRemote != 0 {
+		if paint[e.hash]&onRemote != 0 {
 			next = onRemote
 		} else {
 			candidates = append(candidates, e.commit)
 		}
 		for _, parent := range e.commit.ParentHashes {
 			if err := push(parent, next); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
 
-	// Commits to send, and the commits on the remote they build on (the edge).
-	var commits []*object.Commit
-	edge := map[plumbing.Hash]bool{}
+	onEdge := map[plumbing.Hash]bool{}
 	for _, c := range candidates {
 		if paint[c.Hash]&onRemote != 0 {
 			continue
 		}
 		commits = append(commits, c)
 		for _, parent := range c.ParentHashes {
-			if paint[parent]&onRemote != 0 {
-				edge[parent] = true
+			if paint[parent]&onRemote != 0 && !onEdge[parent] {
+				onEdge[parent] = true
+				edge = append(edge, parent)
 			}
 		}
 	}
-
-	skip := map[plumbing.Hash]bool{}
-	for h := range edge {
-		c, err := object.GetCommit(s, h)
-		if err != nil {
-			return nil, fmt.Errorf("read commit %s: %w", h, err)
-		}
-		if err := walkTree(s, c.TreeHash, skip, nil); err != nil {
-			return nil, err
-		}
-	}
-	var out []plumbing.Hash
-	for _, c := range commits {
-		out = append(out, c.Hash)
-		if err := walkTree(s, c.TreeHash, skip, &out); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return commits, edge, nil
 }
 
 // walkTree adds every object of the tree not yet in seen to seen, and to out when out is not

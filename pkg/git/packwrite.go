@@ -54,69 +54,103 @@ type packPlan struct {
 
 // planPack finds where each object of want is, and the delta bases they need.
 func planPack(want []plumbing.Hash, packs []*sourcePack, loose map[plumbing.Hash]string) (*packPlan, error) {
-	type location struct{ pack, entry int32 }
-	located := map[plumbing.Hash]location{}
-	for pi, p := range packs {
-		for ei, e := range p.entries {
-			if _, ok := located[e.Hash]; !ok {
-				located[e.Hash] = location{int32(pi), int32(ei)}
-			}
-		}
-	}
-
-	plan := &packPlan{index: make(map[plumbing.Hash]int32, len(want))}
-	var add func(h plumbing.Hash) (int32, error)
-	add = func(h plumbing.Hash) (int32, error) {
-		if i, ok := plan.index[h]; ok {
-			return i, nil
-		}
-		i := int32(len(plan.objects))
-		plan.index[h] = i
-		o := plannedObject{hash: h, base: -1}
-		at, packed := located[h]
-		if _, isLoose := loose[h]; !packed && isLoose {
-			o.source = fromLoose
-		}
-		if !packed && o.source != fromLoose {
-			return 0, fmt.Errorf("object %s is neither in a pack nor loose", h)
-		}
-		var base plumbing.Hash
-		if packed {
-			p := packs[at.pack]
-			e := p.entries[at.entry]
-			hdr, err := readPackedHeader(p.file, int64(e.Offset))
-			if err != nil {
-				return 0, fmt.Errorf("pack-%s, object %s: %w", p.hash, h, err)
-			}
-			o.pack, o.entry, o.typ, o.size, o.data = at.pack, at.entry, hdr.typ, hdr.size, int64(e.Offset)+hdr.length
-			switch hdr.typ {
-			case plumbing.OFSDeltaObject:
-				j, ok := p.entryAt(hdr.baseOffset)
-				if !ok {
-					return 0, fmt.Errorf("pack-%s, object %s: no object at its base offset %d", p.hash, h, hdr.baseOffset)
-				}
-				base = p.entries[j].Hash
-			case plumbing.REFDeltaObject:
-				// The base may be in another pack (a thin pack stored as received), or loose.
-				base = hdr.baseHash
-			}
-		}
-		plan.objects = append(plan.objects, o)
-		if !base.IsZero() {
-			b, err := add(base)
-			if err != nil {
-				return 0, err
-			}
-			plan.objects[i].base = b
-		}
-		return i, nil
+	pl := &planner{
+		plan:    &packPlan{index: make(map[plumbing.Hash]int32, len(want))},
+		packs:   packs,
+		located: locatePacked(packs),
+		loose:   loose,
 	}
 	for _, h := range want {
-		if _, err := add(h); err != nil {
+		if _, err := pl.add(h); err != nil {
 			return nil, err
 		}
 	}
+	pl.plan.orderBasesFirst()
+	return pl.plan, nil
+}
 
+// packLocation is where an object is in the old packs: packs[pack].entries[entry].
+type packLocation struct{ pack, entry int32 }
+
+// locatePacked finds each packed object; one in several packs is taken from the first.
+func locatePacked(packs []*sourcePack) map[plumbing.Hash]packLocation {
+	located := map[plumbing.Hash]packLocation{}
+	for pi, p := range packs {
+		for ei, e := range p.entries {
+			if _, ok := located[e.Hash]; !ok {
+				located[e.Hash] = packLocation{int32(pi), int32(ei)}
+			}
+		}
+	}
+	return located
+}
+
+// planner builds a packPlan, one object and its chain of delta bases at a time.
+type planner struct {
+	plan    *packPlan
+	packs   []*sourcePack
+	located map[plumbing.Hash]packLocation
+	loose   map[plumbing.Hash]string
+}
+
+// add plans object h, and then its delta base, unless it is planned already, and returns its
+// index in plan.objects.
+func (pl *planner) add(h plumbing.Hash) (int32, error) {
+	if i, ok := pl.plan.index[h]; ok {
+		return i, nil
+	}
+	i := int32(len(pl.plan.objects))
+	pl.plan.index[h] = i
+	o := plannedObject{hash: h, base: -1}
+	var base plumbing.Hash
+	if at, packed := pl.located[h]; packed {
+		var err error
+		if base, err = pl.readPacked(&o, at); err != nil {
+			return 0, err
+		}
+	} else if _, isLoose := pl.loose[h]; isLoose {
+		o.source = fromLoose
+	} else {
+		return 0, fmt.Errorf("object %s is neither in a pack nor loose", h)
+	}
+	pl.plan.objects = append(pl.plan.objects, o)
+	if !base.IsZero() {
+		b, err := pl.add(base)
+		if err != nil {
+			return 0, err
+		}
+		pl.plan.objects[i].base = b
+	}
+	return i, nil
+}
+
+// readPacked fills in o, found at at, from its header in the pack, and returns the hash of its
+// delta base, zero for a whole object.
+func (pl *planner) readPacked(o *plannedObject, at packLocation) (base plumbing.Hash, err error) {
+	p := pl.packs[at.pack]
+	e := p.entries[at.entry]
+	hdr, err := readPackedHeader(p.file, int64(e.Offset))
+	if err != nil {
+		return base, fmt.Errorf("pack-%s, object %s: %w", p.hash, o.hash, err)
+	}
+	o.pack, o.entry, o.typ, o.size, o.data = at.pack, at.entry, hdr.typ, hdr.size, int64(e.Offset)+hdr.length
+	switch hdr.typ {
+	case plumbing.OFSDeltaObject:
+		j, ok := p.entryAt(hdr.baseOffset)
+		if !ok {
+			return base, fmt.Errorf("pack-%s, object %s: no object at its base offset %d", p.hash, o.hash, hdr.baseOffset)
+		}
+		base = p.entries[j].Hash
+	case plumbing.REFDeltaObject:
+		// The base may be in another pack (a thin pack stored as received), or loose.
+		base = hdr.baseHash
+	}
+	return base, nil
+}
+
+// orderBasesFirst sets plan.order so that every delta comes after its base. A delta whose chain
+// of bases loops back to itself (possible across packs) is written whole instead, fromStorage.
+func (plan *packPlan) orderBasesFirst() {
 	const (
 		unseen = iota
 		visiting
@@ -143,7 +177,6 @@ func planPack(want []plumbing.Hash, packs []*sourcePack, loose map[plumbing.Hash
 	for i := range plan.objects {
 		visit(int32(i))
 	}
-	return plan, nil
 }
 
 // writtenPack is a new pack and its index under their temporary names.
@@ -183,16 +216,33 @@ func writePack(packDir string, plan *packPlan, packs []*sourcePack, loose map[pl
 			}
 		}
 	}()
+	offsets, crcs, checksum, err := writePackObjects(pack, plan, packs, loose, sto)
+	if err == nil {
+		err = pack.Sync()
+	}
+	if cerr := pack.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return res, err
+	}
+	res.checksum = checksum
+	res.tempIndex, err = writePackIndex(packDir, plan, offsets, crcs, checksum)
+	return res, err
+}
 
+// writePackObjects writes the pack's header, its objects in plan.order and its checksum to pack,
+// and returns what the index says of each object of plan.objects (its offset in the pack and
+// the CRC-32 of its bytes there) and the checksum.
+func writePackObjects(pack io.Writer, plan *packPlan, packs []*sourcePack, loose map[plumbing.Hash]string, sto storage.Storer) (offsets []int64, crcs []uint32, checksum plumbing.Hash, err error) {
 	out := &packOutput{buf: bufio.NewWriterSize(pack, 256<<10), sum: sha1.New(), crc: crc32.NewIEEE()}
 	head := []byte("PACK\x00\x00\x00\x02\x00\x00\x00\x00")
 	binary.BigEndian.PutUint32(head[8:], uint32(len(plan.objects)))
 	if _, err := out.Write(head); err != nil {
-		_ = pack.Close()
-		return res, err
+		return nil, nil, checksum, err
 	}
-	offsets := make([]int64, len(plan.objects))
-	crcs := make([]uint32, len(plan.objects))
+	offsets = make([]int64, len(plan.objects))
+	crcs = make([]uint32, len(plan.objects))
 	zw := zlib.NewWriter(nil)
 	buf := make([]byte, 64<<10)
 	for _, i := range plan.order {
@@ -208,42 +258,36 @@ func writePack(packDir string, plan *packPlan, packs []*sourcePack, loose map[pl
 			err = copyDecoded(out, zw, o, sto, buf)
 		}
 		if err != nil {
-			_ = pack.Close()
-			return res, err
+			return nil, nil, checksum, err
 		}
 		crcs[i] = out.crc.Sum32()
 	}
-	copy(res.checksum[:], out.sum.Sum(nil))
-	if _, err = out.buf.Write(res.checksum[:]); err == nil {
-		err = out.buf.Flush()
+	copy(checksum[:], out.sum.Sum(nil))
+	if _, err := out.buf.Write(checksum[:]); err != nil {
+		return nil, nil, checksum, err
 	}
-	if err == nil {
-		err = pack.Sync()
-	}
-	if cerr := pack.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return res, err
-	}
+	return offsets, crcs, checksum, out.buf.Flush()
+}
 
+// writePackIndex writes the index of the pack into packDir under a temporary name, synced, and
+// returns that name (set even when writing failed).
+func writePackIndex(packDir string, plan *packPlan, offsets []int64, crcs []uint32, checksum plumbing.Hash) (string, error) {
 	iw := new(idxfile.Writer)
 	_ = iw.OnHeader(uint32(len(plan.objects)))
 	for i, o := range plan.objects {
 		iw.Add(o.hash, uint64(offsets[i]), crcs[i])
 	}
-	if err = iw.OnFooter(res.checksum); err != nil {
-		return res, err
+	if err := iw.OnFooter(checksum); err != nil {
+		return "", err
 	}
 	idx, err := iw.Index()
 	if err != nil {
-		return res, err
+		return "", err
 	}
 	index, err := os.CreateTemp(packDir, "tmp_idx_")
 	if err != nil {
-		return res, err
+		return "", err
 	}
-	res.tempIndex = index.Name()
 	idxBuf := bufio.NewWriter(index)
 	if _, err = idxfile.NewEncoder(idxBuf).Encode(idx); err == nil {
 		err = idxBuf.Flush()
@@ -254,7 +298,7 @@ func writePack(packDir string, plan *packPlan, packs []*sourcePack, loose map[pl
 	if cerr := index.Close(); err == nil {
 		err = cerr
 	}
-	return res, err
+	return index.Name(), err
 }
 
 // copyPacked copies an object's compressed bytes from an old pack, checking them against the

@@ -42,6 +42,48 @@ type repackResult struct {
 // Objects no ref reaches are dropped from packs; loose ones are kept for keepUnreachable (a
 // commit Merge wrote and a caller may still push), as git gc keeps them.
 func repack(dir string, keepUnreachable time.Duration, hook func(string) error) (res repackResult, err error) {
+	packDir := filepath.Join(dir, "objects", "pack")
+	w, err := writeReachable(dir, packDir)
+	if err != nil || w == nil {
+		return res, err
+	}
+	defer func() {
+		// Left when a step below failed before the rename; a kill leaves them to removeLeftovers.
+		_ = os.Remove(w.written.tempPack)
+		_ = os.Remove(w.written.tempIndex)
+	}()
+	res.objects = len(w.plan.objects)
+	if err := runStep(hook, stepTempWritten); err != nil {
+		return res, err
+	}
+	if res.changedPacks, err = putInPlace(packDir, w.written, hook); err != nil {
+		return res, err
+	}
+	if err := removeOldPacks(packDir, w.oldPacks, w.written.checksum, hook); err != nil {
+		return res, err
+	}
+	if err := removePackedLoose(w.loose, w.plan.index, keepUnreachable, hook); err != nil {
+		return res, err
+	}
+	removeEmptyFanout(filepath.Join(dir, "objects"))
+	return res, nil
+}
+
+// repackWrite is step 1 of a repack done: the new pack under its temporary names, and what it
+// replaces.
+type repackWrite struct {
+	plan    *packPlan
+	written writtenPack
+	// oldPacks are the packs the repository held; one may be the new pack itself, when nothing
+	// changed since the last repack.
+	oldPacks []plumbing.Hash
+	// loose are the loose objects the repository held, by hash, and their paths.
+	loose map[plumbing.Hash]string
+}
+
+// writeReachable writes every object a ref reaches into a new pack under temporary names, and
+// returns it with what it replaces; or nil when no ref is left.
+func writeReachable(dir, packDir string) (*repackWrite, error) {
 	// A storage of its own that keeps every pack open: go-git otherwise opens a pack, and
 	// allocates its buffers, for each object it reads, and the walk reads every commit and tree.
 	sto := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(objectCacheSize),
@@ -51,101 +93,99 @@ func repack(dir string, keepUnreachable time.Duration, hook func(string) error) 
 	if err != nil || len(reachable) == 0 {
 		// With no ref left there is nothing to keep; the folder is left as it is rather than
 		// emptied.
-		return res, err
+		return nil, err
 	}
-	loose := map[plumbing.Hash]string{}
+	w := &repackWrite{loose: map[plumbing.Hash]string{}}
 	err = forEachLooseObject(dir, func(h plumbing.Hash, path string) error {
-		loose[h] = path
+		w.loose[h] = path
 		return nil
 	})
 	if err != nil {
-		return res, fmt.Errorf("list loose objects: %w", err)
+		return nil, fmt.Errorf("list loose objects: %w", err)
 	}
-	packDir := filepath.Join(dir, "objects", "pack")
 	packs, err := openPacks(packDir)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	plan, err := planPack(reachable, packs, loose)
-	if err != nil {
-		closePacks(packs)
-		return res, err
+	defer closePacks(packs)
+	for _, p := range packs {
+		w.oldPacks = append(w.oldPacks, p.hash)
 	}
-	written, err := writePack(packDir, plan, packs, loose, sto)
-	closePacks(packs)
-	_ = sto.Close()
-	if err != nil {
-		return res, err
+	if w.plan, err = planPack(reachable, packs, w.loose); err != nil {
+		return nil, err
 	}
-	defer func() {
-		// Left when a step below failed before the rename; a kill leaves them to removeLeftovers.
-		_ = os.Remove(written.tempPack)
-		_ = os.Remove(written.tempIndex)
-	}()
-	res.objects = len(plan.objects)
-	if err := runStep(hook, stepTempWritten); err != nil {
-		return res, err
+	if w.written, err = writePack(packDir, w.plan, packs, w.loose, sto); err != nil {
+		return nil, err
 	}
+	return w, nil
+}
 
+// putInPlace renames the new pack's index, then the pack, to their final names and syncs the
+// folder (step 2). renamed is set once the folder changed, even when a later part failed.
+func putInPlace(packDir string, written writtenPack, hook func(string) error) (renamed bool, err error) {
 	name := filepath.Join(packDir, "pack-"+written.checksum.String())
 	if err := os.Rename(written.tempIndex, name+".idx"); err != nil {
-		return res, err
+		return false, err
 	}
-	res.changedPacks = true
 	if err := runStep(hook, stepIndexInPlace); err != nil {
-		return res, err
+		return true, err
 	}
 	if err := os.Rename(written.tempPack, name+".pack"); err != nil {
-		return res, err
+		return true, err
 	}
 	if err := syncDir(packDir); err != nil {
-		return res, err
+		return true, err
 	}
-	if err := runStep(hook, stepPackInPlace); err != nil {
-		return res, err
-	}
+	return true, runStep(hook, stepPackInPlace)
+}
 
+// removeOldPacks removes the packs the new one replaces, each pack before its index (step 3).
+func removeOldPacks(packDir string, oldPacks []plumbing.Hash, written plumbing.Hash, hook func(string) error) error {
 	firstPack := true
-	for _, p := range packs {
-		if p.hash == written.checksum {
+	for _, h := range oldPacks {
+		if h == written {
 			continue
 		}
-		old := filepath.Join(packDir, "pack-"+p.hash.String())
+		old := filepath.Join(packDir, "pack-"+h.String())
 		if err := os.Remove(old + ".pack"); err != nil {
-			return res, err
+			return err
 		}
 		if firstPack {
 			firstPack = false
 			if err := runStep(hook, stepOldPackGone); err != nil {
-				return res, err
+				return err
 			}
 		}
 		if err := os.Remove(old + ".idx"); err != nil {
-			return res, err
+			return err
 		}
 	}
+	return nil
+}
 
+// removePackedLoose removes the loose objects the new pack holds (packed), and those no ref
+// reaches that are older than keepUnreachable (step 3).
+func removePackedLoose(loose map[plumbing.Hash]string, packed map[plumbing.Hash]int32, keepUnreachable time.Duration, hook func(string) error) error {
 	expired := time.Now().Add(-keepUnreachable)
 	first := true
 	for h, path := range loose {
-		if _, packed := plan.index[h]; !packed {
+		if _, ok := packed[h]; !ok {
 			fi, err := os.Lstat(path)
 			if err != nil || fi.ModTime().After(expired) {
 				continue
 			}
 		}
 		if err := os.Remove(path); err != nil {
-			return res, err
+			return err
 		}
 		if first {
 			first = false
 			if err := runStep(hook, stepLooseGone); err != nil {
-				return res, err
+				return err
 			}
 		}
 	}
-	removeEmptyFanout(filepath.Join(dir, "objects"))
-	return res, nil
+	return nil
 }
 
 // reachableObjects lists every object a ref reaches (branches, notes, anything under refs/):

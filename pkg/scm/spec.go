@@ -3,6 +3,7 @@ package scm
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	scmv1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/scm/ratelimit"
@@ -66,4 +67,11 @@ func LimitsFor(r *scmv1.RateLimit) (ratelimit.Limits, error) {
 // RepositoryFor returns where a ScmRepository lives on its SCM.
 func RepositoryFor(r *scmv1.ScmRepository) Repository {
 	return Repository{Owner: r.Spec.Owner, Name: r.Spec.Name}
+}
+
+// DeliveredFor reports whether a webhook delivered through provider (an ScmProvider's name) about
+// repo is about the ScmRepository r. SCMs compare owners and names without regard to case.
+func DeliveredFor(r *scmv1.ScmRepository, provider string, repo Repository) bool {
+	want := RepositoryFor(r)
+	return r.Spec.ProviderRef.Name == provider && strings.EqualFold(want.Owner, repo.Owner) && strings.EqualFold(want.Name, repo.Name)
 }

@@ -11,10 +11,8 @@ package statushook
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -25,11 +23,10 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/httpserve"
 	"github.com/sluicehq/sluice/pkg/scm"
-	"github.com/sluicehq/sluice/pkg/scm/webhook"
 )
 
 // Path is where the receiver listens: POST /hooks/<namespace>/<scmprovider>.
-const Path = "/hooks/"
+const Path = scm.WebhookPath
 
 // Verifier returns the provider client that checks deliveries for an ScmProvider.
 type Verifier func(ctx context.Context, p *scmv1alpha1.ScmProvider) (scm.Provider, error)
@@ -51,13 +48,8 @@ type Receiver struct {
 // Handler verifies a delivery and enqueues the strategies that track its commit.
 func (r *Receiver) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodPost {
-			http.Error(w, "POST only", http.StatusMethodNotAllowed)
-			return
-		}
-		parts := strings.Split(strings.TrimPrefix(req.URL.Path, Path), "/")
-		if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
-			http.Error(w, "use /hooks/<namespace>/<scmprovider>", http.StatusNotFound)
+		ns, name, ok := scm.WebhookTarget(w, req)
+		if !ok {
 			return
 		}
 		if (r.Ready != nil && !r.Ready()) || !r.Leading() {
@@ -67,7 +59,7 @@ func (r *Receiver) Handler() http.Handler {
 			http.Error(w, "this replica does not run the import now; the poll catches up", http.StatusServiceUnavailable)
 			return
 		}
-		provider, err := r.Providers.ScmProviders(parts[0]).Get(parts[1])
+		provider, err := r.Providers.ScmProviders(ns).Get(name)
 		if err != nil {
 			http.Error(w, "no such ScmProvider", http.StatusNotFound)
 			return
@@ -77,16 +69,8 @@ func (r *Receiver) Handler() http.Handler {
 			http.Error(w, "provider not usable", http.StatusServiceUnavailable)
 			return
 		}
-		ev, err := scm.ReceiveWebhook(sp, req, 0)
-		switch {
-		case errors.Is(err, scm.ErrMalformedWebhook):
-			http.Error(w, "signed, but the payload cannot be read", http.StatusBadRequest)
-			return
-		case errors.Is(err, webhook.ErrTooLarge):
-			http.Error(w, "delivery too large", http.StatusRequestEntityTooLarge)
-			return
-		case err != nil:
-			http.Error(w, "delivery refused", http.StatusUnauthorized)
+		ev, refusal := scm.VerifyDelivery(w, req, sp)
+		if refusal != scm.Accepted {
 			return
 		}
 		if ev.Kind == scm.EventCommitStatus {
@@ -104,8 +88,7 @@ func (r *Receiver) strategiesFor(provider *scmv1alpha1.ScmProvider, ev *scm.Even
 	repos, _ := r.Repos.ScmRepositories(provider.Namespace).List(labels.Everything())
 	match := map[string]bool{}
 	for _, gr := range repos {
-		want := scm.RepositoryFor(gr)
-		if gr.Spec.ProviderRef.Name == provider.Name && strings.EqualFold(want.Owner, ev.Repository.Owner) && strings.EqualFold(want.Name, ev.Repository.Name) {
+		if scm.DeliveredFor(gr, provider.Name, ev.Repository) {
 			match[gr.Name] = true
 		}
 	}

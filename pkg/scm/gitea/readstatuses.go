@@ -12,45 +12,38 @@ import (
 
 var _ scm.StatusReader = (*Provider)(nil)
 
-// maxStatusPages bounds the pages (50 statuses each, Gitea's default maximum) read of one commit.
-const maxStatusPages = 10
+// statusPageSize is how many statuses a page of a commit's list holds: Gitea's default maximum.
+const statusPageSize = 50
 
 // ListCommitStatuses implements scm.StatusReader: the latest status of each context, from the
 // combined status, which holds the latest of each context: one read. Only when the combined status
 // says it holds fewer than the commit has (over a page of contexts) is the full status list read.
 func (p *Provider) ListCommitStatuses(c context.Context, repo scm.Repository, sha string) ([]scm.ReadStatus, error) {
 	op := opname.CommitStatuses(repo, sha)
-	if err := repo.Validate(); err != nil {
-		return nil, p.invalid(op, err)
-	}
-	if err := scm.ValidateSHA(sha); err != nil {
-		return nil, p.invalid(op, err)
-	}
-	api, err := p.api(c)
+	api, combined, err := p.combinedStatus(c, op, repo, sha)
 	if err != nil {
-		return nil, p.fail(op, nil, err)
-	}
-	combined, resp, err := api.GetCombinedStatus(repo.Owner, repo.Name, sha)
-	if err != nil {
-		return nil, p.fail(op, resp, err)
+		return nil, err
 	}
 	if combined.TotalCount <= len(combined.Statuses) {
 		return scm.LatestByName(readStatuses(sha, combined.Statuses)), nil
 	}
-	var out []scm.ReadStatus
-	opts := sdk.ListStatusesOption{ListOptions: sdk.ListOptions{Page: 1, PageSize: 50}}
-	for range maxStatusPages {
+	all, err := scm.ReadPages(func(page int) ([]scm.ReadStatus, int, error) {
+		opts := sdk.ListStatusesOption{ListOptions: sdk.ListOptions{Page: max(page, 1), PageSize: statusPageSize}}
 		statuses, resp, err := api.ListStatuses(repo.Owner, repo.Name, sha, opts)
 		if err != nil {
-			return nil, p.fail(op, resp, err)
+			return nil, 0, p.fail(op, resp, err)
 		}
-		out = append(out, readStatuses(sha, statuses)...)
-		if len(statuses) < opts.PageSize {
-			break
+		// A full page may have one after it; Gitea's Link header is not relied on.
+		next := 0
+		if len(statuses) >= statusPageSize {
+			next = opts.Page + 1
 		}
-		opts.Page++
+		return readStatuses(sha, statuses), next, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return scm.LatestByName(out), nil
+	return scm.LatestByName(all), nil
 }
 
 func readStatuses(sha string, statuses []*sdk.Status) []scm.ReadStatus {

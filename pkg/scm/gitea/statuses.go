@@ -39,20 +39,9 @@ func (p *Provider) SetCommitStatus(c context.Context, repo scm.Repository, st sc
 // GetCommitStatus implements scm.CommitStatuses, from the combined status, which holds the latest
 // status of each context.
 func (p *Provider) GetCommitStatus(c context.Context, repo scm.Repository, sha, name string) (*scm.CommitStatus, error) {
-	op := opname.CommitStatus("get", repo, sha, name)
-	if err := repo.Validate(); err != nil {
-		return nil, p.invalid(op, err)
-	}
-	if err := scm.ValidateSHA(sha); err != nil {
-		return nil, p.invalid(op, err)
-	}
-	api, err := p.api(c)
+	_, combined, err := p.combinedStatus(c, opname.CommitStatus("get", repo, sha, name), repo, sha)
 	if err != nil {
-		return nil, p.fail(op, nil, err)
-	}
-	combined, resp, err := api.GetCombinedStatus(repo.Owner, repo.Name, sha)
-	if err != nil {
-		return nil, p.fail(op, resp, err)
+		return nil, err
 	}
 	var latest *sdk.Status
 	for _, s := range combined.Statuses {
@@ -71,6 +60,27 @@ func (p *Provider) GetCommitStatus(c context.Context, repo scm.Repository, sha, 
 		TargetURL:   latest.TargetURL,
 		ProviderID:  strconv.FormatInt(latest.ID, 10),
 	}, nil
+}
+
+// combinedStatus checks repo and sha, and reads the combined status of sha, which holds the
+// latest status of each context (a page of them). It returns the client too, for further reads;
+// errors are named for op.
+func (p *Provider) combinedStatus(c context.Context, op string, repo scm.Repository, sha string) (*sdk.Client, *sdk.CombinedStatus, error) {
+	if err := repo.Validate(); err != nil {
+		return nil, nil, p.invalid(op, err)
+	}
+	if err := scm.ValidateSHA(sha); err != nil {
+		return nil, nil, p.invalid(op, err)
+	}
+	api, err := p.api(c)
+	if err != nil {
+		return nil, nil, p.fail(op, nil, err)
+	}
+	combined, resp, err := api.GetCombinedStatus(repo.Owner, repo.Name, sha)
+	if err != nil {
+		return nil, nil, p.fail(op, resp, err)
+	}
+	return api, combined, nil
 }
 
 func stateFromGitea(s sdk.StatusState) scm.StatusState {

@@ -12,9 +12,6 @@ import (
 
 var _ scm.StatusReader = (*Provider)(nil)
 
-// maxCheckRunPages bounds the pages of check runs read for one commit (100 runs a page).
-const maxCheckRunPages = 10
-
 // ListCommitStatuses implements scm.StatusReader: the combined status (the latest status of each
 // context) and the latest check run of each name. Two reads for a commit with fewer than 100 of
 // each.
@@ -38,13 +35,13 @@ func (p *Provider) ListCommitStatuses(c context.Context, repo scm.Repository, sh
 }
 
 func (p *Provider) listStatuses(c context.Context, op string, repo scm.Repository, sha string) ([]scm.ReadStatus, error) {
-	var out []scm.ReadStatus
-	opts := &gh.ListOptions{PerPage: 100}
-	for range maxStatusPages {
+	return scm.ReadPages(func(page int) ([]scm.ReadStatus, int, error) {
+		opts := &gh.ListOptions{Page: page, PerPage: 100}
 		combined, resp, err := p.client.Repositories.GetCombinedStatus(c, repo.Owner, repo.Name, sha, opts)
 		if err != nil {
-			return nil, p.fail(op, resp, err)
+			return nil, 0, p.fail(op, resp, err)
 		}
+		out := make([]scm.ReadStatus, 0, len(combined.Statuses))
 		for _, s := range combined.Statuses {
 			out = append(out, scm.ReadStatus{Source: scm.SourceStatus, CommitStatus: scm.CommitStatus{
 				SHA: sha, Name: s.GetContext(), State: stateFromGitHub(s.GetState()),
@@ -52,39 +49,35 @@ func (p *Provider) listStatuses(c context.Context, op string, repo scm.Repositor
 				ProviderID: strconv.FormatInt(s.GetID(), 10),
 			}})
 		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
-	}
-	return out, nil
+		return out, resp.NextPage, nil
+	})
 }
 
 func (p *Provider) listCheckRuns(c context.Context, op string, repo scm.Repository, sha string) ([]scm.ReadStatus, error) {
-	var out []scm.ReadStatus
-	opts := &gh.ListCheckRunsOptions{Filter: gh.Ptr("latest"), ListOptions: gh.ListOptions{PerPage: 100}}
-	for range maxCheckRunPages {
+	return scm.ReadPages(func(page int) ([]scm.ReadStatus, int, error) {
+		opts := &gh.ListCheckRunsOptions{Filter: gh.Ptr("latest"), ListOptions: gh.ListOptions{Page: page, PerPage: 100}}
 		runs, resp, err := p.client.Checks.ListCheckRunsForRef(c, repo.Owner, repo.Name, sha, opts)
 		if err != nil {
-			return nil, p.fail(op, resp, err)
+			return nil, 0, p.fail(op, resp, err)
 		}
+		out := make([]scm.ReadStatus, 0, len(runs.CheckRuns))
 		for _, r := range runs.CheckRuns {
-			st := scm.ReadStatus{Source: scm.SourceCheckRun, CommitStatus: scm.CommitStatus{
-				SHA: sha, Name: r.GetName(), State: stateFromCheckRun(r.GetStatus(), r.GetConclusion()),
-				TargetURL: r.GetDetailsURL(), ProviderID: strconv.FormatInt(r.GetID(), 10),
-			}}
-			if r.Output != nil {
-				st.Description = r.Output.GetTitle()
-				if st.Description == "" {
-					st.Description = r.Output.GetSummary()
-				}
-			}
-			out = append(out, st)
+			out = append(out, readCheckRun(sha, r))
 		}
-		if resp.NextPage == 0 {
-			break
+		return out, resp.NextPage, nil
+	})
+}
+
+func readCheckRun(sha string, r *gh.CheckRun) scm.ReadStatus {
+	st := scm.ReadStatus{Source: scm.SourceCheckRun, CommitStatus: scm.CommitStatus{
+		SHA: sha, Name: r.GetName(), State: stateFromCheckRun(r.GetStatus(), r.GetConclusion()),
+		TargetURL: r.GetDetailsURL(), ProviderID: strconv.FormatInt(r.GetID(), 10),
+	}}
+	if r.Output != nil {
+		st.Description = r.Output.GetTitle()
+		if st.Description == "" {
+			st.Description = r.Output.GetSummary()
 		}
-		opts.Page = resp.NextPage
 	}
-	return out, nil
+	return st
 }

@@ -15,9 +15,6 @@ import (
 // maxStatusDescription is GitHub's limit for a commit status description; longer ones get a 422.
 const maxStatusDescription = 140
 
-// maxStatusPages bounds the pages of combined status read while looking for one context.
-const maxStatusPages = 10
-
 // SetCommitStatus implements scm.CommitStatuses: a check run as an App, a status otherwise.
 func (p *Provider) SetCommitStatus(c context.Context, repo scm.Repository, st scm.CommitStatus) (scm.CommitStatus, error) {
 	op := opname.CommitStatus("set", repo, st.SHA, st.Name)
@@ -60,31 +57,31 @@ func (p *Provider) GetCommitStatus(c context.Context, repo scm.Repository, sha, 
 	if p.checks {
 		return p.getCheckRun(ctx(c), op, repo, sha, name)
 	}
-	opts := &gh.ListOptions{PerPage: 100}
-	for range maxStatusPages {
-		combined, resp, err := p.client.Repositories.GetCombinedStatus(ctx(c), repo.Owner, repo.Name, sha, opts)
+	// The combined status holds the latest status of each context: its pages are read until
+	// one holds name.
+	found, err := scm.ReadPages(func(page int) ([]scm.CommitStatus, int, error) {
+		combined, resp, err := p.client.Repositories.GetCombinedStatus(ctx(c), repo.Owner, repo.Name, sha, &gh.ListOptions{Page: page, PerPage: 100})
 		if err != nil {
-			return nil, p.fail(op, resp, err)
+			return nil, 0, p.fail(op, resp, err)
 		}
-		// The combined status holds the latest status of each context.
 		for _, s := range combined.Statuses {
 			if s.GetContext() == name {
-				return &scm.CommitStatus{
+				return []scm.CommitStatus{{
 					SHA:         sha,
 					Name:        name,
 					State:       stateFromGitHub(s.GetState()),
 					Description: s.GetDescription(),
 					TargetURL:   s.GetTargetURL(),
 					ProviderID:  strconv.FormatInt(s.GetID(), 10),
-				}, nil
+				}}, 0, nil
 			}
 		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+		return nil, resp.NextPage, nil
+	})
+	if err != nil || len(found) == 0 {
+		return nil, err
 	}
-	return nil, nil
+	return &found[0], nil
 }
 
 func stateFromGitHub(state string) scm.StatusState {

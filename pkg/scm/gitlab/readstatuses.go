@@ -12,9 +12,6 @@ import (
 
 var _ scm.StatusReader = (*Provider)(nil)
 
-// maxListPages bounds the pages (100 entries each) read of one commit's statuses or pipelines.
-const maxListPages = 10
-
 // PipelineStatusName names a commit's pipeline among its statuses; a named pipeline (workflow:name)
 // is "pipeline/<name>".
 const PipelineStatusName = "pipeline"
@@ -30,45 +27,50 @@ func (p *Provider) ListCommitStatuses(c context.Context, repo scm.Repository, sh
 	if err := scm.ValidateSHA(sha); err != nil {
 		return nil, invalid(op, err)
 	}
-	var out []scm.ReadStatus
-	sopts := &gl.GetCommitStatusesOptions{ListOptions: gl.ListOptions{PerPage: 100}}
-	for range maxListPages {
-		statuses, resp, err := p.client.Commits.GetCommitStatuses(project(repo), sha, sopts, gl.WithContext(c))
+	statuses, err := scm.ReadPages(func(page int) ([]scm.ReadStatus, int, error) {
+		opts := &gl.GetCommitStatusesOptions{ListOptions: gl.ListOptions{Page: int64(page), PerPage: 100}}
+		statuses, resp, err := p.client.Commits.GetCommitStatuses(project(repo), sha, opts, gl.WithContext(c))
 		if err != nil {
-			return nil, p.fail(op, resp, err)
+			return nil, 0, p.fail(op, resp, err)
 		}
+		out := make([]scm.ReadStatus, 0, len(statuses))
 		for _, s := range statuses {
 			out = append(out, scm.ReadStatus{Source: scm.SourceStatus, CommitStatus: scm.CommitStatus{
 				SHA: sha, Name: s.Name, State: stateFromGitLab(s.Status), Description: s.Description,
 				TargetURL: s.TargetURL, ProviderID: strconv.FormatInt(s.ID, 10),
 			}})
 		}
-		if resp.NextPage == 0 {
-			break
-		}
-		sopts.Page = resp.NextPage
+		return out, int(resp.NextPage), nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	popts := &gl.ListProjectPipelinesOptions{SHA: gl.Ptr(sha), ListOptions: gl.ListOptions{PerPage: 100}}
-	for range maxListPages {
-		pipelines, resp, err := p.client.Pipelines.ListProjectPipelines(project(repo), popts, gl.WithContext(c))
+	pipelines, err := scm.ReadPages(func(page int) ([]scm.ReadStatus, int, error) {
+		opts := &gl.ListProjectPipelinesOptions{SHA: gl.Ptr(sha), ListOptions: gl.ListOptions{Page: int64(page), PerPage: 100}}
+		pipelines, resp, err := p.client.Pipelines.ListProjectPipelines(project(repo), opts, gl.WithContext(c))
 		if err != nil {
-			return nil, p.fail(op, resp, err)
+			return nil, 0, p.fail(op, resp, err)
 		}
+		out := make([]scm.ReadStatus, 0, len(pipelines))
 		for _, pl := range pipelines {
-			name := PipelineStatusName
-			if pl.Name != "" {
-				name += "/" + pl.Name
-			}
-			out = append(out, scm.ReadStatus{Source: scm.SourcePipeline, CommitStatus: scm.CommitStatus{
-				SHA: sha, Name: name, State: stateFromGitLab(pl.Status),
-				Description: "pipeline #" + strconv.FormatInt(pl.IID, 10) + " on " + pl.Ref + ": " + pl.Status,
-				TargetURL:   pl.WebURL, ProviderID: strconv.FormatInt(pl.ID, 10),
-			}})
+			out = append(out, readPipeline(sha, pl))
 		}
-		if resp.NextPage == 0 {
-			break
-		}
-		popts.Page = resp.NextPage
+		return out, int(resp.NextPage), nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return scm.LatestByName(out), nil
+	return scm.LatestByName(append(statuses, pipelines...)), nil
+}
+
+func readPipeline(sha string, pl *gl.PipelineInfo) scm.ReadStatus {
+	name := PipelineStatusName
+	if pl.Name != "" {
+		name += "/" + pl.Name
+	}
+	return scm.ReadStatus{Source: scm.SourcePipeline, CommitStatus: scm.CommitStatus{
+		SHA: sha, Name: name, State: stateFromGitLab(pl.Status),
+		Description: "pipeline #" + strconv.FormatInt(pl.IID, 10) + " on " + pl.Ref + ": " + pl.Status,
+		TargetURL:   pl.WebURL, ProviderID: strconv.FormatInt(pl.ID, 10),
+	}}
 }

@@ -6,11 +6,9 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,12 +25,11 @@ import (
 
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/scm"
-	"github.com/sluicehq/sluice/pkg/scm/webhook"
 )
 
 // WebhookPath is where the receiver listens: POST /hooks/<namespace>/<scmprovider>. Configure
 // the SCM's webhook with this URL and the ScmProvider secret's webhookSecret.
-const WebhookPath = "/hooks/"
+const WebhookPath = scm.WebhookPath
 
 // Receiver receives SCM deliveries on every replica. The leader enqueues the strategies a
 // delivery is about; another replica passes it on through the API server (forward.go).
@@ -63,13 +60,8 @@ type Receiver struct {
 // the strategies on the repository the event is about reconciled at once.
 func (p *Receiver) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodPost {
-			http.Error(w, "POST only", http.StatusMethodNotAllowed)
-			return
-		}
-		parts := strings.Split(strings.TrimPrefix(req.URL.Path, WebhookPath), "/")
-		if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
-			http.Error(w, "use /hooks/<namespace>/<scmprovider>", http.StatusNotFound)
+		ns, name, ok := scm.WebhookTarget(w, req)
+		if !ok {
 			return
 		}
 		if p.Ready != nil && !p.Ready() {
@@ -78,7 +70,6 @@ func (p *Receiver) Handler() http.Handler {
 			http.Error(w, "this replica is starting and has not read the cluster yet", http.StatusServiceUnavailable)
 			return
 		}
-		ns, name := parts[0], parts[1]
 		provider, err := p.Providers.ScmProviders(ns).Get(name)
 		if err != nil {
 			p.Metrics.WebhookDelivery("unknown", "refused")
@@ -102,21 +93,18 @@ func (p *Receiver) receive(w http.ResponseWriter, req *http.Request, provider *s
 		http.Error(w, msg, status)
 		return nil, false
 	}
-	ev, err := scm.ReceiveWebhook(sp, req, 0)
-	switch {
-	case errors.Is(err, scm.ErrMalformedWebhook):
-		p.Metrics.WebhookDelivery(ptype, "malformed")
-		http.Error(w, "signed, but the payload cannot be read as a "+ptype+" event", http.StatusBadRequest)
-		return ev, false
-	case errors.Is(err, webhook.ErrTooLarge):
-		p.Metrics.WebhookDelivery(ptype, "refused")
-		http.Error(w, "delivery too large", http.StatusRequestEntityTooLarge)
-		return ev, false
-	case err != nil:
+	ev, refusal := scm.VerifyDelivery(w, req, sp)
+	if refusal == scm.RefusedUnverified {
 		p.forgetStaleVerifier(provider)
-		p.Metrics.WebhookDelivery(ptype, "refused")
-		http.Error(w, "delivery refused", http.StatusUnauthorized)
-		return ev, false
+	}
+	if refusal != scm.Accepted {
+		// A signed delivery the SCM sent wrong is the sender's fault; the rest are refused.
+		outcome := "refused"
+		if refusal == scm.RefusedMalformed {
+			outcome = "malformed"
+		}
+		p.Metrics.WebhookDelivery(ptype, outcome)
+		return nil, false
 	}
 	if ev.Kind != scm.EventPush && ev.Kind != scm.EventPullRequest {
 		p.Metrics.WebhookDelivery(ptype, "ignored")
@@ -213,7 +201,7 @@ func (p *Receiver) strategiesFor(ns, provider string, repo scm.Repository) []str
 	repos, _ := p.Repos.ScmRepositories(ns).List(labels.Everything())
 	match := map[string]bool{}
 	for _, gr := range repos {
-		if gr.Spec.ProviderRef.Name == provider && sameRepo(gr, repo) {
+		if scm.DeliveredFor(gr, provider, repo) {
 			match[gr.Name] = true
 		}
 	}
@@ -225,11 +213,6 @@ func (p *Receiver) strategiesFor(ns, provider string, repo scm.Repository) []str
 		}
 	}
 	return keys
-}
-
-func sameRepo(gr *scmv1alpha1.ScmRepository, r scm.Repository) bool {
-	want := scm.RepositoryFor(gr)
-	return strings.EqualFold(want.Owner, r.Owner) && strings.EqualFold(want.Name, r.Name)
 }
 
 // Serve serves the receiver on ln until ctx ends.
