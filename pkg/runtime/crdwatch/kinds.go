@@ -103,7 +103,7 @@ func (k *Kinds) Run(ctx context.Context) error {
 	k.ctx = ctx
 	for _, kd := range k.kinds {
 		if kd.installed {
-			k.startLocked(kd, false)
+			k.startLocked(kd)
 		}
 	}
 	k.mu.Unlock()
@@ -181,7 +181,7 @@ func (k *Kinds) crdChanged(gr schema.GroupResource, installed, initial bool) {
 	}
 	kd.installed = installed
 	if installed && k.ctx != nil {
-		k.startLocked(kd, !initial)
+		k.startLocked(kd)
 	}
 	k.mu.Unlock()
 	if !initial {
@@ -205,18 +205,15 @@ func (k *Kinds) logChange(gr schema.GroupResource, installed bool) {
 	k.log.Warn("CRD removed; what needs its kind waits, and says so in its status", "missing", k.describe([]schema.GroupResource{gr}))
 }
 
-// startLocked runs kd's informer once and, when tell is set, tells OnChange once its cache
-// synced. Kinds installed at start are not told: HasSynced holds readiness, and so every
-// controller, until their caches synced, so nothing has waited for them; a late call would only
-// wake every object a moment after the controllers started.
-func (k *Kinds) startLocked(kd *kind, tell bool) {
-	if !kd.started {
-		kd.started = true
-		go kd.informer.RunWithContext(k.ctx)
-	}
-	if tell {
+// startLocked runs kd's informer once, and tells OnChange when its cache synced.
+func (k *Kinds) startLocked(kd *kind) {
+	if kd.started {
 		k.notifyWhenSynced(kd)
+		return
 	}
+	kd.started = true
+	go kd.informer.RunWithContext(k.ctx)
+	k.notifyWhenSynced(kd)
 }
 
 func (k *Kinds) notifyWhenSynced(kd *kind) {
