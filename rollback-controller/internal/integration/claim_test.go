@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
@@ -60,24 +61,28 @@ func TestTwoRevertsOfOneEnvironmentAtOnceMergeOnce(t *testing.T) {
 		assert.Contains(t, readyCondition(superseded[0]).Message, merged[0].Name, "round %d: names the revert that holds the claim", round)
 		assert.Equal(t, merged[0].Status.RevertSHA, f.repo.Branch(t, "prod"), "round %d: one revert commit on prod", round)
 		assert.Equal(t, h.healthyTree, f.treeOf("prod"), "round %d", round)
-		f.waitPullRequestMerged(revertcommit.PullRequestName("app", "prod"))
+		f.waitPullRequestDone(revertcommit.PullRequestName("app", "prod"))
 	}
 }
 
-// waitPullRequestMerged waits until the promoter has recorded the merge of PullRequest name. A
-// revert ends Merged as soon as its commit is on the branch, a moment before the promoter's status
-// write lands; putting the branch back on the old base inside that moment would leave a request
-// not yet recorded as merged on its own base again, and the promoter would merge it a second time.
-func (f *fixture) waitPullRequestMerged(name string) {
+// waitPullRequestDone waits until the promoter has finished with the environment's PullRequest:
+// recorded as merged or closed, or gone. A revert ends as soon as git says so (its commit on the
+// branch, or the branch restored by another), a moment before the promoter records it; putting the
+// branch back on the old base inside that moment would leave a request asked to merge on its own
+// base again, and the promoter would rightly merge it.
+func (f *fixture) waitPullRequestDone(name string) {
 	f.t.Helper()
-	var state promoterv1alpha1.PullRequestState
+	var last *promoterv1alpha1.PullRequest
 	err := testenv.Wait(f.ctx, 90*time.Second, func(ctx context.Context) (bool, error) {
 		pr, err := env.Sluice.PromoterV1alpha1().PullRequests(f.ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
 		if err != nil {
 			return false, nil
 		}
-		state = pr.Status.State
-		return state == promoterv1alpha1.PullRequestMerged, nil
+		last = pr
+		return pr.Status.State == promoterv1alpha1.PullRequestMerged || pr.Status.State == promoterv1alpha1.PullRequestClosed, nil
 	})
-	require.NoError(f.t, err, "PullRequest %s recorded as merged; last state %q", name, state)
+	require.NoError(f.t, err, "PullRequest %s merged or closed; last %+v", name, last)
 }

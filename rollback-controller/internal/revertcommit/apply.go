@@ -228,6 +228,36 @@ func (r *Reconciler) end(ctx context.Context, p *pass, pr *promoterv1alpha1.Pull
 	return nil
 }
 
+// closeLeftover closes the pull request of a revert that ended without merging, if one still asks
+// to merge. A second replica (or shard) with an older view of the revert can open it just after
+// the first ended the revert; left open, it would merge the day the environment is back on its
+// base, undoing whatever came since.
+func (r *Reconciler) closeLeftover(ctx context.Context, rc *rollbackv1alpha1.RevertCommit) error {
+	if rc.Status.Phase == rollbackv1alpha1.RevertMerged {
+		return nil
+	}
+	pr, err := r.Client.PromoterV1alpha1().PullRequests(rc.Namespace).Get(ctx, pullRequestName(rc), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("PullRequest %s: %w", pullRequestName(rc), err)
+	case !metav1.IsControlledBy(pr, rc) || finishedPR(pr) || pr.Spec.State != promoterv1alpha1.PullRequestMerged:
+		return nil
+	}
+	ready := conditions.Get(rc.Status.Conditions, conditions.Ready)
+	next := pr.DeepCopy()
+	next.Spec.State = promoterv1alpha1.PullRequestClosed
+	if ready != nil {
+		metav1.SetMetaDataAnnotation(&next.ObjectMeta, EndedAnnotation, ready.Reason+": "+ready.Message)
+	}
+	if _, err := r.Client.PromoterV1alpha1().PullRequests(pr.Namespace).Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("close PullRequest %s of the ended RevertCommit %s: %w", pr.Name, rc.Name, err)
+	}
+	r.Log.Info("closed the pull request of an ended revert", "revertcommit", rc.Namespace+"/"+rc.Name, "pullrequest", pr.Name, "phase", rc.Status.Phase)
+	return nil
+}
+
 // nudge touches an open pull request mirrored on an SCM once per poll interval, so the
 // promoter-controller looks at it again: a pull request closed on the SCM by a person sends no
 // event the cluster sees otherwise. A merge needs no nudge: git shows it.

@@ -121,8 +121,11 @@ var revertStatus = reconcile.StatusWriter[*rollbackv1alpha1.RevertCommit, rollba
 // Reconcile implements controller.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
 	l, found, err := reconcile.Load(key, r.get, func(rc *rollbackv1alpha1.RevertCommit) bool { return rc.Spec.Suspend })
-	if !found || err != nil || final(l.Cached.Status.Phase) {
+	if !found || err != nil {
 		return controller.Result{}, err
+	}
+	if final(l.Cached.Status.Phase) {
+		return controller.Result{}, r.closeLeftover(ctx, l.Cached)
 	}
 	cur, p := l.Cached, &pass{rc: l.Next}
 	st, gen := &p.rc.Status, p.rc.Generation

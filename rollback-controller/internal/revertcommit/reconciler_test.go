@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
 	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
@@ -168,4 +169,51 @@ func TestRevertAnnouncesOnlyAfterItsOwnWrite(t *testing.T) {
 	assert.True(t, apierrors.IsConflict(err), "a status decided from a stale copy does not land: %v", err)
 	assert.Equal(t, 1, announced)
 	assert.Equal(t, rollbackv1alpha1.RevertOpen, g.sync().Status.Phase)
+}
+
+// A revert that ended without merging closes its pull request if one still asks to merge (a
+// second replica with an older view can open it after the first ended the revert); a merged
+// revert's pull request, and one it does not control, are left alone.
+func TestAnEndedRevertClosesAPullRequestLeftAskingToMerge(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		phase      rollbackv1alpha1.RevertPhase
+		controlled bool
+		wantState  promoterv1alpha1.PullRequestState
+	}{
+		{"superseded", rollbackv1alpha1.RevertSuperseded, true, promoterv1alpha1.PullRequestClosed},
+		{"failed", rollbackv1alpha1.RevertFailed, true, promoterv1alpha1.PullRequestClosed},
+		{"merged", rollbackv1alpha1.RevertMerged, true, promoterv1alpha1.PullRequestMerged},
+		{"another's", rollbackv1alpha1.RevertSuperseded, false, promoterv1alpha1.PullRequestMerged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := revert(func(rc *rollbackv1alpha1.RevertCommit) {
+				rc.UID = "uid-1"
+				rc.Status.Phase = tc.phase
+				conditions.MarkReady(&rc.Status.Conditions, 1, "AlreadyRestored", "prod was put back")
+			})
+			g := newRig(t, rc)
+			pr := &promoterv1alpha1.PullRequest{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: PullRequestName("app", "prod")},
+				Spec:       promoterv1alpha1.PullRequestSpec{State: promoterv1alpha1.PullRequestMerged},
+				Status:     promoterv1alpha1.PullRequestStatus{State: promoterv1alpha1.PullRequestOpen},
+			}
+			owner := rc
+			if !tc.controlled {
+				owner = revert(func(o *rollbackv1alpha1.RevertCommit) { o.Name, o.UID = "other", "uid-2" })
+			}
+			pr.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, rollbackv1alpha1.SchemeGroupVersion.WithKind("RevertCommit"))}
+			_, err := g.client.PromoterV1alpha1().PullRequests("team").Create(context.Background(), pr, metav1.CreateOptions{})
+			require.NoError(t, err)
+
+			_, err = g.reconcile()
+			require.NoError(t, err)
+			got, err := g.client.PromoterV1alpha1().PullRequests("team").Get(context.Background(), pr.Name, metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantState, got.Spec.State)
+			if tc.wantState == promoterv1alpha1.PullRequestClosed {
+				assert.Equal(t, "AlreadyRestored: prod was put back", got.Annotations[EndedAnnotation])
+			}
+		})
+	}
 }
