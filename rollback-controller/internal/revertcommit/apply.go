@@ -236,13 +236,9 @@ func (r *Reconciler) closeLeftover(ctx context.Context, rc *rollbackv1alpha1.Rev
 	if rc.Status.Phase == rollbackv1alpha1.RevertMerged {
 		return nil
 	}
-	pr, err := r.Client.PromoterV1alpha1().PullRequests(rc.Namespace).Get(ctx, pullRequestName(rc), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("PullRequest %s: %w", pullRequestName(rc), err)
-	case !metav1.IsControlledBy(pr, rc) || finishedPR(pr) || pr.Spec.State != promoterv1alpha1.PullRequestMerged:
+	// The cache is enough: a pull request it does not hold yet brings its owner back when it does.
+	pr, err := r.PullRequests.PullRequests(rc.Namespace).Get(pullRequestName(rc))
+	if err != nil || !metav1.IsControlledBy(pr, rc) || finishedPR(pr) || pr.Spec.State != promoterv1alpha1.PullRequestMerged {
 		return nil
 	}
 	ready := conditions.Get(rc.Status.Conditions, conditions.Ready)

@@ -72,6 +72,9 @@ type Reconciler struct {
 	Client        sluice.Interface
 	RevertCommits rollbacklisters.RevertCommitLister
 	Strategies    promoterlisters.PromotionStrategyLister
+	// PullRequests are read for a pull request an ended revert left asking to merge; a revert's
+	// own pull request is read live, when it acts on it.
+	PullRequests promoterlisters.PullRequestLister
 	// CommitStatuses are read for the checks a revert commit must pass before it merges.
 	CommitStatuses commitstatuslisters.CommitStatusLister
 	Opener         *scmgit.Opener

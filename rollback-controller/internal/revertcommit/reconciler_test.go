@@ -33,6 +33,7 @@ type rig struct {
 	t       *testing.T
 	client  *fake.Clientset
 	reverts cache.Indexer
+	prs     cache.Indexer
 	events  *record.FakeRecorder
 	r       *Reconciler
 }
@@ -44,10 +45,12 @@ func newRig(t *testing.T, rc *rollbackv1alpha1.RevertCommit) *rig {
 	reconciletest.OptimisticConcurrency(g.client, rollbackv1alpha1.SchemeGroupVersion.WithResource("revertcommits"))
 	g.reverts = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	require.NoError(t, g.reverts.Add(rc))
+	g.prs = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	g.r = &Reconciler{
 		Client: g.client, RevertCommits: rollbacklisters.NewRevertCommitLister(g.reverts),
-		Strategies: promoterlisters.NewPromotionStrategyLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
-		Recorder:   g.events, Metrics: metrics.New(prometheus.NewRegistry()), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Strategies:   promoterlisters.NewPromotionStrategyLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
+		PullRequests: promoterlisters.NewPullRequestLister(g.prs),
+		Recorder:     g.events, Metrics: metrics.New(prometheus.NewRegistry()), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		PollInterval: time.Minute, StalledRecheck: time.Minute, HistoryLimit: DefaultHistoryLimit,
 		Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)),
 	}
@@ -205,6 +208,7 @@ func TestAnEndedRevertClosesAPullRequestLeftAskingToMerge(t *testing.T) {
 			pr.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, rollbackv1alpha1.SchemeGroupVersion.WithKind("RevertCommit"))}
 			_, err := g.client.PromoterV1alpha1().PullRequests("team").Create(context.Background(), pr, metav1.CreateOptions{})
 			require.NoError(t, err)
+			require.NoError(t, g.prs.Add(pr))
 
 			_, err = g.reconcile()
 			require.NoError(t, err)

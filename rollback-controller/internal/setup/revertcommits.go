@@ -28,7 +28,7 @@ func (w *wiring) addRevertCommits() error {
 	strategies := pi.PromotionStrategies()
 	informer := m.SluiceInformers.Rollback().V1alpha1().RevertCommits()
 	c := m.NewController(RevertCommitControllerName, &revertcommit.Reconciler{
-		Client: m.Sluice, RevertCommits: informer.Lister(), Strategies: strategies.Lister(), CommitStatuses: ci.CommitStatuses().Lister(),
+		Client: m.Sluice, RevertCommits: informer.Lister(), Strategies: strategies.Lister(), PullRequests: pi.PullRequests().Lister(), CommitStatuses: ci.CommitStatuses().Lister(),
 		Opener:   &scmgit.Opener{Kube: m.Kube, Repos: si.ScmRepositories().Lister(), Providers: si.ScmProviders().Lister(), Cache: cache},
 		Recorder: m.Recorder, Metrics: w.metrics, Log: m.Log, PeerCRDs: w.peerCRDs, Clock: m.Clock,
 		PollInterval: cfg.PollInterval, StalledRecheck: cfg.StalledRecheck, HistoryLimit: revertcommit.DefaultHistoryLimit,
