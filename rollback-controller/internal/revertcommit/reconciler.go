@@ -15,6 +15,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -130,6 +132,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	if final(l.Cached.Status.Phase) {
 		return controller.Result{}, r.closeLeftover(ctx, l.Cached)
 	}
+	if current, err := r.cacheIsCurrent(ctx, l.Cached); !current {
+		return controller.Result{}, err
+	}
 	cur, p := l.Cached, &pass{rc: l.Next}
 	st, gen := &p.rc.Status, p.rc.Generation
 	st.ObservedGeneration = gen
@@ -184,6 +189,21 @@ func (r *Reconciler) write(ctx context.Context, cur *rollbackv1alpha1.RevertComm
 }
 
 func final(phase rollbackv1alpha1.RevertPhase) bool { return Final(phase) }
+
+// cacheIsCurrent reports whether the API server still holds the cached revert. Two replicas (or
+// shards) can both hold a revert for a moment: the one whose cache is behind must not push, reclaim
+// or open anything for a revert the other has moved on or ended. It waits for its cache, whose
+// update brings the revert back.
+func (r *Reconciler) cacheIsCurrent(ctx context.Context, cached *rollbackv1alpha1.RevertCommit) (bool, error) {
+	live, err := r.Client.RollbackV1alpha1().RevertCommits(cached.Namespace).Get(ctx, cached.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("RevertCommit %s: %w", cached.Name, err)
+	}
+	return live.ResourceVersion == cached.ResourceVersion, nil
+}
 
 // Final reports whether a revert in phase is over: nothing more will happen to it.
 func Final(phase rollbackv1alpha1.RevertPhase) bool {
