@@ -93,7 +93,12 @@ func (h *Helm) LintOutput(ctx context.Context, chart string, set ...string) (str
 
 // Install installs chart as release into namespace, creating the namespace.
 func (h *Helm) Install(ctx context.Context, release, namespace, chart string, set ...string) error {
-	args := []string{"install", release, chart, "--namespace", namespace, "--create-namespace"}
+	return h.InstallWith(ctx, release, namespace, chart, nil, set...)
+}
+
+// InstallWith is Install with extra flags (such as --values FILE) before the values in set.
+func (h *Helm) InstallWith(ctx context.Context, release, namespace, chart string, extra []string, set ...string) error {
+	args := append([]string{"install", release, chart, "--namespace", namespace, "--create-namespace"}, extra...)
 	_, err := h.Run(ctx, append(args, setArgs(set)...)...)
 	return err
 }

@@ -2,6 +2,7 @@ package charts
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,6 +15,21 @@ import (
 // ServiceAccount with env.Impersonate(namespace, release) afterwards.
 func InstallForTest(t testing.TB, env *testenv.Env, release, namespace, chart string, set ...string) *Helm {
 	t.Helper()
+	return InstallValuesForTest(t, env, release, namespace, chart, "", set...)
+}
+
+// InstallValuesForTest is InstallForTest with values, a values file's YAML, given before set
+// (empty for none): for values --set cannot write well, such as multi-line strings.
+func InstallValuesForTest(t testing.TB, env *testenv.Env, release, namespace, chart, values string, set ...string) *Helm {
+	t.Helper()
+	var extra []string
+	if values != "" {
+		file := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(file, []byte(values), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		extra = []string{"--values", file}
+	}
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +40,7 @@ func InstallForTest(t testing.TB, env *testenv.Env, release, namespace, chart st
 	}
 	t.Cleanup(func() { _ = helm.Close() })
 	set = append([]string{"crds.enabled=false"}, set...)
-	if err := helm.Install(context.Background(), release, namespace, filepath.Join(root, "charts", chart), set...); err != nil {
+	if err := helm.InstallWith(context.Background(), release, namespace, filepath.Join(root, "charts", chart), extra, set...); err != nil {
 		t.Fatalf("install chart %s: %v", chart, err)
 	}
 	t.Cleanup(func() {
