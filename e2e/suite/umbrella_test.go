@@ -22,7 +22,11 @@ func TestUmbrellaChart(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, c.Helm.DependencyBuild(ctx, c.chart("sluice")))
 	c.namespace(t, system)
-	took := c.helmWait(t, append([]string{"install", release, c.chart("sluice"), "--namespace", system}, setFlags(c.umbrellaValues(c.Images.Version))...)...)
+	// The charts read Secrets only in the namespaces listed (none by default), which must exist:
+	// the promotion's, whose Secret holds the Gitea token and git credentials.
+	appNS := c.namespace(t, "e2e-promotion")
+	took := c.helmWait(t, append([]string{"install", release, c.chart("sluice"), "--namespace", system},
+		setFlags(c.umbrellaValues(c.Images.Version, appNS))...)...)
 	figures.add("helm install --wait, the sluice umbrella chart (all five controllers and the UI)", took)
 	for _, name := range controllers {
 		c.checkControllerPods(t, system, release, name, c.Images.Refs[name])
@@ -32,7 +36,6 @@ func TestUmbrellaChart(t *testing.T) {
 
 	gitNS := c.namespace(t, "e2e-git")
 	server := c.giteaPod(t, gitNS)
-	appNS := c.namespace(t, "e2e-promotion")
 	var p *promotion
 	t.Run("promotion dev -> staging -> prod on the Gitea pod, woken by its webhook", func(t *testing.T) {
 		p = c.promotionByWebhook(t, appNS, server)
@@ -65,11 +68,15 @@ func TestUmbrellaChart(t *testing.T) {
 }
 
 // umbrellaValues run every controller and the web UI (off by default) from the imported images at
-// tag, the promoter with its webhook receiver and one replica (the failover test scales it to two).
-func (c *Cluster) umbrellaValues(tag string) []string {
+// tag, the promoter with its webhook receiver and one replica (the failover test scales it to two),
+// the controllers that read Secrets allowed to in secretNamespace only.
+func (c *Cluster) umbrellaValues(tag, secretNamespace string) []string {
 	set := []string{"global.imageTag=" + tag, "promoter-controller.webhook.enabled=true", "ui.enabled=true", "ui.image.pullPolicy=Never"}
 	for _, name := range controllers {
 		set = append(set, name+".image.pullPolicy=Never")
+	}
+	for _, name := range []string{"commitstatus-controller", "promoter-controller", "rollback-controller"} {
+		set = append(set, name+".secretAccess.namespaces={"+secretNamespace+"}")
 	}
 	return set
 }

@@ -178,7 +178,8 @@ func waitCRDs(t *testing.T, env *testenv.Env, names []string) []string {
 }
 
 // assertLeastPrivilege proves through impersonation that the ServiceAccount sa can hold its own
-// Lease and no other, and cannot read Secrets cluster-wide, write RBAC, or delete namespaces.
+// Lease and no other, and cannot list Secrets, get one in a namespace no value listed (the
+// default of secretAccess), write RBAC, or delete namespaces.
 func assertLeastPrivilege(t *testing.T, env *testenv.Env, namespace, sa string) {
 	t.Helper()
 	client, err := kubernetes.NewForConfig(env.Impersonate(namespace, sa))
@@ -191,6 +192,7 @@ func assertLeastPrivilege(t *testing.T, env *testenv.Env, namespace, sa string) 
 	}
 	denied := []authorizationv1.ResourceAttributes{
 		{Verb: "list", Resource: "secrets"},
+		{Namespace: "kube-system", Verb: "get", Resource: "secrets"},
 		{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"},
 		{Verb: "delete", Resource: "namespaces"},
 		{Namespace: "kube-system", Verb: "update", Group: "coordination.k8s.io", Resource: "leases"},

@@ -24,8 +24,8 @@ import (
 
 // The controller fills the Ready condition of ScmProviders and ScmRepositories, under the chart's
 // ServiceAccount. With secretAccess.watch, creating a missing Secret is enough to make them Ready
-// at once: the recheck interval is an hour, so only the Secret event can. With the chart's
-// default (get only, no watch) the periodic recheck notices it instead. The SCM is never called.
+// at once: the recheck interval is an hour, so only the Secret event can. With get only (the
+// chart's default, no watch) the periodic recheck notices it instead. The SCM is never called.
 func TestScmProvidersAndScmRepositoriesReportReadiness(t *testing.T) {
 	testenv.SkipIfShort(t)
 	for _, tc := range []struct {
@@ -109,8 +109,10 @@ func installChart(t *testing.T, release, namespace string, set ...string) {
 	helm, err := charts.NewHelm(env)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = helm.Close() })
-	// The test environment installed the CRDs: the chart must not own them too.
-	set = append(set, "crds.enabled=false")
+	// The test environment installed the CRDs: the chart must not own them too. The tests'
+	// namespaces are made after the chart, so Secrets are readable in every namespace here (the
+	// chart's default, none, and secretAccess.namespaces are TestTheChartRBACIsEnoughAndLimitsSecretAccess's).
+	set = append(set, "crds.enabled=false", "secretAccess.clusterWide=true")
 	require.NoError(t, helm.Install(context.Background(), release, namespace, filepath.Join(root, "charts", "commitstatus-controller"), set...))
 	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), release, namespace) })
 }

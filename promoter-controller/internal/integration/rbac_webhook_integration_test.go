@@ -34,11 +34,14 @@ import (
 func TestPromotionUnderTheChartsServiceAccount(t *testing.T) {
 	testenv.SkipIfShort(t)
 	ctx := context.Background()
-	charts.InstallForTest(t, env, "promoter-controller", "sluice-system", "promoter-controller")
+	f := newFixture(t)
+	// The chart reads Secrets in no namespace by default: the credentials' namespace is listed.
+	charts.InstallForTest(t, env, "promoter-controller", "sluice-system", "promoter-controller", "secretAccess.namespaces={"+f.ns+"}")
 	sa := env.Impersonate("sluice-system", "promoter-controller")
 	saClient, err := kubernetes.NewForConfig(sa)
 	require.NoError(t, err)
 	for _, a := range []authorizationv1.ResourceAttributes{{Verb: "list", Resource: "secrets"}, {Verb: "watch", Resource: "secrets"},
+		{Verb: "get", Resource: "secrets", Namespace: "kube-system"},
 		// Only the webhook receiver writes a strategy (its refresh annotation).
 		{Verb: "patch", Group: promoterv1alpha1.GroupName, Resource: "promotionstrategies"}} {
 		ok, err := charts.Can(ctx, saClient, a)
@@ -46,7 +49,6 @@ func TestPromotionUnderTheChartsServiceAccount(t *testing.T) {
 		assert.False(t, ok, "the chart must not allow %s %s", a.Verb, a.Resource)
 	}
 
-	f := newFixture(t)
 	authed := gittest.NewServer(t, gittest.WithBasicAuth("sluice", "s3cret"))
 	f.srv, f.repo = authed, authed.CreateRepo(t, "app")
 	_, err = env.Kube.CoreV1().Secrets(f.ns).Create(ctx, &corev1.Secret{
@@ -159,7 +161,8 @@ func (f *fixture) refreshAnnotation() string {
 // reconciles the strategy, which finds the pushed change. An unsigned delivery writes nothing.
 func TestWebhookOnAStandbyReachesTheLeader(t *testing.T) {
 	f := newFixture(t)
-	charts.InstallForTest(t, env, "promoter-controller", "sluice-system", "promoter-controller", "webhook.enabled=true")
+	charts.InstallForTest(t, env, "promoter-controller", "sluice-system", "promoter-controller", "webhook.enabled=true",
+		"secretAccess.namespaces={"+f.ns+"}")
 	// The chart's Lease, held by a replica that never lets go: the receiver under test stays a standby.
 	holder, forever, lease := "another-replica", int32(3600), "promoter-controller-leader"
 	now := metav1.NewMicroTime(time.Now())

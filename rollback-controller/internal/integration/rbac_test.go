@@ -27,12 +27,15 @@ import (
 func TestRollbackUnderTheChartsServiceAccount(t *testing.T) {
 	testenv.SkipIfShort(t)
 	ctx := context.Background()
-	charts.InstallForTest(t, env, "rollback-controller", "sluice-system", "rollback-controller")
+	f := newFixture(t)
+	// The chart reads Secrets in no namespace by default: the credentials' namespace is listed.
+	charts.InstallForTest(t, env, "rollback-controller", "sluice-system", "rollback-controller", "secretAccess.namespaces={"+f.ns+"}")
 	sa := env.Impersonate("sluice-system", "rollback-controller")
 	saClient, err := kubernetes.NewForConfig(sa)
 	require.NoError(t, err)
 	for _, a := range []authorizationv1.ResourceAttributes{
 		{Verb: "list", Resource: "secrets"}, {Verb: "watch", Resource: "secrets"},
+		{Verb: "get", Resource: "secrets", Namespace: "kube-system"},
 		{Verb: "update", Group: "promoter.sluice.dev", Resource: "promotionstrategies"},
 		{Verb: "update", Group: "promoter.sluice.dev", Resource: "pullrequests", Subresource: "status"},
 		{Verb: "create", Group: "commitstatus.sluice.dev", Resource: "commitstatuses"},
@@ -43,7 +46,6 @@ func TestRollbackUnderTheChartsServiceAccount(t *testing.T) {
 		assert.False(t, ok, "the chart must not allow %s %s/%s", a.Verb, a.Resource, a.Subresource)
 	}
 
-	f := newFixture(t)
 	authed := gittest.NewServer(t, gittest.WithBasicAuth("sluice", "s3cret"))
 	f.srv, f.repo = authed, authed.CreateRepo(t, "app")
 	_, err = env.Kube.CoreV1().Secrets(f.ns).Create(ctx, &corev1.Secret{
