@@ -167,7 +167,7 @@ func TestArgoCDReapplyingTheApplicationFromGitKeepsTheHold(t *testing.T) {
 	manifest := applicationManifest(ns, "shop", map[string]string{gate.GatesAnnotation: "prod"}, gitSyncPolicy(), nil)
 	o := createApplication(t, manifest.DeepCopy())
 	before := get(t, o)
-	held := waitObject(t, o, wait, "held", applicationHeld)
+	waitObject(t, o, wait, "held", applicationHeld)
 
 	apps := env.Dynamic.Resource(argocd.Applications).Namespace(ns)
 	_, err := apps.Apply(ctx, "shop", manifest.DeepCopy(), metav1.ApplyOptions{FieldManager: "argocd-controller", Force: true})
@@ -176,10 +176,16 @@ func TestArgoCDReapplyingTheApplicationFromGitKeepsTheHold(t *testing.T) {
 	_, err = apps.Patch(ctx, "shop", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "argocd-controller"})
 	require.NoError(t, err, "Argo CD's client-side apply of the git manifest")
 
-	u := get(t, o)
+	// A new reason makes the controller decide again on the Application as Argo CD left it.
+	updateGate(t, ns, "prod", func(g *gatingv1alpha1.Gate) { g.Spec.Message = "after the re-apply" })
+	u := waitObject(t, o, wait, "decided again", func(u *unstructured.Unstructured) bool {
+		return strings.Contains(u.GetAnnotations()[suspend.Annotation], "after the re-apply")
+	})
 	assert.True(t, applicationHeld(u), "still held after Argo CD applied git again")
-	assert.Equal(t, held.GetAnnotations()[hold.RecordAnnotation], u.GetAnnotations()[hold.RecordAnnotation])
-	assert.Empty(t, events(t, ns, "shop")[holdingReasonOverridden], "the re-apply is not mistaken for a person resuming it")
+	rec, err := hold.ParseRecord(u.GetAnnotations()[hold.RecordAnnotation])
+	require.NoError(t, err)
+	assert.False(t, rec.Yielded, "the re-apply is not mistaken for a person resuming it")
+	assert.Empty(t, events(t, ns, "shop")[holdingReasonOverridden])
 
 	updateGate(t, ns, "prod", func(g *gatingv1alpha1.Gate) { g.Spec.Closed = false })
 	assertRestored(t, o, before)
@@ -256,4 +262,32 @@ func TestAnArgoCDHoldIsReleasedExactlyAfterTheControllerRestarts(t *testing.T) {
 	for o, b := range before {
 		assertRestored(t, o, b)
 	}
+}
+
+// A manual sync during a hold is allowed: Argo CD's API server writes the sync operation on the
+// Application (as `argocd app sync` does), and the hold, which turned only automated sync off,
+// neither removes the operation nor takes it for a resume. Argo CD runs it, as no deny sync
+// window blocks it; the Application stays held for automated sync and self-heal afterwards.
+func TestAManualSyncDuringAHoldIsAllowedAndKeepsTheHold(t *testing.T) {
+	sharedController(t)
+	t.Parallel()
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createGate(t, ns, "freeze", gatingv1alpha1.GateSpec{Closed: true})
+	o := createApplication(t, applicationManifest(ns, "shop", map[string]string{gate.GatesAnnotation: "freeze"}, gitSyncPolicy(), nil))
+	waitObject(t, o, wait, "held", applicationHeld)
+
+	sync := []byte(`{"operation":{"initiatedBy":{"username":"alice"},"sync":{"revision":"main","prune":true}}}`)
+	_, err := env.Dynamic.Resource(argocd.Applications).Namespace(ns).Patch(ctx, "shop", types.MergePatchType, sync, metav1.PatchOptions{FieldManager: "argocd-server"})
+	require.NoError(t, err)
+	updateGate(t, ns, "freeze", func(g *gatingv1alpha1.Gate) { g.Spec.Message = "after the manual sync" })
+	u := waitObject(t, o, wait, "decided again", func(u *unstructured.Unstructured) bool {
+		return strings.Contains(u.GetAnnotations()[suspend.Annotation], "after the manual sync")
+	})
+	user, _, _ := unstructured.NestedString(u.Object, "operation", "initiatedBy", "username")
+	assert.Equal(t, "alice", user, "the manual sync is left for Argo CD to run")
+	assert.True(t, applicationHeld(u), "automated sync stays off")
+	rec, err := hold.ParseRecord(u.GetAnnotations()[hold.RecordAnnotation])
+	require.NoError(t, err)
+	assert.False(t, rec.Yielded)
 }
