@@ -117,12 +117,15 @@ const maxEventError = 1024
 func (r *Reconciler) apply(ctx context.Context, w *Watched, m *metav1.PartialObjectMetadata, ref hold.Ref, plan hold.Plan) error {
 	target := r.Dynamic.Resource(w.GVR).Namespace(m.Namespace)
 	opts := metav1.ApplyOptions{FieldManager: hold.FieldManager, Force: true}
-	err := applyStrict(ctx, target, m.Name, plan.Desired.ApplyObject(ref), opts)
+	applied, err := target.Apply(ctx, m.Name, plan.Desired.ApplyObject(ref), opts)
+	if err == nil {
+		return specFieldKept(w, plan, applied)
+	}
 	rec := plan.Desired.Record
-	if err == nil || rec == nil || rec.Yielded || len(rec.Set) == 0 || !(apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err)) {
+	if rec == nil || rec.Yielded || len(rec.Set) == 0 || !(apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err)) {
 		return err
 	}
-	if fallbackErr := applyStrict(ctx, target, m.Name, hold.SpecOnlyApplyObject(ref), opts); fallbackErr != nil {
+	if _, fallbackErr := target.Apply(ctx, m.Name, hold.SpecOnlyApplyObject(ref), opts); fallbackErr != nil {
 		return fmt.Errorf("%w; holding by spec.suspend alone failed too: %v", err, fallbackErr)
 	}
 	r.event(w, m, corev1.EventTypeWarning, ReasonHoldReduced,
