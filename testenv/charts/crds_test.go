@@ -144,6 +144,8 @@ func TestGateTargetsDriveTheFlagAndTheRBAC(t *testing.T) {
 		group, plural, _ := strings.Cut(strings.TrimSuffix(filepath.Base(file), ".yaml"), "_")
 		assert.Contains(t, flagTargets, plural+"."+group, "the gate-controller holds every Sluice kind by default")
 	}
+	assert.Contains(t, flagTargets, "applications.argoproj.io", "Argo CD Applications are held by default")
+	assert.NotContains(t, out, "appprojects", "holding an Application needs no right on AppProjects")
 
 	out, err = helm.Template(context.Background(), "gate-controller", "sluice-system", dir, nil,
 		"targets[0].group=kustomize.toolkit.fluxcd.io", "targets[0].resources[0]=kustomizations", "targets[0].mode=spec")

@@ -39,7 +39,7 @@ func OwnedFields(entries []metav1.ManagedFieldsEntry) Owned {
 		}
 		_, owned.Record = fields.Metadata.Annotations["f:"+RecordAnnotation]
 		_, owned.Annotation = fields.Metadata.Annotations["f:"+suspend.Annotation]
-		_, owned.Spec = fields.Spec["f:suspend"]
+		owned.Spec = ownsSpecField(fields.Spec)
 	}
 	return owned
 }

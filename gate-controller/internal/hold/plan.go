@@ -18,7 +18,8 @@ const (
 	// ModeAnnotation sets only reconcile.fluxcd.io/suspended, for kinds that honour RFC-0006,
 	// such as every Sluice kind.
 	ModeAnnotation Mode = "annotation"
-	// ModeSpec sets only spec.suspend: true.
+	// ModeSpec sets only the kind's spec field (SpecFieldOf): spec.suspend: true, or an Argo CD
+	// Application's spec.syncPolicy.automated.enabled: false.
 	ModeSpec Mode = "spec"
 	// ModeBoth sets both: spec.suspend for kinds that honour only it (Flux today), and the
 	// annotation to show why.
@@ -189,13 +190,13 @@ type Ref struct {
 	ResourceVersion                   string
 }
 
-// SpecOnlyApplyObject is the configuration that holds the target by spec.suspend alone, with no
+// SpecOnlyApplyObject is the configuration that holds the target by its spec field alone, with no
 // annotation: the last resort when the target's annotations leave no room for the hold's. The
 // next reconcile finds no record and plans the full hold again, so this is kept only while the
 // full hold does not fit; releasing needs no record, as the controller owns spec.suspend.
 func SpecOnlyApplyObject(ref Ref) *unstructured.Unstructured {
 	u := Desired{}.ApplyObject(ref)
-	u.Object["spec"] = map[string]any{"suspend": true}
+	u.Object["spec"] = specFieldOfRef(ref).heldSpec()
 	return u
 }
 
@@ -217,7 +218,7 @@ func (d Desired) ApplyObject(ref Ref) *unstructured.Unstructured {
 	}
 	u.SetAnnotations(annotations)
 	if d.Spec() {
-		u.Object["spec"] = map[string]any{"suspend": true}
+		u.Object["spec"] = specFieldOfRef(ref).heldSpec()
 	}
 	return u
 }

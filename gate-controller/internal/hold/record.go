@@ -38,7 +38,8 @@ type Change string
 const (
 	// ChangeAnnotation is the RFC-0006 annotation reconcile.fluxcd.io/suspended.
 	ChangeAnnotation Change = "annotation"
-	// ChangeSpec is spec.suspend: true.
+	// ChangeSpec is the kind's spec field (SpecFieldOf): spec.suspend: true, or an Argo CD
+	// Application's spec.syncPolicy.automated.enabled: false.
 	ChangeSpec Change = "spec"
 )
 

@@ -117,9 +117,12 @@ const maxEventError = 1024
 func (r *Reconciler) apply(ctx context.Context, w *Watched, m *metav1.PartialObjectMetadata, ref hold.Ref, plan hold.Plan) error {
 	target := r.Dynamic.Resource(w.GVR).Namespace(m.Namespace)
 	opts := metav1.ApplyOptions{FieldManager: hold.FieldManager, Force: true}
-	_, err := target.Apply(ctx, m.Name, plan.Desired.ApplyObject(ref), opts)
+	applied, err := target.Apply(ctx, m.Name, plan.Desired.ApplyObject(ref), opts)
+	if err == nil {
+		return specFieldKept(w, plan, applied)
+	}
 	rec := plan.Desired.Record
-	if err == nil || rec == nil || rec.Yielded || len(rec.Set) == 0 || !(apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err)) {
+	if rec == nil || rec.Yielded || len(rec.Set) == 0 || !(apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err)) {
 		return err
 	}
 	if _, fallbackErr := target.Apply(ctx, m.Name, hold.SpecOnlyApplyObject(ref), opts); fallbackErr != nil {
@@ -213,7 +216,7 @@ func (r *Reconciler) report(key string, w *Watched, m metav1.Object, plan hold.P
 	if msg, ok := outcomeLog[plan.Outcome]; ok && r.Log != nil {
 		attrs := []any{"target", key, "reason", v.Reason}
 		if plan.Outcome == hold.OutcomeReleased {
-			attrs = append(attrs, "undid", changes(plan.Previous))
+			attrs = append(attrs, "undid", changes(plan.Previous, hold.SpecFieldOf(w.GVR.GroupVersion().WithKind(w.Kind.Kind).GroupKind())))
 		}
 		r.Log.Info(msg, attrs...)
 	}
@@ -248,7 +251,7 @@ var outcomeLog = map[hold.Outcome]string{
 	hold.OutcomeYielded:  "resumed by someone while held; not holding it again until its gates allow",
 }
 
-func changes(r *hold.Record) string {
+func changes(r *hold.Record, field hold.SpecField) string {
 	if r == nil || len(r.Set) == 0 {
 		return "nothing (someone else's suspension stays)"
 	}
@@ -261,7 +264,7 @@ func changes(r *hold.Record) string {
 		case hold.ChangeAnnotation:
 			s += "the suspend annotation"
 		case hold.ChangeSpec:
-			s += "spec.suspend"
+			s += field.Name
 		}
 	}
 	return s

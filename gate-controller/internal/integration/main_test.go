@@ -28,12 +28,13 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/argocd"
 	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 var env *testenv.Env
 
-// TestMain is testenv.Main with the Flux CRDs and, of Sluice's own, only the Gate CRD: the other
+// TestMain is testenv.Main with the Flux and Argo CD CRDs and, of Sluice's own, only the Gate CRD: the other
 // groups' CRDs belong to other controllers, and their kinds being absent exercises the
 // controller's skipping of kinds that are not installed.
 func TestMain(m *testing.M) {
@@ -41,6 +42,11 @@ func TestMain(m *testing.M) {
 	var opts testenv.Options
 	if !testing.Short() {
 		paths, err := flux.CRDPaths()
+		var argoPaths []string
+		if err == nil {
+			argoPaths, err = argocd.CRDPaths()
+			paths = append(paths, argoPaths...)
+		}
 		var root string
 		if err == nil {
 			root, err = testenv.RepoRoot()

@@ -29,7 +29,8 @@ func (t Target) String() string {
 
 // Defaults hold Flux's sources, Kustomizations, HelmReleases and image update automations by
 // spec.suspend and the annotation (Flux honours only the field today, the annotation says why),
-// and every Sluice kind by the annotation, which they all honour.
+// Argo CD Applications by spec.syncPolicy.automated.enabled: false and the annotation (see
+// hold.ArgoCDAutomatedSync), and every Sluice kind by the annotation, which they all honour.
 func Defaults() []Target {
 	var targets []Target
 	for _, r := range []string{"gitrepositories", "ocirepositories", "helmrepositories", "buckets", "helmcharts"} {
@@ -39,6 +40,7 @@ func Defaults() []Target {
 		Target{Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations", Mode: hold.ModeBoth},
 		Target{Group: "helm.toolkit.fluxcd.io", Resource: "helmreleases", Mode: hold.ModeBoth},
 		Target{Group: "image.toolkit.fluxcd.io", Resource: "imageupdateautomations", Mode: hold.ModeBoth},
+		Target{Group: hold.ArgoCDApplications.Group, Resource: "applications", Mode: hold.ModeBoth},
 	)
 	for _, g := range SluiceGroups {
 		for _, r := range SluiceResources[g] {

@@ -26,6 +26,7 @@ func TestDefaultsRoundTripThroughTheFlag(t *testing.T) {
 	for _, g := range []string{"source.toolkit.fluxcd.io", "kustomize.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io", "image.toolkit.fluxcd.io"} {
 		assert.Contains(t, groups, g)
 	}
+	assert.Contains(t, defaults, Target{Group: "argoproj.io", Resource: "applications", Mode: hold.ModeBoth}, "Argo CD Applications are held too")
 	for _, g := range SluiceGroups {
 		require.NotEmpty(t, SluiceResources[g], g)
 		for _, r := range SluiceResources[g] {

@@ -140,10 +140,12 @@ func (o *options) suspend(ctx context.Context, info *resource.Info, reason strin
 }
 
 // bySpec reports whether the gate-controller's default targets hold info's kind by spec.suspend:
-// the kinds (Flux's) that do not honour the annotation yet.
+// the kinds (Flux's) that do not honour the annotation yet. An Argo CD Application is held by
+// another field (hold.ArgoCDAutomatedSync), which this command does not set.
 func bySpec(info *resource.Info) bool {
 	mode, ok := kinds.ModeOf(kinds.Defaults(), info.Mapping.Resource.GroupResource())
-	return ok && (mode == hold.ModeSpec || mode == hold.ModeBoth)
+	field := hold.SpecFieldOf(info.Mapping.GroupVersionKind.GroupKind())
+	return ok && (mode == hold.ModeSpec || mode == hold.ModeBoth) && field.Name == hold.Suspend.Name
 }
 
 // resumeOne resumes one object and, with a wait, confirms it runs. It reports whether the
