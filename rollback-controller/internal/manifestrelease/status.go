@@ -3,8 +3,10 @@ package manifestrelease
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
@@ -15,31 +17,60 @@ import (
 )
 
 // releaseStatus writes ManifestRelease status, which is this controller's alone. A reconcile
-// writes it in steps (the operation recorded, then its result, then the request handled), each
-// from the copy it holds; on a conflict (the step before, or someone editing the spec or metadata
-// meanwhile) a step is applied again to the live release, so no step is lost to another.
+// writes it step by step (the operation recorded, then its result), each from the release the
+// write before stored; on a conflict (someone editing the spec or metadata meanwhile) a step's
+// change is applied again to the live release, so no step is lost to another.
 var releaseStatus = reconcile.StatusWriter[*rollbackv1.ManifestRelease, rollbackv1.ManifestReleaseStatus]{
 	Kind: "ManifestRelease", FieldManager: FieldManager,
 	Status: func(mr *rollbackv1.ManifestRelease) *rollbackv1.ManifestReleaseStatus { return &mr.Status },
 }
 
-// writeStatus applies change to the status (with the generation it observes), writes it unless
-// nothing changed, and returns the release as stored. Then, and only after a write this call
-// made, it calls each announce with the stored release: Events and metrics follow a change that
-// happened.
-func (r *Reconciler) writeStatus(ctx context.Context, mr *rollbackv1.ManifestRelease, change func(*rollbackv1.ManifestReleaseStatus, int64),
-	announce ...func(*rollbackv1.ManifestRelease)) (*rollbackv1.ManifestRelease, error) {
-	stored, wrote, err := releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(mr.Namespace), mr, func(next *rollbackv1.ManifestRelease) {
+// writeStatus is the one place the status is written: it applies change (with the generation it
+// observes), writes it unless nothing changed, and returns the release as stored and whether it
+// wrote.
+func (r *Reconciler) writeStatus(ctx context.Context, mr *rollbackv1.ManifestRelease, change statusChange) (*rollbackv1.ManifestRelease, bool, error) {
+	return releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(mr.Namespace), mr, func(next *rollbackv1.ManifestRelease) {
 		change(&next.Status, next.Generation)
 		next.Status.ObservedGeneration = next.Generation
 	})
-	if err != nil || !wrote {
-		return stored, err
+}
+
+// announce makes the Events and metrics of a step whose write landed, on the release as stored.
+// Each Event is logged too: Normal ones (upgrades, test results, rollbacks) at INFO, Warnings
+// (failures) at ERROR, with the release, the version and the snapshot number.
+func (r *Reconciler) announce(mr *rollbackv1.ManifestRelease, s step) {
+	for _, e := range s.Events {
+		r.Recorder.Event(mr, e.Type, e.Reason, e.Message)
+		if e.Type == corev1.EventTypeWarning {
+			r.logger().Error(e.Message, logAttrs(mr, "reason", e.Reason)...)
+		} else {
+			r.logger().Info(e.Message, logAttrs(mr, "reason", e.Reason)...)
+		}
 	}
-	for _, a := range announce {
-		a(stored)
+	for _, c := range s.Counts {
+		r.Metrics.count(mr, c)
 	}
-	return stored, nil
+	if info := s.Snapshot; info != nil {
+		r.Metrics.SnapshotBytes.WithLabelValues(mr.Namespace, mr.Name, "compressed").Set(float64(info.CompressedSize))
+		r.Metrics.SnapshotBytes.WithLabelValues(mr.Namespace, mr.Name, "uncompressed").Set(float64(info.Size))
+		r.Metrics.SnapshotSecrets.WithLabelValues(mr.Namespace, mr.Name).Set(float64(info.Chunks))
+	}
+}
+
+// logAttrs names the release, and the version and snapshot number it is at or moving to.
+func logAttrs(mr *rollbackv1.ManifestRelease, more ...any) []any {
+	attrs := append([]any{"release", mr.Namespace + "/" + mr.Name}, more...)
+	if op := mr.Status.Operation; op != nil {
+		return append(attrs, "action", op.Action, "version", op.Version, "snapshot", op.Number, "from", op.From)
+	}
+	return append(attrs, "version", mr.Status.DeployedVersion, "snapshot", mr.Status.UpgradeNumber)
+}
+
+func (r *Reconciler) logger() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
 }
 
 func toInventory(refs []manifest.Ref) []rollbackv1.InventoryEntry {
