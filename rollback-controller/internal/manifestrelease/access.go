@@ -3,14 +3,12 @@ package manifestrelease
 import (
 	"context"
 	"errors"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/apply"
-	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/manifest"
 	"github.com/sluicehq/sluice/pkg/snapshot"
 )
@@ -46,31 +44,17 @@ func (p plan) needs(mr *rollbackv1.ManifestRelease) []apply.Need {
 // release acts as lacks; the message names the ServiceAccount, the verb and the object. The
 // release is looked at again with a growing delay (the RBAC is not watched) and on any change to
 // it, such as reconcile.fluxcd.io/requestedAt.
-func (r *Reconciler) checkAccess(ctx context.Context, mr *rollbackv1.ManifestRelease, action string, p plan) (*blocker, error) {
+func (r *Reconciler) checkAccess(ctx context.Context, mr *rollbackv1.ManifestRelease, action string, p plan) (*problem, error) {
 	err := r.Applier.Check(ctx, r.reviewer, p.needs(mr), manifest.CRDNamesOf(p.apply))
 	var denied *apply.DeniedError
 	switch {
 	case err == nil:
 		return nil, nil
 	case errors.As(err, &denied):
-		return &blocker{Reason: ReasonForbidden, Message: action + " was not started, nothing was applied: " + denied.Error(), Backoff: true}, nil
+		return &problem{Reason: ReasonForbidden, Message: action + " was not started, nothing was applied: " + denied.Error(), Backoff: true}, nil
 	case apierrors.IsForbidden(err):
 		// The controller itself may not impersonate the ServiceAccount.
-		return &blocker{Reason: ReasonForbidden, Message: action + " was not started: " + err.Error(), Backoff: true}, nil
+		return &problem{Reason: ReasonForbidden, Message: action + " was not started: " + err.Error(), Backoff: true}, nil
 	}
 	return nil, err
-}
-
-// Delays of a release stalled on something this controller does not watch (RBAC): the first
-// look again comes soon, then each waits as long as the problem has lasted, up to spec.interval.
-const minRetryDelay = 5 * time.Second
-
-// retryDelay is how long to wait before looking again at a release stalled for reason.
-func retryDelay(mr *rollbackv1.ManifestRelease, reason string, now time.Time) time.Duration {
-	limit := max(durationOr(mr.Spec.Interval, 5*time.Minute), minRetryDelay)
-	c := conditions.Get(mr.Status.Conditions, conditions.Stalled)
-	if c == nil || c.Reason != reason {
-		return minRetryDelay
-	}
-	return min(max(now.Sub(c.LastTransitionTime.Time), minRetryDelay), limit)
 }

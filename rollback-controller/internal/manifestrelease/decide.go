@@ -8,89 +8,32 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/manifest"
-	"github.com/sluicehq/sluice/pkg/snapshot"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
-// step is the one thing a reconcile does next, decided from its observation alone: a status
-// write, then what to announce once it landed, then one act.
-type step struct {
-	// Name says what the step is, in tests and in the log of a failed act.
-	Name string
-	// Status changes the status (with the generation it observes); nil writes nothing. It is
-	// written before the act, so that a crash during the act resumes from what it records.
-	Status statusChange
-	Events []event
-	Counts []count
-	// Snapshot sets the snapshot gauges.
-	Snapshot *snapshot.Info
-	Watch    watchOrder
-	Act      act
-	// Operating marks the step that records or resumes the operation this reconcile carries.
-	Operating bool
-	// Done ends the reconcile once the step is carried out; Requeue looks again after it.
-	Done    bool
-	Requeue time.Duration
-
-	// What the act works on.
-	Objects []*unstructured.Unstructured
-	Stale   []manifest.Ref
-	Adopt   []*unstructured.Unstructured
-	Number  int64
-	Fetched Fetched
-}
-
-// statusChange changes a status; generation is the release's.
-type statusChange func(st *rollbackv1.ManifestReleaseStatus, generation int64)
-
-// act is what a step does to the cluster after its status write.
-type act int
-
-const (
-	actNone act = iota
-	actAddFinalizer
-	actRemoveFinalizer
-	actPruneAll
-	actCorrectDrift
-	actSaveSnapshot
-	actApplyVersion
-	actTest
-	actPrune
-	actApplyRollback
-)
-
-// watchOrder says what to do with the watch for a missing source ConfigMap.
-type watchOrder struct {
-	Forget bool
-	// Await names the ConfigMap to watch for.
-	Await string
-}
-
-type event struct {
-	Type, Reason, Message string
-}
-
-// count is one increment of a counter: upgrades, tests or rollbacks, by its label value.
-type count struct {
-	Metric, Value string
-}
-
 // decide turns an observation into the next step. It reads nothing and writes nothing.
 func decide(o *observation) step {
+	return complete(o, next(o))
+}
+
+// next picks the step by where the release stands: being deleted, not yet held by the
+// finalizer, suspended, in the middle of an operation, or at rest.
+func next(o *observation) step {
 	mr := o.Release
 	op := mr.Status.Operation
 	switch {
+	case mr.DeletionTimestamp != nil && !holdsFinalizer(mr):
+		return step{Name: "deleted", Done: true}
 	case mr.DeletionTimestamp != nil:
 		return decideDeletion(o)
 	case !holdsFinalizer(mr):
 		return step{Name: "hold for deletion", Act: actAddFinalizer}
 	case o.Suspend.Suspended:
-		return step{Name: "suspended", Status: settle(o), Done: true}
+		return step{Name: "suspended", Done: true}
 	case op != nil && !o.Found.Operating:
 		return step{Name: "resume", Operating: true, Events: []event{normal(ReasonResumed, fmt.Sprintf("resuming the %s to %s started at %s",
 			strings.ToLower(string(op.Action)), describe(op.Version, op.Number), op.StartTime.UTC().Format(time.RFC3339)))}}
@@ -99,7 +42,7 @@ func decide(o *observation) step {
 	case op != nil:
 		return decideRollbackOp(o)
 	case o.SpecErr != nil:
-		return stall(o, ReasonInvalidSpec, o.SpecErr.Error(), 0)
+		return step{Problem: &problem{Reason: ReasonInvalidSpec, Message: o.SpecErr.Error()}}
 	case o.Ask != nil:
 		return decideAsk(o)
 	}
@@ -111,134 +54,49 @@ func decide(o *observation) step {
 	return s
 }
 
-// decideSource decides from what the source gives: report it deployed, keep it held, or upgrade.
-func decideSource(o *observation) step {
-	src, mr := o.Source, o.Release
-	switch {
-	case src.Err != nil:
-		return sourceFailed(o, src.Err)
-	case src.DigestErr != nil:
-		return stall(o, ReasonInvalidManifests, src.DigestErr.Error(), interval(mr))
-	case src.Digest == mr.Status.DeployedDigest:
-		return decideDeployed(o)
-	case !wantsUpgrade(o):
-		return finish(o, step{Name: "held", Requeue: interval(mr)})
-	}
-	return decideUpgrade(o)
-}
-
-// wantsUpgrade reports whether the source gives manifests that are neither deployed nor held:
-// a version that failed is not tried again until its source or the spec changes.
-func wantsUpgrade(o *observation) bool {
-	src := o.Source
-	if src.Err != nil || src.DigestErr != nil || src.Digest == o.Release.Status.DeployedDigest {
-		return false
-	}
-	st := restingStatus(o)
-	return !(st.LastAttemptFailed && src.Digest == st.LastAttemptedDigest && st.LastAttemptedGeneration == o.Release.Generation)
-}
-
-// decideDeployed applies the deployed version again, as Flux does on each interval (objects
-// deleted or changed out of band come back), then reports it deployed.
-func decideDeployed(o *observation) step {
-	src, mr := o.Source, o.Release
-	driftErr := src.PrepareErr
-	if o.Found.Drift == nil && driftErr == nil {
-		return step{Name: "correct drift", Act: actCorrectDrift, Objects: src.Objects}
-	}
-	if o.Found.Drift != nil {
-		driftErr = o.Found.Drift.Err
-	}
-	if driftErr != nil {
-		message := fmt.Sprintf("re-applying %s to correct drift failed: %v", describe(mr.Status.DeployedVersion, mr.Status.UpgradeNumber), driftErr)
-		return stall(o, ReasonApplyFailed, message, retryDelay(mr, ReasonApplyFailed, o.Now))
-	}
-	st := restingStatus(o)
-	s := step{Name: "deployed", Requeue: interval(mr)}
-	ready := conditions.Get(st.Conditions, conditions.Ready)
-	if ready != nil && ready.Status == metav1.ConditionTrue && ready.ObservedGeneration == mr.Generation && !stalledOrReconciling(st) && !st.LastAttemptFailed {
-		return finish(o, s)
-	}
-	message := describe(st.DeployedVersion, st.UpgradeNumber) + " is deployed"
-	s.Status = func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
-		st.LastAttemptFailed = false
-		conditions.MarkReady(&st.Conditions, gen, ReasonDeployed, message)
-	}
-	return finish(o, s)
-}
-
-// sourceFailed reports a source that cannot be read: Stalled when a person must act, looked at
-// again soon and then less often when what is wrong is not watched; otherwise not Ready, retried.
-func sourceFailed(o *observation, err *SourceError) step {
+// complete finishes a step the same way whatever picked it. A problem becomes the Stalled
+// condition, announced once, and ends the reconcile. A status write of a release not being
+// deleted also carries settle, and the write that ends the reconcile marks a requestedAt acted on.
+func complete(o *observation, s step) step {
 	mr := o.Release
-	if err.NeedsPerson {
-		recheck := interval(mr)
-		if err.Reason == ReasonForbidden || err.Reason == ReasonSourceNotFound {
-			recheck = retryDelay(mr, err.Reason, o.Now)
+	if p := s.Problem; p != nil {
+		s.Done, s.Requeue = true, p.Recheck
+		if p.Backoff {
+			s.Requeue = retryDelay(mr, p.Reason, o.Now)
 		}
-		return stall(o, err.Reason, err.Message, recheck)
-	}
-	message := conditionMessage(err.Message)
-	s := step{Name: "source unavailable", Requeue: min(interval(mr), time.Minute)}
-	if c := conditions.Get(mr.Status.Conditions, conditions.Ready); c == nil || c.Message != message {
-		s.Status = func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
-			conditions.MarkNotReady(&st.Conditions, gen, err.Reason, message)
+		message := conditionMessage(p.Message)
+		if c := conditions.Get(mr.Status.Conditions, conditions.Stalled); c == nil || c.Message != message || c.ObservedGeneration != mr.Generation {
+			s.Status = func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
+				conditions.MarkStalled(&st.Conditions, gen, p.Reason, message)
+			}
+			s.Events = append([]event{warning(p.Reason, message)}, p.More...)
 		}
+		s.Name = "stall " + p.Reason
 	}
-	return finish(o, s)
-}
-
-// stall records a problem a person must fix, announced once. recheck > 0 looks again after it.
-func stall(o *observation, reason, message string, recheck time.Duration) step {
-	message = conditionMessage(message)
-	s := step{Name: "stall " + reason, Requeue: recheck}
-	mr := o.Release
-	if c := conditions.Get(mr.Status.Conditions, conditions.Stalled); c == nil || c.Message != message || c.ObservedGeneration != mr.Generation {
-		s.Status = func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
-			conditions.MarkStalled(&st.Conditions, gen, reason, message)
-		}
-		s.Events = []event{warning(reason, message)}
+	if s.Poll {
+		s.Requeue = interval(mr)
 	}
-	return finish(o, s)
-}
-
-// block stalls on what stops an operation before it starts, with its further problems announced.
-func block(o *observation, b *blocker) step {
-	recheck := b.Recheck
-	if b.Backoff {
-		recheck = retryDelay(o.Release, b.Reason, o.Now)
-	}
-	s := stall(o, b.Reason, b.Message, recheck)
-	if s.Status != nil {
-		s.Events = append(s.Events, b.More...)
-	}
-	return s
-}
-
-// finish ends the reconcile with s. Its status write also carries what every write of a release
-// at rest carries (settle) and marks a requestedAt acted on.
-func finish(o *observation, s step) step {
-	s.Done = true
-	if o.Release.DeletionTimestamp != nil {
+	if mr.DeletionTimestamp != nil || (s.Status == nil && !s.Done) {
 		return s
 	}
 	change, base := s.Status, settle(o)
-	requested, asked := o.Release.Annotations[rollbackv1.RequestedAtAnnotation]
+	requested, asked := mr.Annotations[rollbackv1.RequestedAtAnnotation]
+	handled := asked && s.Done && !o.Suspend.Suspended
 	s.Status = func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
 		base(st, gen)
 		if change != nil {
 			change(st, gen)
 		}
-		if asked {
+		if handled {
 			st.LastHandledReconcileAt = requested
 		}
 	}
 	return s
 }
 
-// settle is what every write of a release not being deleted carries: the Suspended condition set
-// or removed, a failed version kept held across suspend and resume, and a rollback request that
-// was taken away forgotten.
+// settle is what every status write of a release not being deleted carries: the Suspended
+// condition set or removed, a failed version kept held across suspend and resume, and a rollback
+// request that was taken away forgotten.
 func settle(o *observation) statusChange {
 	state := o.Suspend
 	_, asked := o.Release.Annotations[rollbackv1.RollbackToAnnotation]
@@ -268,8 +126,30 @@ func keepHeldAcrossSuspend(st *rollbackv1.ManifestReleaseStatus, generation int6
 	}
 }
 
-func stalledOrReconciling(st rollbackv1.ManifestReleaseStatus) bool {
-	return conditions.Get(st.Conditions, conditions.Stalled) != nil || conditions.Get(st.Conditions, conditions.Reconciling) != nil
+// Delays of a release stalled on something this controller does not watch (RBAC): the first
+// look again comes soon, then each waits as long as the problem has lasted, up to spec.interval.
+const minRetryDelay = 5 * time.Second
+
+// retryDelay is how long to wait before looking again at a release stalled for reason.
+func retryDelay(mr *rollbackv1.ManifestRelease, reason string, now time.Time) time.Duration {
+	limit := max(durationOr(mr.Spec.Interval, 5*time.Minute), minRetryDelay)
+	c := conditions.Get(mr.Status.Conditions, conditions.Stalled)
+	if c == nil || c.Reason != reason {
+		return minRetryDelay
+	}
+	return min(max(now.Sub(c.LastTransitionTime.Time), minRetryDelay), limit)
+}
+
+// interval is spec.interval, or its default.
+func interval(mr *rollbackv1.ManifestRelease) time.Duration {
+	return durationOr(mr.Spec.Interval, 5*time.Minute)
+}
+
+func durationOr(d *metav1.Duration, fallback time.Duration) time.Duration {
+	if d == nil || d.Duration <= 0 {
+		return fallback
+	}
+	return d.Duration
 }
 
 func holdsFinalizer(mr *rollbackv1.ManifestRelease) bool {
@@ -282,4 +162,41 @@ func normal(reason, message string) event {
 
 func warning(reason, message string) event {
 	return event{Type: corev1.EventTypeWarning, Reason: reason, Message: message}
+}
+
+// decideDeletion carries out spec.prune for a release being deleted, as Flux's Kustomization
+// does: with prune (the default) its objects are deleted, adopted ones given back their previous
+// content; without it, or while suspended, they are left. Either way an Event and the log say
+// which, once the finalizer is gone. Objects that cannot be deleted keep the release, Stalled
+// with a condition that says how to let it go, looked at again with a growing delay.
+func decideDeletion(o *observation) step {
+	mr := o.Release
+	inventory := fromInventory(mr.Status.Inventory)
+	hint := fmt.Sprintf("; the release stays until they are deleted. To delete it and leave them in place: kubectl -n %s patch manifestrelease %s --type=merge -p '{\"spec\":{\"prune\":false}}'", mr.Namespace, mr.Name)
+	s := step{Name: "prune all", Act: actPruneAll, Stale: inventory}
+	switch d := o.Found.Deleted; {
+	case len(inventory) == 0:
+		s = letGo(ReasonObjectsLeft, "the release is deleted; it had no objects")
+	case o.Suspend.Suspended:
+		s = letGo(ReasonObjectsLeft, fmt.Sprintf("the release is deleted while suspended; its %d objects are left in place: %s", len(inventory), manifest.Names(inventory, 3)))
+	case !pruneEnabled(mr):
+		s = letGo(ReasonObjectsLeft, fmt.Sprintf("the release is deleted with spec.prune false; its %d objects are left in place: %s", len(inventory), manifest.Names(inventory, 3)))
+	case o.DeletionProblem != nil:
+		s = step{Problem: &problem{Reason: ReasonForbidden, Message: deletingAction + " was not started: " + o.DeletionProblem.Message + hint, Backoff: true}}
+	case d != nil && d.Err != nil:
+		s = step{Problem: &problem{Reason: ReasonPruneFailed, Message: deletingAction + " failed: " + d.Err.Error() + hint, Backoff: true}}
+	case d != nil:
+		message := fmt.Sprintf("the release is deleted; its %d objects were deleted as %s", len(d.Deleted), o.Actor)
+		if len(d.Left) > 0 {
+			message += fmt.Sprintf("; %d that are no longer labelled as its own are left: %s", len(d.Left), manifest.Names(d.Left, 3))
+		}
+		s = letGo(ReasonObjectsDeleted, message)
+	}
+	s.Watch = watchOrder{Forget: true}
+	return s
+}
+
+// letGo removes the finalizer, and then says what became of the objects.
+func letGo(reason, message string) step {
+	return step{Name: "let go", Act: actRemoveFinalizer, Events: []event{normal(reason, message)}, Done: true}
 }

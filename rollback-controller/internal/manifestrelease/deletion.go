@@ -38,11 +38,11 @@ const deletingAction = "deleting the objects of the deleted release"
 
 // checkDeletion finds a right the identity lacks to delete the objects of a deleted release,
 // before any is deleted.
-func (r *Reconciler) checkDeletion(ctx context.Context, mr *rollbackv1.ManifestRelease) (*blocker, error) {
+func (r *Reconciler) checkDeletion(ctx context.Context, mr *rollbackv1.ManifestRelease) (*problem, error) {
 	err := r.Applier.Check(ctx, r.reviewer, plan{stale: fromInventory(mr.Status.Inventory)}.needs(mr), nil)
 	var denied *apply.DeniedError
 	if errors.As(err, &denied) || apierrors.IsForbidden(err) {
-		return &blocker{Reason: ReasonForbidden, Message: err.Error(), Backoff: true}, nil
+		return &problem{Reason: ReasonForbidden, Message: err.Error(), Backoff: true}, nil
 	}
 	return nil, err
 }

@@ -36,8 +36,8 @@ type observation struct {
 
 	// Op is the snapshot the recorded operation applies.
 	Op *opTarget
-	// DeletionBlocker is a right the identity lacks to delete the objects of a deleted release.
-	DeletionBlocker *blocker
+	// DeletionProblem is a right the identity lacks to delete the objects of a deleted release.
+	DeletionProblem *problem
 	deletionChecked bool
 
 	Found found
@@ -62,7 +62,7 @@ type upgradePlan struct {
 	Previous []manifest.Ref
 	// Stale are the objects of the inventory the new version drops, when pruning.
 	Stale   []manifest.Ref
-	Blocker *blocker
+	Problem *problem
 	// Adopt are live objects the release takes over, with their owners' leave.
 	Adopt []*unstructured.Unstructured
 }
@@ -79,7 +79,7 @@ type opTarget struct {
 	Target  []manifest.Ref
 	Stale   []manifest.Ref
 	Missing bool
-	Blocker *blocker
+	Problem *problem
 }
 
 // rollbackAsk is a rollback-to annotation not yet acted on.
@@ -93,16 +93,6 @@ type rollbackAsk struct {
 	Files   []snapshot.File
 	// Kept lists the snapshots that exist, for a refusal.
 	Kept string
-}
-
-// blocker is something that stops an operation before it starts, for a person to fix.
-type blocker struct {
-	Reason, Message string
-	// Backoff looks again with retryDelay (what is wrong is not watched); otherwise after Recheck.
-	Backoff bool
-	Recheck time.Duration
-	// More are further problems, announced as Events.
-	More []event
 }
 
 // found is what the acts of one reconcile found, each set once by its act.
@@ -220,14 +210,14 @@ func (r *Reconciler) observeUpgrade(ctx context.Context, mr *rollbackv1.Manifest
 	}
 	action, tests := "the upgrade to "+src.Fetched.Version, r.plannedTests(ctx, mr)
 	var err error
-	p.Blocker, err = r.checkAccess(ctx, mr, action, plan{apply: src.Objects, stale: p.Stale, tests: tests, snapshot: p.Number})
-	if p.Blocker != nil || err != nil {
+	p.Problem, err = r.checkAccess(ctx, mr, action, plan{apply: src.Objects, stale: p.Stale, tests: tests, snapshot: p.Number})
+	if p.Problem != nil || err != nil {
 		return p, err
 	}
-	if p.Adopt, p.Blocker, err = r.checkOwnership(ctx, mr, action, src.Objects, tests); p.Blocker != nil || err != nil {
+	if p.Adopt, p.Problem, err = r.checkOwnership(ctx, mr, action, src.Objects, tests); p.Problem != nil || err != nil {
 		return p, err
 	}
-	p.Blocker, err = r.checkCRDs(ctx, action, src.Objects, p.Stale)
+	p.Problem, err = r.checkCRDs(ctx, action, src.Objects, p.Stale)
 	return p, err
 }
 
@@ -292,10 +282,10 @@ func (r *Reconciler) observeOperation(ctx context.Context, o *observation) error
 	current := fromInventory(mr.Status.Inventory)
 	t.Stale, t.Missing = manifest.Stale(current, t.Target), len(manifest.Stale(t.Target, current)) > 0
 	action := "the rollback to " + describe(op.Version, op.Number)
-	if t.Blocker, err = r.checkAccess(ctx, mr, action, plan{apply: t.Objects, stale: t.Stale}); t.Blocker != nil || err != nil {
+	if t.Problem, err = r.checkAccess(ctx, mr, action, plan{apply: t.Objects, stale: t.Stale}); t.Problem != nil || err != nil {
 		return err
 	}
-	t.Blocker, err = r.checkCRDs(ctx, action, t.Objects, t.Stale)
+	t.Problem, err = r.checkCRDs(ctx, action, t.Objects, t.Stale)
 	return err
 }
 
@@ -307,7 +297,7 @@ func (r *Reconciler) observeDeletion(ctx context.Context, o *observation) error 
 	}
 	o.deletionChecked = true
 	var err error
-	o.DeletionBlocker, err = r.checkDeletion(ctx, mr)
+	o.DeletionProblem, err = r.checkDeletion(ctx, mr)
 	return err
 }
 

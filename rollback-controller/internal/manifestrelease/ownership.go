@@ -22,12 +22,12 @@ const (
 // release's. Its owner may let it go with the adopt annotation, unless another release holds it.
 // Test objects that are release objects stop it too: the tests would overwrite and then delete
 // them. It returns the objects to adopt, whose content is recorded before they are applied.
-func (r *Reconciler) checkOwnership(ctx context.Context, mr *rollbackv1.ManifestRelease, action string, objs []*unstructured.Unstructured, tests []manifest.Ref) ([]*unstructured.Unstructured, *blocker, error) {
+func (r *Reconciler) checkOwnership(ctx context.Context, mr *rollbackv1.ManifestRelease, action string, objs []*unstructured.Unstructured, tests []manifest.Ref) ([]*unstructured.Unstructured, *problem, error) {
 	refs := manifest.Inventory(objs)
 	if clash := collisions(tests, refs); len(clash) > 0 {
 		message := fmt.Sprintf("%s was not started, nothing was applied: test objects are also objects of the release: %s; rename the tests",
 			action, manifest.Names(clash, 3))
-		return nil, &blocker{Reason: ReasonTestCollides, Message: message, Recheck: interval(mr)}, nil
+		return nil, &problem{Reason: ReasonTestCollides, Message: message, Recheck: interval(mr)}, nil
 	}
 	known := map[string]bool{}
 	for _, e := range fromInventory(mr.Status.Inventory) {
@@ -59,7 +59,7 @@ func (r *Reconciler) checkOwnership(ctx context.Context, mr *rollbackv1.Manifest
 			manager, hint = "held by ManifestRelease "+owner, "; two releases cannot hold one object"
 		}
 		message := fmt.Sprintf("%s was not started, nothing was applied: %s exists and is not this release's (%s)%s", action, ref, manager, hint)
-		return nil, &blocker{Reason: ReasonNotOwned, Message: message, Backoff: true}, nil
+		return nil, &problem{Reason: ReasonNotOwned, Message: message, Backoff: true}, nil
 	}
 	return adopt, nil, nil
 }

@@ -165,15 +165,3 @@ func targetNamespace(mr *rollbackv1.ManifestRelease) string {
 	}
 	return mr.Namespace
 }
-
-// interval is spec.interval, or its default.
-func interval(mr *rollbackv1.ManifestRelease) time.Duration {
-	return durationOr(mr.Spec.Interval, 5*time.Minute)
-}
-
-func durationOr(d *metav1.Duration, fallback time.Duration) time.Duration {
-	if d == nil || d.Duration <= 0 {
-		return fallback
-	}
-	return d.Duration
-}

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/manifest"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/text"
@@ -26,12 +23,22 @@ var releaseStatus = reconcile.StatusWriter[*rollbackv1.ManifestRelease, rollback
 }
 
 // writeStatus is the one place the status is written: it applies change (with the generation it
-// observes), writes it unless nothing changed, and returns the release as stored and whether it
-// wrote.
+// observes), cuts its messages to fit, writes it unless nothing changed, and returns the release
+// as stored and whether it wrote.
 func (r *Reconciler) writeStatus(ctx context.Context, mr *rollbackv1.ManifestRelease, change statusChange) (*rollbackv1.ManifestRelease, bool, error) {
 	return releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(mr.Namespace), mr, func(next *rollbackv1.ManifestRelease) {
-		change(&next.Status, next.Generation)
-		next.Status.ObservedGeneration = next.Generation
+		st := &next.Status
+		change(st, next.Generation)
+		st.ObservedGeneration = next.Generation
+		for i := range st.Conditions {
+			st.Conditions[i].Message = conditionMessage(st.Conditions[i].Message)
+		}
+		for i := range st.History {
+			st.History[i].Message = conditionMessage(st.History[i].Message)
+		}
+		if st.Operation != nil {
+			st.Operation.Reason = conditionMessage(st.Operation.Reason)
+		}
 	})
 }
 
@@ -40,6 +47,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, mr *rollbackv1.ManifestRel
 // (failures) at ERROR, with the release, the version and the snapshot number.
 func (r *Reconciler) announce(mr *rollbackv1.ManifestRelease, s step) {
 	for _, e := range s.Events {
+		e.Message = eventMessage(e.Message)
 		r.Recorder.Event(mr, e.Type, e.Reason, e.Message)
 		if e.Type == corev1.EventTypeWarning {
 			r.logger().Error(e.Message, logAttrs(mr, "reason", e.Reason)...)
@@ -73,59 +81,12 @@ func (r *Reconciler) logger() *slog.Logger {
 	return r.Log
 }
 
-func toInventory(refs []manifest.Ref) []rollbackv1.InventoryEntry {
-	out := make([]rollbackv1.InventoryEntry, len(refs))
-	for i, r := range refs {
-		out[i] = rollbackv1.InventoryEntry{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-	}
-	return out
-}
-
 func fromInventory(entries []rollbackv1.InventoryEntry) []manifest.Ref {
 	out := make([]manifest.Ref, len(entries))
 	for i, e := range entries {
 		out[i] = manifest.Ref{Group: e.Group, Version: e.Version, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}
 	}
 	return out
-}
-
-// union is every object of a and b, identified as pkg/manifest does, b's version winning.
-func union(a, b []manifest.Ref) []manifest.Ref {
-	seen := map[string]int{}
-	var out []manifest.Ref
-	for _, list := range [][]manifest.Ref{a, b} {
-		for _, r := range list {
-			if i, ok := seen[r.ID()]; ok {
-				out[i] = r
-				continue
-			}
-			seen[r.ID()] = len(out)
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// addHistory puts entry first, replacing an entry of the same number, and bounds the list.
-func addHistory(st *rollbackv1.ManifestReleaseStatus, entry rollbackv1.ReleaseHistoryEntry) {
-	history := slices.DeleteFunc(slices.Clone(st.History), func(e rollbackv1.ReleaseHistoryEntry) bool {
-		return e.Number == entry.Number && e.Action == entry.Action
-	})
-	history = append([]rollbackv1.ReleaseHistoryEntry{entry}, history...)
-	if len(history) > rollbackv1.MaxReleaseHistory {
-		history = history[:rollbackv1.MaxReleaseHistory]
-	}
-	st.History = history
-}
-
-// setTestCondition records the result of tests; NotRun leaves the last result alone.
-func setTestCondition(st *rollbackv1.ManifestReleaseStatus, generation int64, result rollbackv1.TestResult, message string) {
-	switch result {
-	case rollbackv1.TestPassed:
-		conditions.Set(&st.Conditions, generation, rollbackv1.ConditionTestSuccess, metav1.ConditionTrue, ReasonTestsPassed, message)
-	case rollbackv1.TestFailed:
-		conditions.Set(&st.Conditions, generation, rollbackv1.ConditionTestSuccess, metav1.ConditionFalse, ReasonTestFailed, message)
-	}
 }
 
 func describe(version string, number int64) string {

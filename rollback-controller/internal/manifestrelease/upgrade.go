@@ -61,7 +61,7 @@ func (r *Reconciler) pruneObjects(ctx context.Context, version string, stale []m
 	blocked := map[string]bool{}
 	for _, b := range manifest.CheckCRDs("pruning after the upgrade to "+version, nil, stale, live) {
 		blocked[b.Object.ID()] = true
-		p.Events = append(p.Events, warning(b.Reason, eventMessage(b.Message)))
+		p.Events = append(p.Events, warning(b.Reason, b.Message))
 	}
 	for _, ref := range stale {
 		if blocked[ref.ID()] {
@@ -75,7 +75,7 @@ func (r *Reconciler) pruneObjects(ctx context.Context, version string, stale []m
 		p.Message = fmt.Sprintf("; pruned %d objects", len(deleted))
 	}
 	if err != nil {
-		p.Events = append(p.Events, warning(ReasonPruneFailed, eventMessage(err.Error())))
+		p.Events = append(p.Events, warning(ReasonPruneFailed, err.Error()))
 		p.Kept = append(p.Kept, notIn(deletable, deleted)...)
 	}
 	if len(p.Kept) > 0 {
@@ -152,7 +152,7 @@ func nextNumber(st rollbackv1.ManifestReleaseStatus) int64 {
 
 // checkCRDs finds what in the plan would lose data: CRDs removed or changed while objects of
 // theirs remain.
-func (r *Reconciler) checkCRDs(ctx context.Context, action string, objs []*unstructured.Unstructured, stale []manifest.Ref) (*blocker, error) {
+func (r *Reconciler) checkCRDs(ctx context.Context, action string, objs []*unstructured.Unstructured, stale []manifest.Ref) (*problem, error) {
 	live, err := r.Applier.CRDStates(ctx, manifest.CRDsToInspect(objs, stale), stale)
 	if err != nil {
 		return nil, err
@@ -161,11 +161,11 @@ func (r *Reconciler) checkCRDs(ctx context.Context, action string, objs []*unstr
 	if len(blockers) == 0 {
 		return nil, nil
 	}
-	b := &blocker{Reason: blockers[0].Reason, Message: blockers[0].Message, Recheck: r.StalledRecheck}
+	b := &problem{Reason: blockers[0].Reason, Message: blockers[0].Message, Recheck: r.StalledRecheck}
 	if len(blockers) > 1 {
 		b.Message += " (and " + strconv.Itoa(len(blockers)-1) + " more CRD problems, see Events)"
 		for _, more := range blockers[1:] {
-			b.More = append(b.More, warning(more.Reason, eventMessage(more.Message)))
+			b.More = append(b.More, warning(more.Reason, more.Message))
 		}
 	}
 	return b, nil
