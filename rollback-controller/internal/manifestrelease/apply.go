@@ -12,6 +12,57 @@ import (
 	"github.com/sluicehq/sluice/pkg/snapshot"
 )
 
+// found is what the acts of one reconcile found, each set once by its act.
+type found struct {
+	// Operating is true once this reconcile recorded or resumed the operation it carries.
+	Operating bool
+	Saved     *saved
+	Applied   *applied
+	Tested    *tested
+	Pruned    *pruned
+	Rolled    *rolled
+	Drift     *drift
+	Deleted   *deleted
+}
+
+type saved struct {
+	Info snapshot.Info
+	Err  error
+}
+
+type applied struct{ Failure *failed }
+
+type tested struct {
+	Result  rollbackv1.TestResult
+	Message string
+}
+
+type pruned struct {
+	Kept        []manifest.Ref
+	Message     string
+	KeptNumbers []int64
+	Foreign     error
+	Events      []event
+}
+
+type rolled struct {
+	Refused    error
+	HealthNote string
+}
+
+type drift struct{ Err error }
+
+type deleted struct {
+	Deleted, Left []manifest.Ref
+	Err           error
+}
+
+// failed is why a version did not make it.
+type failed struct {
+	Reason  string
+	Message string
+}
+
 // apply carries out one step: its status write, its announcements once the write landed, then
 // its act, whose findings go into o.Found for the next decision.
 func (r *Reconciler) apply(ctx context.Context, o *observation, s step) error {
@@ -38,7 +89,10 @@ func (r *Reconciler) act(ctx context.Context, o *observation, s step) error {
 	var err error
 	switch s.Act {
 	case actAddFinalizer:
-		o.Release, err = r.patchFinalizers(ctx, mr, append(slices.Clone(mr.Finalizers), rollbackv1.ManifestReleaseFinalizer))
+		var held *rollbackv1.ManifestRelease
+		if held, err = r.patchFinalizers(ctx, mr, append(slices.Clone(mr.Finalizers), rollbackv1.ManifestReleaseFinalizer)); err == nil {
+			o.Release = held
+		}
 	case actRemoveFinalizer:
 		return r.letGo(ctx, mr, s)
 	case actPruneAll:

@@ -95,57 +95,6 @@ type rollbackAsk struct {
 	Kept string
 }
 
-// found is what the acts of one reconcile found, each set once by its act.
-type found struct {
-	// Operating is true once this reconcile recorded or resumed the operation it carries.
-	Operating bool
-	Saved     *saved
-	Applied   *applied
-	Tested    *tested
-	Pruned    *pruned
-	Rolled    *rolled
-	Drift     *drift
-	Deleted   *deleted
-}
-
-type saved struct {
-	Info snapshot.Info
-	Err  error
-}
-
-type applied struct{ Failure *failed }
-
-type tested struct {
-	Result  rollbackv1.TestResult
-	Message string
-}
-
-type pruned struct {
-	Kept        []manifest.Ref
-	Message     string
-	KeptNumbers []int64
-	Foreign     error
-	Events      []event
-}
-
-type rolled struct {
-	Refused    error
-	HealthNote string
-}
-
-type drift struct{ Err error }
-
-type deleted struct {
-	Deleted, Left []manifest.Ref
-	Err           error
-}
-
-// failed is why a version did not make it.
-type failed struct {
-	Reason  string
-	Message string
-}
-
 // observe reads what the next decision needs and is not read yet.
 func (r *Reconciler) observe(ctx context.Context, o *observation) error {
 	mr := o.Release

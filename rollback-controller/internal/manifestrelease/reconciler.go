@@ -1,6 +1,19 @@
 // Package manifestrelease reconciles ManifestReleases (RFC-0002 for any manifest set): it reads
 // the desired version from its source, keeps it as a numbered snapshot, applies it, waits for
 // health, runs the tests, and rolls back to the previous snapshot when any of that fails.
+//
+// A reconcile goes one step at a time, as the promoter's promotionstrategy does:
+//
+//   - observe reads what the next decision needs into one observation: the release, its source,
+//     its snapshots, and what an operation would do to the live objects (rights, ownership, CRDs);
+//   - decide is a pure function of that observation, returning one step: hold for deletion, save
+//     a snapshot, record an upgrade, apply snapshot N, test, prune, roll back to M, report, stall;
+//   - apply carries the step out: its one status write (writeStatus, the only place the status is
+//     written), then its Events and metrics once that write landed, then its act, whose findings
+//     the next decision reads.
+//
+// An operation runs within one reconcile. The step that records it writes the status before it
+// acts, so a crash at any point resumes from what the status records.
 package manifestrelease
 
 import (
