@@ -125,31 +125,6 @@ func (r *Reconciler) pruneSnapshots(ctx context.Context, mr *rollbackv1.Manifest
 	return keep, foreign, nil
 }
 
-// knownNumbers is every snapshot number the status names, and more, sorted.
-func knownNumbers(st rollbackv1.ManifestReleaseStatus, more ...int64) []int64 {
-	numbers := slices.Clone(more)
-	numbers = append(numbers, st.UpgradeNumber)
-	for _, h := range st.History {
-		numbers = append(numbers, h.Number)
-	}
-	if op := st.Operation; op != nil {
-		numbers = append(numbers, op.Number, op.From)
-	}
-	slices.Sort(numbers)
-	numbers = slices.Compact(numbers)
-	return slices.DeleteFunc(numbers, func(n int64) bool { return n < 1 })
-}
-
-// nextNumber is one more than any number the release used. A number a crash kept out of the
-// status may be used again: writeSnapshot replaces what it holds.
-func nextNumber(st rollbackv1.ManifestReleaseStatus) int64 {
-	known := knownNumbers(st)
-	if len(known) == 0 {
-		return 1
-	}
-	return known[len(known)-1] + 1
-}
-
 // checkCRDs finds what in the plan would lose data: CRDs removed or changed while objects of
 // theirs remain.
 func (r *Reconciler) checkCRDs(ctx context.Context, action string, objs []*unstructured.Unstructured, stale []manifest.Ref) (*problem, error) {
@@ -169,10 +144,6 @@ func (r *Reconciler) checkCRDs(ctx context.Context, action string, objs []*unstr
 		}
 	}
 	return b, nil
-}
-
-func pruneEnabled(mr *rollbackv1.ManifestRelease) bool {
-	return mr.Spec.Prune == nil || *mr.Spec.Prune
 }
 
 func ownerReference(mr *rollbackv1.ManifestRelease) *metav1.OwnerReference {
