@@ -3,16 +3,13 @@ package manifestrelease
 import (
 	"context"
 	"errors"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/apply"
-	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/manifest"
-	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/snapshot"
 )
 
@@ -43,38 +40,21 @@ func (p plan) needs(mr *rollbackv1.ManifestRelease) []apply.Need {
 	return needs
 }
 
-// checkAccess stalls the release, before anything is written, when the identity it acts as
-// lacks a right the plan needs; the condition names the ServiceAccount, the verb and the object.
-// It is looked at again with a growing delay (the RBAC is not watched) and on any change to the
-// release, such as reconcile.fluxcd.io/requestedAt.
-func (r *Reconciler) checkAccess(ctx context.Context, mr *rollbackv1.ManifestRelease, action string, p plan) (controller.Result, bool, error) {
+// checkAccess finds, before anything is written, a right the plan needs that the identity the
+// release acts as lacks; the message names the ServiceAccount, the verb and the object. The
+// release is looked at again with a growing delay (the RBAC is not watched) and on any change to
+// it, such as reconcile.fluxcd.io/requestedAt.
+func (r *Reconciler) checkAccess(ctx context.Context, mr *rollbackv1.ManifestRelease, action string, p plan) (*problem, error) {
 	err := r.Applier.Check(ctx, r.reviewer, p.needs(mr), manifest.CRDNamesOf(p.apply))
 	var denied *apply.DeniedError
 	switch {
 	case err == nil:
-		return controller.Result{}, false, nil
+		return nil, nil
 	case errors.As(err, &denied):
-		message := action + " was not started, nothing was applied: " + denied.Error()
-		res, err := r.stall(ctx, mr, ReasonForbidden, message, retryDelay(mr, ReasonForbidden, r.Clock.Now()))
-		return res, true, err
+		return &problem{Reason: ReasonForbidden, Message: action + " was not started, nothing was applied: " + denied.Error(), Backoff: true}, nil
 	case apierrors.IsForbidden(err):
 		// The controller itself may not impersonate the ServiceAccount.
-		res, err := r.stall(ctx, mr, ReasonForbidden, action+" was not started: "+err.Error(), retryDelay(mr, ReasonForbidden, r.Clock.Now()))
-		return res, true, err
+		return &problem{Reason: ReasonForbidden, Message: action + " was not started: " + err.Error(), Backoff: true}, nil
 	}
-	return controller.Result{}, false, err
-}
-
-// Delays of a release stalled on something this controller does not watch (RBAC): the first
-// look again comes soon, then each waits as long as the problem has lasted, up to spec.interval.
-const minRetryDelay = 5 * time.Second
-
-// retryDelay is how long to wait before looking again at a release stalled for reason.
-func retryDelay(mr *rollbackv1.ManifestRelease, reason string, now time.Time) time.Duration {
-	limit := max(durationOr(mr.Spec.Interval, 5*time.Minute), minRetryDelay)
-	c := conditions.Get(mr.Status.Conditions, conditions.Stalled)
-	if c == nil || c.Reason != reason {
-		return minRetryDelay
-	}
-	return min(max(now.Sub(c.LastTransitionTime.Time), minRetryDelay), limit)
+	return nil, err
 }

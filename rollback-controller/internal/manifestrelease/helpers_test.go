@@ -51,9 +51,9 @@ func TestKnownAndNextNumbers(t *testing.T) {
 	mr := &rollbackv1.ManifestRelease{Status: rollbackv1.ManifestReleaseStatus{UpgradeNumber: 3,
 		History:   []rollbackv1.ReleaseHistoryEntry{{Number: 5}, {Number: 3}, {Number: 1}},
 		Operation: &rollbackv1.ReleaseOperation{Number: 6, From: 3}}}
-	assert.Equal(t, []int64{1, 3, 5, 6, 9}, knownNumbers(mr, 9, 0))
-	assert.Equal(t, int64(7), (&Reconciler{}).nextNumber(mr))
-	assert.Equal(t, int64(1), (&Reconciler{}).nextNumber(&rollbackv1.ManifestRelease{}))
+	assert.Equal(t, []int64{1, 3, 5, 6, 9}, knownNumbers(mr.Status, 9, 0))
+	assert.Equal(t, int64(7), nextNumber(mr.Status))
+	assert.Equal(t, int64(1), nextNumber(rollbackv1.ManifestReleaseStatus{}))
 }
 
 func TestAddHistoryReplacesTheSameEntryAndIsBounded(t *testing.T) {

@@ -2,6 +2,8 @@ package manifestrelease
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 )
 
 // Metrics of ManifestReleases.
@@ -56,4 +58,12 @@ func (m *Metrics) Forget(namespace, name string) {
 	m.Rollbacks.DeletePartialMatch(labels)
 	m.SnapshotBytes.DeletePartialMatch(labels)
 	m.SnapshotSecrets.DeletePartialMatch(labels)
+}
+
+// count increments the counter c names for mr.
+func (m *Metrics) count(mr *rollbackv1.ManifestRelease, c count) {
+	vec := map[string]*prometheus.CounterVec{"upgrades": m.Upgrades, "tests": m.Tests, "rollbacks": m.Rollbacks}[c.Metric]
+	if vec != nil {
+		vec.WithLabelValues(mr.Namespace, mr.Name, c.Value).Inc()
+	}
 }

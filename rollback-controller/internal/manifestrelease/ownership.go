@@ -9,7 +9,6 @@ import (
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/apply"
 	"github.com/sluicehq/sluice/pkg/manifest"
-	"github.com/sluicehq/sluice/pkg/runtime/controller"
 )
 
 // Reasons an upgrade stops because of what it would take over.
@@ -18,18 +17,17 @@ const (
 	ReasonTestCollides = "TestCollides"
 )
 
-// checkOwnership stops an upgrade, before anything is applied, that would take over an object it
+// checkOwnership finds what stops an upgrade, before anything is applied, that would take over an object it
 // did not create: one that exists, is not in the inventory and is not labelled as this
 // release's. Its owner may let it go with the adopt annotation, unless another release holds it.
 // Test objects that are release objects stop it too: the tests would overwrite and then delete
 // them. It returns the objects to adopt, whose content is recorded before they are applied.
-func (r *Reconciler) checkOwnership(ctx context.Context, mr *rollbackv1.ManifestRelease, action string, objs []*unstructured.Unstructured, tests []manifest.Ref) ([]*unstructured.Unstructured, controller.Result, bool, error) {
+func (r *Reconciler) checkOwnership(ctx context.Context, mr *rollbackv1.ManifestRelease, action string, objs []*unstructured.Unstructured, tests []manifest.Ref) ([]*unstructured.Unstructured, *problem, error) {
 	refs := manifest.Inventory(objs)
 	if clash := collisions(tests, refs); len(clash) > 0 {
 		message := fmt.Sprintf("%s was not started, nothing was applied: test objects are also objects of the release: %s; rename the tests",
 			action, manifest.Names(clash, 3))
-		res, err := r.stall(ctx, mr, ReasonTestCollides, message, interval(mr))
-		return nil, res, true, err
+		return nil, &problem{Reason: ReasonTestCollides, Message: message, Recheck: interval(mr)}, nil
 	}
 	known := map[string]bool{}
 	for _, e := range fromInventory(mr.Status.Inventory) {
@@ -41,10 +39,10 @@ func (r *Reconciler) checkOwnership(ctx context.Context, mr *rollbackv1.Manifest
 			continue
 		}
 		live, err := r.Applier.Get(ctx, ref)
-		if err != nil || live == nil {
-			if err != nil {
-				return nil, controller.Result{}, false, err
-			}
+		if err != nil {
+			return nil, nil, err
+		}
+		if live == nil {
 			continue
 		}
 		owner, ours := releaseOf(live, mr)
@@ -61,10 +59,9 @@ func (r *Reconciler) checkOwnership(ctx context.Context, mr *rollbackv1.Manifest
 			manager, hint = "held by ManifestRelease "+owner, "; two releases cannot hold one object"
 		}
 		message := fmt.Sprintf("%s was not started, nothing was applied: %s exists and is not this release's (%s)%s", action, ref, manager, hint)
-		res, err := r.stall(ctx, mr, ReasonNotOwned, message, retryDelay(mr, ReasonNotOwned, r.Clock.Now()))
-		return nil, res, true, err
+		return nil, &problem{Reason: ReasonNotOwned, Message: message, Backoff: true}, nil
 	}
-	return adopt, controller.Result{}, false, nil
+	return adopt, nil, nil
 }
 
 // releaseOf reads the release labels of live: the other release that holds it ("ns/name"), or
@@ -93,14 +90,4 @@ func collisions(a, b []manifest.Ref) []manifest.Ref {
 		}
 	}
 	return out
-}
-
-// recordAdopted keeps the content of each object about to be taken over on the object itself.
-func (r *Reconciler) recordAdopted(ctx context.Context, adopt []*unstructured.Unstructured) error {
-	for _, live := range adopt {
-		if err := r.Applier.RecordPrevious(ctx, live); err != nil {
-			return err
-		}
-	}
-	return nil
 }

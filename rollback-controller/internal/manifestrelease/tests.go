@@ -18,8 +18,19 @@ import (
 
 // runTests applies the selected test objects, waits until each passes or one fails, and always
 // deletes them. Problems with the definitions themselves fail the tests: an upgrade is not
-// accepted on tests that could not run.
-func (r *Reconciler) runTests(ctx context.Context, mr *rollbackv1.ManifestRelease) (rollbackv1.TestResult, string, error) {
+// accepted on tests that could not run. The result is logged at INFO.
+func (r *Reconciler) runTests(ctx context.Context, mr *rollbackv1.ManifestRelease) (*tested, error) {
+	result, message, err := r.test(ctx, mr)
+	if err != nil {
+		return nil, err
+	}
+	if result != rollbackv1.TestNotRun {
+		r.logger().Info(message, logAttrs(mr, "tests", result)...)
+	}
+	return &tested{Result: result, Message: message}, nil
+}
+
+func (r *Reconciler) test(ctx context.Context, mr *rollbackv1.ManifestRelease) (rollbackv1.TestResult, string, error) {
 	t := mr.Spec.Test
 	if t == nil || !t.Enable {
 		return rollbackv1.TestNotRun, "", nil
