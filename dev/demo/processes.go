@@ -39,13 +39,22 @@ func startControllers(ctx context.Context, binDir, kubeconfig, logDir string, s 
 		if err != nil {
 			return procs, err
 		}
-		// Not CommandContext: shutdown must be a SIGTERM and a wait, in stop, not a kill.
-		cmd := exec.Command(bin,
+		args := []string{
 			"--kubeconfig", kubeconfig,
 			"--metrics-bind-address", metrics,
 			"--health-probe-bind-address", probes,
 			"--log-format", "text",
-		)
+		}
+		if name == "commitstatus-controller" {
+			// The status webhook receiver, so an SCM's status delivery wakes the import (the
+			// CI chapter has Gitea deliver to it).
+			if s.StatusWebhook, err = freeAddr(); err != nil {
+				return procs, err
+			}
+			args = append(args, "--webhook-bind-address", s.StatusWebhook)
+		}
+		// Not CommandContext: shutdown must be a SIGTERM and a wait, in stop, not a kill.
+		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {

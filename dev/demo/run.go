@@ -45,6 +45,7 @@ var chapters = []struct {
 	{"Health: a rollout turns healthy, then fails, as commit statuses", chapterHealth, "/health"},
 	{"Promotion: dev -> staging -> prod through branches, held by a Gate", chapterPromotion, "/pipelines"},
 	{"Commit statuses: in the cluster with plain git, on the SCM with Gitea", chapterCommitStatuses, "/pipelines"},
+	{"CI on the SCM: a Gitea check holds a promotion until it passes", chapterCI, "/pipelines"},
 	{"Rollback: prod's health fails, the revert is merged in git, a fix forward promotes", chapterRollback, "/rollbacks"},
 	{"Manifest release: v1, a failed test rolled back, v3", chapterRelease, "/rollbacks"},
 }

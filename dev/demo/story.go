@@ -23,9 +23,11 @@ type Story struct {
 	Namespace string
 	// Metrics maps each running controller to the address of its /metrics.
 	Metrics map[string]string
-	out     io.Writer
-	start   time.Time
-	kubectl string
+	// StatusWebhook is the address of the commitstatus-controller's status webhook receiver.
+	StatusWebhook string
+	out           io.Writer
+	start         time.Time
+	kubectl       string
 }
 
 // Step prints a timeline entry.

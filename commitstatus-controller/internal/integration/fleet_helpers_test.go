@@ -41,7 +41,7 @@ func startSecondCluster(t *testing.T) cluster {
 
 // installAllCRDs installs every Sluice CRD on the shared control plane: a management cluster
 // runs the promoter beside this controller.
-func installAllCRDs(t *testing.T) {
+func installAllCRDs(t testing.TB) {
 	t.Helper()
 	root, err := testenv.RepoRoot()
 	require.NoError(t, err)
@@ -101,9 +101,16 @@ func runController(t testing.TB, bin, kubeconfig string, args ...string) {
 // clone URL, a clone and that commit.
 func giteaApp(t testing.TB, srv *giteatest.Server) (string, *git.Repository, string) {
 	t.Helper()
-	ctx := context.Background()
-	cloneURL, err := srv.CreateRepo(ctx, "app")
+	cloneURL, err := srv.CreateRepo(context.Background(), "app")
 	require.NoError(t, err)
+	repo, dry := cloneWithDry(t, srv, cloneURL)
+	return cloneURL, repo, dry
+}
+
+// cloneWithDry clones an empty Gitea repository and commits the first dry commit to main.
+func cloneWithDry(t testing.TB, srv *giteatest.Server, cloneURL string) (*git.Repository, string) {
+	t.Helper()
+	ctx := context.Background()
 	cache, err := git.NewCache(t.TempDir(), nil)
 	require.NoError(t, err)
 	repo, err := cache.Open(cloneURL, git.Auth{Username: srv.AdminUser, Password: srv.Token}, git.Options{})
@@ -111,7 +118,7 @@ func giteaApp(t testing.TB, srv *giteatest.Server) (string, *git.Repository, str
 	_ = repo.Fetch(ctx, "main")
 	dry, err := repo.CommitFiles(ctx, git.CommitRequest{Branch: "main", Files: map[string][]byte{"values.yaml": []byte("v: 0\n")}, Message: "initial"})
 	require.NoError(t, err)
-	return cloneURL, repo, dry
+	return repo, dry
 }
 
 // hydrate writes a hydrated commit for dry onto branch (created from base when missing), with
@@ -140,6 +147,12 @@ func hydrate(t testing.TB, repo *git.Repository, base, branch, dry string) strin
 // the other cluster.
 func giteaOn(t testing.TB, c cluster, ns string, srv *giteatest.Server, cloneURL string) {
 	t.Helper()
+	giteaOnRepo(t, c, ns, srv, cloneURL, "app")
+}
+
+// giteaOnRepo is giteaOn for the Gitea repository named giteaRepo (the ScmRepository is "app").
+func giteaOnRepo(t testing.TB, c cluster, ns string, srv *giteatest.Server, cloneURL, giteaRepo string) {
+	t.Helper()
 	ctx := context.Background()
 	_, err := c.env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil {
@@ -163,7 +176,7 @@ func giteaOn(t testing.TB, c cluster, ns string, srv *giteatest.Server, cloneURL
 		ObjectMeta: metav1.ObjectMeta{Name: "app"},
 		Spec: scmv1alpha1.ScmRepositorySpec{
 			URL: cloneURL, AllowInsecureLoopbackHTTP: true, ProviderRef: scmv1alpha1.LocalObjectReference{Name: "gitea"},
-			Owner: srv.AdminUser, Name: "app",
+			Owner: srv.AdminUser, Name: giteaRepo,
 			Auth: &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthBasic, SecretRef: scmv1alpha1.LocalObjectReference{Name: "gitea"}},
 		},
 	}, metav1.CreateOptions{})
@@ -174,7 +187,13 @@ func giteaOn(t testing.TB, c cluster, ns string, srv *giteatest.Server, cloneURL
 // at addr.
 func statusHook(t testing.TB, srv *giteatest.Server, addr net.Addr, ns string) {
 	t.Helper()
-	require.NoError(t, srv.API(context.Background(), "POST", "/repos/"+srv.AdminUser+"/app/hooks", map[string]any{
+	statusHookOn(t, srv, "app", addr, ns)
+}
+
+// statusHookOn is statusHook for the Gitea repository giteaRepo.
+func statusHookOn(t testing.TB, srv *giteatest.Server, giteaRepo string, addr net.Addr, ns string) {
+	t.Helper()
+	require.NoError(t, srv.API(context.Background(), "POST", "/repos/"+srv.AdminUser+"/"+giteaRepo+"/hooks", map[string]any{
 		"type": "gitea", "active": true, "events": []string{"status"},
 		"config": map[string]string{
 			"url":          fmt.Sprintf("http://%s/hooks/%s/gitea", addr, ns),

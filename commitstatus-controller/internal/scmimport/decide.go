@@ -3,6 +3,7 @@ package scmimport
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"net/url"
 	"sort"
 
@@ -38,6 +39,21 @@ type Observed struct {
 	Existing []*commitstatusv1alpha1.CommitStatus
 	// SHAs are the commits the strategy tracks now.
 	SHAs []string
+	// ShardLabels are the strategy's values of the keys --watch-label-selector names: imported
+	// objects carry them, so they match the selector the strategy matches and stay in the cache
+	// of the shard that imports them.
+	ShardLabels map[string]string
+}
+
+// ShardLabels picks from labels the values of keys (the keys a shard's selector names).
+func ShardLabels(labels map[string]string, keys []string) map[string]string {
+	out := map[string]string{}
+	for _, k := range keys {
+		if v, ok := labels[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // Plan is what apply writes.
@@ -127,14 +143,17 @@ func ObjectName(strategy, sha string, source scm.StatusSource, name string) stri
 
 func desiredObject(o Observed, st scm.ReadStatus) *commitstatusv1alpha1.CommitStatus {
 	blockOwnerDeletion := false
+	labels := make(map[string]string, len(o.ShardLabels)+2)
+	for k, v := range o.ShardLabels {
+		labels[k] = v
+	}
+	labels[commitstatusv1alpha1.KeyLabel] = commitstatusv1alpha1.KeyForName(st.Name)
+	labels[commitstatusv1alpha1.ImportedLabel] = "true"
 	cs := &commitstatusv1alpha1.CommitStatus{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: o.Namespace,
-			Name:      ObjectName(o.Strategy, st.SHA, st.Source, st.Name),
-			Labels: map[string]string{
-				commitstatusv1alpha1.KeyLabel:      commitstatusv1alpha1.KeyForName(st.Name),
-				commitstatusv1alpha1.ImportedLabel: "true",
-			},
+			Namespace:   o.Namespace,
+			Name:        ObjectName(o.Strategy, st.SHA, st.Source, st.Name),
+			Labels:      labels,
 			Annotations: map[string]string{commitstatusv1alpha1.SourceAnnotation: string(st.Source)},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: promoterv1alpha1.SchemeGroupVersion.String(), Kind: "PromotionStrategy",
@@ -168,14 +187,14 @@ func webURL(raw string) string {
 	return raw
 }
 
+// changed compares labels exactly: imported objects are read-only to users, so every label is
+// the import's, and a shard label the strategy dropped must go too.
 func changed(cur, want *commitstatusv1alpha1.CommitStatus) bool {
 	if cur.Spec != want.Spec || len(cur.OwnerReferences) != 1 || cur.OwnerReferences[0].UID != want.OwnerReferences[0].UID {
 		return true
 	}
-	for k, v := range want.Labels {
-		if cur.Labels[k] != v {
-			return true
-		}
+	if !maps.Equal(cur.Labels, want.Labels) {
+		return true
 	}
 	for k, v := range want.Annotations {
 		if cur.Annotations[k] != v {

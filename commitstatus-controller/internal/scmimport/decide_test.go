@@ -177,3 +177,42 @@ func sorted(a, b string) []string {
 	}
 	return []string{a, b}
 }
+
+func TestAnImportCarriesTheStrategysShardLabelsOnly(t *testing.T) {
+	strategyLabels := map[string]string{"sluice.dev/shard": "a", "app.kubernetes.io/instance": "team-apps"}
+	o := observed(func(o *Observed) {
+		o.ShardLabels = ShardLabels(strategyLabels, []string{"sluice.dev/shard", "tier"})
+		o.Read[shaA] = []scm.ReadStatus{read(shaA, scm.SourceStatus, "lint", scm.StatusFailure, "", "")}
+	})
+	plan := Decide(o)
+	if assert.Len(t, plan.Create, 1) {
+		assert.Equal(t, map[string]string{
+			"sluice.dev/shard":                 "a",
+			commitstatusv1alpha1.KeyLabel:      "lint",
+			commitstatusv1alpha1.ImportedLabel: "true",
+		}, plan.Create[0].Labels, "the selector's keys the strategy has, and no other label of the strategy (an Argo CD tracking label would have Argo CD prune it)")
+	}
+}
+
+func TestAStrategyMovingShardsRelabelsItsImports(t *testing.T) {
+	o := observed(func(o *Observed) {
+		o.ShardLabels = map[string]string{"sluice.dev/shard": "a"}
+		o.Read[shaA] = []scm.ReadStatus{read(shaA, scm.SourceStatus, "lint", scm.StatusFailure, "", "")}
+	})
+	cur := desiredObject(o, o.Read[shaA][0])
+	o.Existing = []*commitstatusv1alpha1.CommitStatus{cur}
+	assert.True(t, Decide(o).Empty(), "the same shard writes nothing")
+
+	o.ShardLabels = map[string]string{"sluice.dev/shard": "b"}
+	plan := Decide(o)
+	if assert.Len(t, plan.Update, 1) {
+		assert.Equal(t, "b", plan.Update[0].Labels["sluice.dev/shard"])
+	}
+
+	o.ShardLabels = map[string]string{}
+	plan = Decide(o)
+	if assert.Len(t, plan.Update, 1, "a shard label the strategy dropped goes") {
+		assert.NotContains(t, plan.Update[0].Labels, "sluice.dev/shard")
+		assert.Equal(t, "true", plan.Update[0].Labels[commitstatusv1alpha1.ImportedLabel])
+	}
+}

@@ -63,6 +63,11 @@ type Reconciler struct {
 	PollInterval time.Duration
 	// CallTimeout bounds one SCM read, waits for the shared rate limiter included.
 	CallTimeout time.Duration
+	// ShardKeys are the label keys --watch-label-selector names. This process sees only the
+	// strategies its selector matches, and only the CommitStatuses it matches: an imported object
+	// carries its strategy's values of these keys, so it is in the cache of the shard that
+	// imports it (and of no other).
+	ShardKeys []string
 }
 
 func (r *Reconciler) poll() time.Duration {
@@ -108,6 +113,7 @@ func (r *Reconciler) observe(ctx context.Context, ps *promoterv1alpha1.Promotion
 	o := &Observed{
 		Namespace: ps.Namespace, Strategy: ps.Name, UID: ps.UID, Repository: ps.Spec.RepositoryRef.Name,
 		SHAs: TrackedSHAs(ps), Read: map[string][]scm.ReadStatus{}, Local: map[[2]string]bool{},
+		ShardLabels: ShardLabels(ps.Labels, r.ShardKeys),
 	}
 	all, err := r.Statuses.CommitStatuses(ps.Namespace).List(labels.Everything())
 	if err != nil {
@@ -164,6 +170,38 @@ func (r *Reconciler) read(ctx context.Context, reader scm.StatusReader, target *
 	return statuses, nil
 }
 
+// create creates an imported object. One that exists already but is not in this shard's cache
+// was imported for the same strategy under another shard label (the strategy moved shards): it
+// is read live and relabelled, so this shard takes it over. One owned by anything else is left.
+func (r *Reconciler) create(ctx context.Context, cs *commitstatusv1alpha1.CommitStatus) error {
+	client := r.Client.CommitstatusV1alpha1().CommitStatuses(cs.Namespace)
+	_, err := client.Create(ctx, cs, metav1.CreateOptions{FieldManager: FieldManager})
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("create imported CommitStatus %s/%s: %w", cs.Namespace, cs.Name, err)
+		}
+		return nil
+	}
+	live, err := client.Get(ctx, cs.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read imported CommitStatus %s/%s: %w", cs.Namespace, cs.Name, err)
+	}
+	if live.Labels[commitstatusv1alpha1.ImportedLabel] != "true" || len(live.OwnerReferences) != 1 ||
+		live.OwnerReferences[0].UID != cs.OwnerReferences[0].UID || !changed(live, cs) {
+		return nil
+	}
+	next := live.DeepCopy()
+	next.Labels, next.Annotations, next.Spec, next.OwnerReferences = cs.Labels, cs.Annotations, cs.Spec, cs.OwnerReferences
+	_, err = client.Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update imported CommitStatus %s/%s: %w", cs.Namespace, cs.Name, err)
+	}
+	return nil
+}
+
 func ownedBy(cs *commitstatusv1alpha1.CommitStatus, ps *promoterv1alpha1.PromotionStrategy) bool {
 	for _, ref := range cs.OwnerReferences {
 		if ref.UID == ps.UID {
@@ -178,9 +216,8 @@ func ownedBy(cs *commitstatusv1alpha1.CommitStatus, ps *promoterv1alpha1.Promoti
 func (r *Reconciler) apply(ctx context.Context, plan Plan) error {
 	var errs []error
 	for _, cs := range plan.Create {
-		_, err := r.Client.CommitstatusV1alpha1().CommitStatuses(cs.Namespace).Create(ctx, cs, metav1.CreateOptions{FieldManager: FieldManager})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("create imported CommitStatus %s/%s: %w", cs.Namespace, cs.Name, err))
+		if err := r.create(ctx, cs); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, cs := range plan.Update {

@@ -3,10 +3,12 @@ package setup
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
@@ -33,21 +35,28 @@ func (w *wiring) addImports() error {
 		w.m.Log.Info("the PromotionStrategy CRD is not installed: the import of SCM statuses is off until the controller restarts")
 		return nil
 	}
+	// The main factory: a shard imports only for the strategies its selector matches.
 	strategies := w.m.SluiceInformers.Promoter().V1alpha1().PromotionStrategies()
+	shardKeys, err := selectorKeys(w.m.Options.WatchLabelSelector)
+	if err != nil {
+		return err
+	}
 	r := &scmimport.Reconciler{
+		ShardKeys:  shardKeys,
 		Strategies: strategies.Lister(), Statuses: w.statuses.Lister(), Client: w.m.Sluice,
 		Resolver: w.resolver, Recorder: w.m.Recorder, Metrics: scmimport.NewMetrics(w.m.Metrics),
 		Log: w.m.Log.With("controller", ImportControllerName), PollInterval: w.cfg.ImportPollInterval,
 		CallTimeout: w.cfg.CallTimeout,
 	}
 	c := w.m.NewController(ImportControllerName, r)
-	// The strategy's commits or repository changed: the promoter writes status often, and only
-	// these change what is imported.
+	// The strategy's commits, repository or labels (its shard) changed: the promoter writes
+	// status often, and only these change what is imported.
 	if _, err := strategies.Informer().AddEventHandler(handler.Funcs[*promoterv1alpha1.PromotionStrategy]{
 		Add: func(ps *promoterv1alpha1.PromotionStrategy) { c.Enqueue(handler.Key(ps)) },
 		Update: func(before, after *promoterv1alpha1.PromotionStrategy) {
 			if !slices.Equal(scmimport.TrackedSHAs(before), scmimport.TrackedSHAs(after)) ||
-				before.Spec.RepositoryRef != after.Spec.RepositoryRef || before.Spec.Suspend != after.Spec.Suspend {
+				before.Spec.RepositoryRef != after.Spec.RepositoryRef || before.Spec.Suspend != after.Spec.Suspend ||
+				!maps.Equal(before.Labels, after.Labels) {
 				c.Enqueue(handler.Key(after))
 			}
 		},
@@ -80,6 +89,24 @@ func (w *wiring) addImports() error {
 	}
 	w.m.AddServer(func(ctx context.Context) error { return receiver.Serve(ctx, ln) })
 	return nil
+}
+
+// selectorKeys returns the label keys a --watch-label-selector names, sorted; none without one.
+func selectorKeys(selector string) ([]string, error) {
+	if selector == "" {
+		return nil, nil
+	}
+	parsed, err := labels.Parse(selector)
+	if err != nil {
+		return nil, err
+	}
+	reqs, _ := parsed.Requirements()
+	keys := make([]string, 0, len(reqs))
+	for _, req := range reqs {
+		keys = append(keys, req.Key())
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys), nil
 }
 
 // promotionStrategiesServed asks discovery whether the API server serves PromotionStrategies.
