@@ -73,6 +73,16 @@ type GateSpec struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 
+	// ManualSyncs says whether a person may still sync an Argo CD Application by hand while this
+	// gate holds it. Allow (the default) stops only automated sync and self-heal. Deny also refuses
+	// a manual sync (argocd app sync, the Sync button) at the API server, with the hold's reason,
+	// through the admission policy the gate-controller chart installs; without that policy, Deny
+	// marks the Application but refuses nothing. Flux objects are not affected: a suspended Flux
+	// object ignores a manual reconcile anyway.
+	// +kubebuilder:validation:Enum=Allow;Deny
+	// +optional
+	ManualSyncs ManualSyncs `json:"manualSyncs,omitempty"`
+
 	// Suspend freezes the gate: while suspended its open/closed state is kept as it was, neither
 	// windows nor overrides change it, and status says it is suspended.
 	// The annotation reconcile.fluxcd.io/suspended has the same effect and carries a reason.
@@ -97,6 +107,16 @@ type GateSpec struct {
 	// +optional
 	Override *GateOverride `json:"override,omitempty"`
 }
+
+// ManualSyncs is whether a held Argo CD Application may be synced by hand.
+type ManualSyncs string
+
+const (
+	// ManualSyncsAllow lets a person sync a held Application by hand.
+	ManualSyncsAllow ManualSyncs = "Allow"
+	// ManualSyncsDeny refuses a manual sync of a held Application at the API server.
+	ManualSyncsDeny ManualSyncs = "Deny"
+)
 
 // GateWindow is a recurring time window.
 //

@@ -46,6 +46,9 @@ type Verdict struct {
 	Reason string
 	// Gates are the gates that deny ("namespace/name").
 	Gates []string
+	// DenyManualSyncs is true when one of Gates denies manual syncs (spec.manualSyncs: Deny) and
+	// the target is a kind that can be synced by hand (an Argo CD Application).
+	DenyManualSyncs bool
 }
 
 // Target is what the controller sees of a target in its metadata-only cache.
@@ -113,6 +116,7 @@ func Decide(t Target, mode Mode, v Verdict) Plan {
 
 	_, suspended := t.Annotations[suspend.Annotation]
 	next := newRecord(v.Gates, v.Reason)
+	next.DenyManualSyncs = v.DenyManualSyncs
 	switch {
 	case prev == nil:
 		if (mode.annotation() && !suspended) || t.Owned.Annotation {
@@ -124,12 +128,14 @@ func Decide(t Target, mode Mode, v Verdict) Plan {
 		p.Outcome = OutcomeHeld
 	case prev.Yielded:
 		next.Yielded = true
+		next.DenyManualSyncs = false
 	default:
 		lostSpec := prev.has(ChangeSpec) && !t.Owned.Spec
 		lostAnnotation := prev.has(ChangeAnnotation) && !t.Owned.Annotation
 		if lostSpec || (lostAnnotation && !suspended) {
 			// Someone resumed the target: respect it, and give up what is still ours.
 			next.Yielded = true
+			next.DenyManualSyncs = false
 			p.Outcome = OutcomeYielded
 			break
 		}
@@ -170,6 +176,9 @@ func carries(t Target, r Record) bool {
 		return false
 	}
 	if r.has(ChangeAnnotation) && t.Annotations[suspend.Annotation] != r.Reason {
+		return false
+	}
+	if r.DenyManualSyncs != (t.Annotations[ManualSyncsAnnotation] == ManualSyncsDeny) {
 		return false
 	}
 	return true
@@ -215,6 +224,9 @@ func (d Desired) ApplyObject(ref Ref) *unstructured.Unstructured {
 	annotations := map[string]string{RecordAnnotation: d.Record.String()}
 	if value, ok := d.Annotation(); ok {
 		annotations[suspend.Annotation] = value
+	}
+	if d.Record.DenyManualSyncs {
+		annotations[ManualSyncsAnnotation] = ManualSyncsDeny
 	}
 	u.SetAnnotations(annotations)
 	if d.Spec() {

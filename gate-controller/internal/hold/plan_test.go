@@ -230,3 +230,34 @@ func TestSpecOnlyApplyObjectHoldsBySpecAlone(t *testing.T) {
 	assert.Equal(t, map[string]any{"suspend": true}, u.Object["spec"])
 	assert.Equal(t, "u1", string(u.GetUID()))
 }
+
+func TestDecideMarksAHoldThatDeniesManualSyncs(t *testing.T) {
+	deny := closed
+	deny.DenyManualSyncs = true
+	app := Ref{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "apps", Name: "shop"}
+
+	p := Decide(Target{}, ModeSpec, deny)
+	require.True(t, p.Apply)
+	assert.True(t, p.Desired.Record.DenyManualSyncs)
+	assert.Equal(t, ManualSyncsDeny, p.Desired.ApplyObject(app).GetAnnotations()[ManualSyncsAnnotation])
+	allow := Decide(Target{}, ModeSpec, closed)
+	assert.NotContains(t, allow.Desired.ApplyObject(app).GetAnnotations(), ManualSyncsAnnotation, "a gate that allows manual syncs leaves no mark")
+
+	rec := *p.Desired.Record
+	marked := Target{
+		Annotations: annotated(RecordAnnotation, recordValue(rec), ManualSyncsAnnotation, ManualSyncsDeny),
+		Owned:       Owned{Record: true, Spec: true},
+	}
+	assert.False(t, Decide(marked, ModeSpec, deny).Apply, "a target that carries the mark is left alone")
+	assert.True(t, Decide(marked, ModeSpec, closed).Apply, "a gate switched to Allow takes the mark away")
+	unmarked := marked
+	unmarked.Annotations = annotated(RecordAnnotation, recordValue(rec))
+	assert.True(t, Decide(unmarked, ModeSpec, deny).Apply, "a mark someone removed is put back while the gate denies")
+
+	// Someone who resumes the Application takes it over whole: no mark is left to refuse their syncs.
+	resumed := Target{Annotations: marked.Annotations, Owned: Owned{Record: true}}
+	yielded := Decide(resumed, ModeSpec, deny)
+	assert.Equal(t, OutcomeYielded, yielded.Outcome)
+	assert.False(t, yielded.Desired.Record.DenyManualSyncs)
+	assert.NotContains(t, yielded.Desired.ApplyObject(app).GetAnnotations(), ManualSyncsAnnotation)
+}

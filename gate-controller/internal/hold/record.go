@@ -12,6 +12,15 @@ import (
 // RecordAnnotation carries the Record of a held target.
 const RecordAnnotation = "gating.sluice.dev/hold"
 
+// ManualSyncsAnnotation marks a held Argo CD Application whose gates deny manual syncs, with the
+// value Deny. The gate-controller chart's ValidatingAdmissionPolicy refuses an update that starts a
+// sync operation on an Application that carries it; it is a plain annotation because admission
+// policies cannot read the JSON record.
+const ManualSyncsAnnotation = "gating.sluice.dev/manual-syncs"
+
+// ManualSyncsDeny is ManualSyncsAnnotation's value.
+const ManualSyncsDeny = "Deny"
+
 // Bounds of a record, so that the record and the suspend annotation always fit beside a target's
 // own annotations: the API server refuses an object whose annotations exceed 256 KiB, and a hold
 // that cannot be written must never leave the target running.
@@ -54,6 +63,9 @@ type Record struct {
 	Reason string `json:"reason"`
 	// Set lists what the controller changed, and so what releasing undoes.
 	Set []Change `json:"set,omitempty"`
+	// DenyManualSyncs is true when a gate that holds the target denies manual syncs: the target
+	// then carries ManualSyncsAnnotation, which the chart's admission policy reads.
+	DenyManualSyncs bool `json:"denyManualSyncs,omitempty"`
 	// Yielded is true when someone resumed the target while its gates were closed. The
 	// controller respects that and does not hold the target again until its gates allow.
 	Yielded bool `json:"yielded,omitempty"`
@@ -81,5 +93,5 @@ func (r Record) String() string {
 }
 
 func (r Record) equal(o Record) bool {
-	return slices.Equal(r.Gates, o.Gates) && r.MoreGates == o.MoreGates && r.Reason == o.Reason && slices.Equal(r.Set, o.Set) && r.Yielded == o.Yielded
+	return slices.Equal(r.Gates, o.Gates) && r.MoreGates == o.MoreGates && r.Reason == o.Reason && slices.Equal(r.Set, o.Set) && r.Yielded == o.Yielded && r.DenyManualSyncs == o.DenyManualSyncs
 }

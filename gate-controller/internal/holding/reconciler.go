@@ -176,7 +176,20 @@ func (r *Reconciler) verdict(w *Watched, m metav1.Object) (verdict, time.Duratio
 	for _, ref := range append(slices.Clone(a.Missing), a.Denying...) {
 		denying = append(denying, ref.String())
 	}
-	return verdict{Verdict: hold.Verdict{Hold: !a.Allowed, Reason: a.Message, Gates: denying}, missing: a.Missing}, 0
+	v := hold.Verdict{Hold: !a.Allowed, Reason: a.Message, Gates: denying}
+	v.DenyManualSyncs = v.Hold && w.GVR.GroupVersion().WithKind(w.Kind.Kind).GroupKind() == hold.ArgoCDApplications && r.denyManualSyncs(a.Denying)
+	return verdict{Verdict: v, missing: a.Missing}, 0
+}
+
+// denyManualSyncs reports whether one of the denying gates says a held Application may not be
+// synced by hand. A missing gate says nothing: it holds, and leaves manual syncs as they are.
+func (r *Reconciler) denyManualSyncs(denying []gate.Ref) bool {
+	for _, ref := range denying {
+		if g, err := r.lookup(ref.Namespace, ref.Name); err == nil && g.Spec.ManualSyncs == gatingv1alpha1.ManualSyncsDeny {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Reconciler) lookup(ns, name string) (*gatingv1alpha1.Gate, error) {

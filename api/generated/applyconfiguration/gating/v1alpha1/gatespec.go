@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+)
+
 // GateSpecApplyConfiguration represents a declarative configuration of the GateSpec type for use
 // with apply.
 //
@@ -43,6 +47,13 @@ type GateSpecApplyConfiguration struct {
 	// show it, so a gate closed with a message and then opened by setting closed: false never reports
 	// the old message as the reason it is open.
 	Message *string `json:"message,omitempty"`
+	// ManualSyncs says whether a person may still sync an Argo CD Application by hand while this
+	// gate holds it. Allow (the default) stops only automated sync and self-heal. Deny also refuses
+	// a manual sync (argocd app sync, the Sync button) at the API server, with the hold's reason,
+	// through the admission policy the gate-controller chart installs; without that policy, Deny
+	// marks the Application but refuses nothing. Flux objects are not affected: a suspended Flux
+	// object ignores a manual reconcile anyway.
+	ManualSyncs *gatingv1alpha1.ManualSyncs `json:"manualSyncs,omitempty"`
 	// Suspend freezes the gate: while suspended its open/closed state is kept as it was, neither
 	// windows nor overrides change it, and status says it is suspended.
 	// The annotation reconcile.fluxcd.io/suspended has the same effect and carries a reason.
@@ -80,6 +91,14 @@ func (b *GateSpecApplyConfiguration) WithClosed(value bool) *GateSpecApplyConfig
 // If called multiple times, the Message field is set to the value of the last call.
 func (b *GateSpecApplyConfiguration) WithMessage(value string) *GateSpecApplyConfiguration {
 	b.Message = &value
+	return b
+}
+
+// WithManualSyncs sets the ManualSyncs field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ManualSyncs field is set to the value of the last call.
+func (b *GateSpecApplyConfiguration) WithManualSyncs(value gatingv1alpha1.ManualSyncs) *GateSpecApplyConfiguration {
+	b.ManualSyncs = &value
 	return b
 }
 
