@@ -20,12 +20,14 @@ import (
 
 // The chart's ValidatingAdmissionPolicy: a user whom RBAC lets write CommitStatuses cannot create
 // an imported one (a forged pass) nor edit one the controller imported; the controller's
-// ServiceAccount can; CommitStatuses without the label are untouched.
+// ServiceAccount can, and so can another shard's that import.policyWriters lists; CommitStatuses
+// without the label are untouched.
 func TestImportedCommitStatusesAreReadOnlyToUsers(t *testing.T) {
 	testenv.SkipIfShort(t)
 	ctx := context.Background()
 	const release, releaseNS = "commitstatus-controller", "sluice-system"
-	charts.InstallForTest(t, env, release, releaseNS, "commitstatus-controller")
+	const otherShard = "commitstatus-shard-b"
+	charts.InstallForTest(t, env, release, releaseNS, "commitstatus-controller", "import.policyWriters={"+releaseNS+"/"+otherShard+"}")
 	ns := newNamespace(t)
 	// alice may do anything with CommitStatuses in ns, as a team's CI account might.
 	_, err := env.Kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{
@@ -60,12 +62,26 @@ func TestImportedCommitStatusesAreReadOnlyToUsers(t *testing.T) {
 
 	imported, err := controller.CommitstatusV1alpha1().CommitStatuses(ns).Create(ctx, forged, metav1.CreateOptions{})
 	require.NoError(t, err, "the controller's ServiceAccount writes imported objects")
+	// Another shard's controller, listed in policyWriters, takes over an import (a strategy moved
+	// to its shard), under the same RBAC as alice: the policy alone tells them apart.
+	_, err = env.Kube.RbacV1().RoleBindings(ns).Create(ctx, serviceAccountBinding(releaseNS, otherShard), metav1.CreateOptions{})
+	require.NoError(t, err)
+	imported.Labels["shard"] = "b"
+	imported, err = as(env.Impersonate(releaseNS, otherShard)).CommitstatusV1alpha1().CommitStatuses(ns).Update(ctx, imported, metav1.UpdateOptions{})
+	require.NoError(t, err, "a shard that policyWriters lists writes imported objects")
+
 	imported.Spec.Phase = commitstatusv1alpha1.CommitStatusFailure
 	_, err = alice.CommitstatusV1alpha1().CommitStatuses(ns).Update(ctx, imported, metav1.UpdateOptions{})
 	require.Error(t, err, "nor may she edit one")
 	delete(imported.Labels, commitstatusv1alpha1.ImportedLabel)
 	_, err = alice.CommitstatusV1alpha1().CommitStatuses(ns).Update(ctx, imported, metav1.UpdateOptions{})
 	require.Error(t, err, "nor take the label off to edit it")
+}
+
+func serviceAccountBinding(namespace, name string) *rbacv1.RoleBinding {
+	b := roleBinding(name)
+	b.Subjects = []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}}
+	return b
 }
 
 func roleBinding(user string) *rbacv1.RoleBinding {
