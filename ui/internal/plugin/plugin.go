@@ -79,7 +79,7 @@ func serveUI(ctx context.Context, flags uiFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	cfg := setup.Config{Listen: flags.listen, Identity: setup.IdentityKubeconfig, TrustedProxies: setup.LoopbackProxies()}
+	cfg := setup.Config{Listen: flags.listen, Identity: setup.IdentityKubeconfig}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
