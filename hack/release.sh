@@ -6,8 +6,9 @@
 #                                          to REGISTRY/<name>:<version>; digests into dist/images.txt
 #   hack/release.sh sign-images REGISTRY   an SPDX SBOM per image and platform (syft), attested, and a
 #                                          keyless signature of each index and its images (cosign)
-#   hack/release.sh binaries               kubectl-gate for linux and darwin, amd64 and arm64, as
-#                                          archives with checksums.txt and the krew manifest gate.yaml
+#   hack/release.sh binaries               kubectl-gate and kubectl-sluice for linux and darwin, amd64
+#                                          and arm64, as archives with checksums.txt and the krew
+#                                          manifests gate.yaml and sluice.yaml
 #   hack/release.sh charts                 every chart packaged at the version into dist/charts
 #   hack/release.sh push-charts OCI_REPO   helm push of dist/charts/*.tgz; digests into dist/charts.txt
 #   hack/release.sh sign-charts            keyless signature of every pushed chart
@@ -71,32 +72,48 @@ sign_images() {
   done
 }
 
+# The kubectl plugins released as binaries: krew name, then the main package of kubectl-<name>.
+PLUGINS=(
+  "gate ./gate-controller/cmd/kubectl-gate"
+  "sluice ./ui/cmd/kubectl-sluice"
+)
+
 binaries() {
-  local platform os arch work archive
-  rm -rf "${DIST}/kubectl-gate" && mkdir -p "${DIST}/kubectl-gate"
-  local template
-  template="$(grep -v '^#' hack/krew/gate.yaml)" # the template's own comments stay behind
+  local plugin name pkg
+  rm -f "${DIST}/checksums.txt"
+  for plugin in "${PLUGINS[@]}"; do
+    read -r name pkg <<<"${plugin}"
+    plugin_binaries "${name}" "${pkg}"
+  done
+  (cd "${DIST}" && sha256sum kubectl-*_"${VERSION}"_*.tar.gz > checksums.txt)
+}
+
+# plugin_binaries builds kubectl-NAME from PKG for every platform, as reproducible archives, and
+# renders its krew manifest hack/krew/NAME.yaml with their checksums into dist/NAME.yaml.
+plugin_binaries() {
+  local name="$1" pkg="$2" bin="kubectl-$1" platform os arch work archive template
+  rm -rf "${DIST:?}/${bin}" && mkdir -p "${DIST}/${bin}"
+  template="$(grep -v '^#' "hack/krew/${name}.yaml")" # the template's own comments stay behind
   template="${template//'${VERSION}'/${VERSION}}"
   for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do
     os="${platform%/*}" arch="${platform#*/}"
-    work="${DIST}/kubectl-gate/${os}-${arch}"
+    work="${DIST}/${bin}/${os}-${arch}"
     mkdir -p "${work}"
     CGO_ENABLED=0 GOOS="${os}" GOARCH="${arch}" go build -trimpath -buildvcs=false \
       -ldflags "-s -w -X ${VERSION_PKG}.Version=${VERSION} -X ${VERSION_PKG}.Revision=${REVISION}" \
-      -o "${work}/kubectl-gate" ./gate-controller/cmd/kubectl-gate
-    archive="${DIST}/kubectl-gate_${VERSION}_${os}_${arch}.tar.gz"
+      -o "${work}/${bin}" "${pkg}"
+    archive="${DIST}/${bin}_${VERSION}_${os}_${arch}.tar.gz"
     # Fixed order, owners and times, and gzip without a name or time: the same commit gives the
     # same archive, so the checksums in the krew manifest can be checked by rebuilding.
     tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@${SOURCE_DATE_EPOCH}" \
-      -C "${work}" -cf - kubectl-gate | gzip -9 -n > "${archive}"
+      -C "${work}" -cf - "${bin}" | gzip -9 -n > "${archive}"
     template="${template//"\${SHA256_${os}_${arch}}"/$(sha256sum "${archive}" | cut -d' ' -f1)}"
   done
-  (cd "${DIST}" && sha256sum kubectl-gate_"${VERSION}"_*.tar.gz > checksums.txt)
   if grep -q '\${' <<<"${template}"; then
-    echo "hack/krew/gate.yaml has a placeholder this script does not fill" >&2
+    echo "hack/krew/${name}.yaml has a placeholder this script does not fill" >&2
     exit 1
   fi
-  printf '%s\n' "${template}" > "${DIST}/gate.yaml"
+  printf '%s\n' "${template}" > "${DIST}/${name}.yaml"
 }
 
 charts() {

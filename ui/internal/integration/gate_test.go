@@ -120,11 +120,14 @@ func TestAGateClosedFromThePageHoldsAKustomization(t *testing.T) {
 }
 
 // TestActionsRunAsThePersonTheProxyNames: in a cluster, behind an authenticating proxy, the UI
-// impersonates the user it names. Without RBAC they get the API server's 403 and nothing
+// impersonates the user it names; the browser reaches the UI through a sidecar proxy on its Unix
+// socket, as docs/ui.md lays it out. Without RBAC they get the API server's 403 and nothing
 // changes; with it the gate closes and the Event names them. Anonymous requests cannot act.
 func TestActionsRunAsThePersonTheProxyNames(t *testing.T) {
-	url := startUI(t, env.Config, setup.Config{Identity: setup.IdentityProxy, UserHeader: "X-Forwarded-User",
-		GroupsHeader: "X-Forwarded-Groups", TrustedProxies: setup.LoopbackProxies()})
+	socket := proxySocketPath(t)
+	startUI(t, env.Config, setup.Config{Identity: setup.IdentityProxy, UserHeader: "X-Forwarded-User",
+		GroupsHeader: "X-Forwarded-Groups", ProxySocket: socket})
+	url := sidecarProxy(t, socket)
 	ns := newNamespace(t)
 	createGate(t, ns, "freeze")
 	ctx := context.Background()

@@ -28,6 +28,7 @@ import (
 	"github.com/sluicehq/sluice/testenv"
 	"github.com/sluicehq/sluice/testenv/flux"
 	"github.com/sluicehq/sluice/ui/internal/setup"
+	"github.com/sluicehq/sluice/ui/internal/web"
 )
 
 var env *testenv.Env
@@ -77,7 +78,8 @@ func ensureChromium() error {
 }
 
 // startUI runs the UI in-process with identity mode id, as the admin of the control plane (its
-// own ServiceAccount, in a cluster), and returns its address.
+// own ServiceAccount, in a cluster), and returns its address. As Setup does, it serves on a
+// loopback TCP address (the URL returned) and, when c.ProxySocket is set, on that socket too.
 func startUI(t *testing.T, cfg *rest.Config, c setup.Config) string {
 	t.Helper()
 	testenv.SkipIfShort(t)
@@ -97,6 +99,13 @@ func startUI(t *testing.T, cfg *rest.Config, c setup.Config) string {
 	done := make(chan error, 1)
 	go func() { done <- httpserve.Serve(ctx, ln, h) }()
 	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	if c.ProxySocket != "" {
+		sock, err := setup.ListenProxySocket(c.ProxySocket)
+		require.NoError(t, err)
+		sockDone := make(chan error, 1)
+		go func() { sockDone <- httpserve.Serve(ctx, sock, web.ViaProxySocket(h)) }()
+		t.Cleanup(func() { cancel(); require.NoError(t, <-sockDone) })
+	}
 	testenv.RunManager(t, m)
 	return "http://" + ln.Addr().String()
 }

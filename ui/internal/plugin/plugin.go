@@ -21,7 +21,8 @@ const usage = `kubectl sluice: Sluice from kubectl.
 
 Commands:
   ui    Run the Sluice web UI on this machine with your kubeconfig and open it in your browser.
-        Every action runs as you, as kubectl would. kubectl sluice ui --help lists its flags.
+        Every action runs as you, as kubectl would. With --port-forward it opens the UI installed
+        in the cluster instead. kubectl sluice ui --help lists its flags.
 `
 
 // Main runs the plugin with args (without the program name) until ctx ends, and returns the
@@ -53,7 +54,11 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kubectl sluice ui:", err)
 		return 2
 	}
-	if err := serveUI(ctx, flags, stdout, stderr); err != nil {
+	serve := serveUI
+	if flags.portForward {
+		serve = forwardUI
+	}
+	if err := serve(ctx, flags, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "kubectl sluice ui:", err)
 		return 1
 	}
@@ -74,7 +79,7 @@ func serveUI(ctx context.Context, flags uiFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	cfg := setup.Config{Listen: flags.listen, Identity: setup.IdentityKubeconfig, TrustedProxies: setup.LoopbackProxies()}
+	cfg := setup.Config{Listen: flags.listen, Identity: setup.IdentityKubeconfig}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -103,7 +103,9 @@ func TestUsage(t *testing.T) {
 		{[]string{"ui", "--listen", "192.0.2.1:8092"}, 2, "loopback address only"},
 		{[]string{"ui", "--listen", "8092"}, 2, "not host:port"},
 		{[]string{"ui", "extra"}, 2, "unexpected arguments"},
-		{[]string{"ui", "--help"}, 0, "-listen string"},
+		{[]string{"ui", "--service", "sluice-ui"}, 2, "use it with --port-forward"},
+		{[]string{"ui", "--port-forward", "--listen", "0.0.0.0:8092"}, 2, "loopback address only"},
+		{[]string{"ui", "--help"}, 0, "-port-forward"},
 	} {
 		var out bytes.Buffer
 		code := Main(context.Background(), c.args, &out, &out)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -40,7 +41,11 @@ type Config struct {
 	Identity     string
 	UserHeader   string
 	GroupsHeader string
-	// TrustedProxies are the addresses whose identity headers are believed.
+	// ProxySocket is the Unix socket a sidecar proxy forwards to; identity headers are believed
+	// on its connections. Only containers of the UI's pod can reach it (a shared emptyDir).
+	ProxySocket string
+	// TrustedProxies are the addresses of a proxy in another pod, whose identity headers are
+	// believed. Never loopback: a port-forward to the UI's pod arrives from there too.
 	TrustedProxies []netip.Prefix
 }
 
@@ -50,12 +55,12 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
 		c.Identity = IdentityNone
 	}
-	c.TrustedProxies = LoopbackProxies()
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8092", "Address the UI serves on.")
 	fs.StringVar(&c.Identity, "identity", c.Identity, "Who a request comes from: kubeconfig (local mode: you, acting with your kubeconfig; the default outside a cluster), proxy (the user an authenticating proxy names, impersonated), or none (read-only; the default in a cluster).")
 	fs.StringVar(&c.UserHeader, "proxy-user-header", "X-Forwarded-User", "With --identity=proxy: the header naming the user.")
 	fs.StringVar(&c.GroupsHeader, "proxy-groups-header", "X-Forwarded-Groups", "With --identity=proxy: the header listing the user's groups, comma-separated.")
-	fs.Func("trusted-proxies", "With --identity=proxy: comma-separated CIDRs whose identity headers are believed (default 127.0.0.1/32,::1/128: a sidecar proxy).", func(v string) error {
+	fs.StringVar(&c.ProxySocket, "proxy-socket", "", "With --identity=proxy: also serve on this Unix socket (an absolute path in an emptyDir shared with a sidecar proxy, which forwards to unix://PATH); identity headers are believed on its connections only, and every request to --listen is anonymous and read-only.")
+	fs.Func("trusted-proxies", "With --identity=proxy and a proxy in another pod: comma-separated CIDRs of the proxy, whose identity headers are believed. Never loopback: a port-forward to the UI's pod arrives from there; a sidecar uses --proxy-socket.", func(v string) error {
 		var out []netip.Prefix
 		for _, s := range strings.Split(v, ",") {
 			p, err := netip.ParsePrefix(strings.TrimSpace(s))
@@ -69,12 +74,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	})
 }
 
-// LoopbackProxies trust a proxy in the same pod (a sidecar) only.
-func LoopbackProxies() []netip.Prefix {
-	return []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")}
-}
-
-// Validate rejects a configuration the UI cannot serve with.
+// Validate rejects a configuration the UI cannot serve with, naming every problem.
 func (c *Config) Validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
@@ -82,14 +82,44 @@ func (c *Config) Validate() error {
 	}
 	switch c.Identity {
 	case IdentityKubeconfig, IdentityNone:
-	case IdentityProxy:
-		if c.UserHeader == "" || len(c.TrustedProxies) == 0 {
-			errs = append(errs, errors.New("--identity=proxy needs --proxy-user-header and --trusted-proxies"))
+		if c.ProxySocket != "" || len(c.TrustedProxies) > 0 {
+			errs = append(errs, fmt.Errorf("--proxy-socket and --trusted-proxies are for --identity=proxy only, not %s", c.Identity))
 		}
+	case IdentityProxy:
+		errs = append(errs, c.validateProxy()...)
 	default:
 		errs = append(errs, fmt.Errorf("--identity must be kubeconfig, proxy or none, got %q", c.Identity))
 	}
 	return errors.Join(errs...)
+}
+
+func (c *Config) validateProxy() []error {
+	var errs []error
+	if c.UserHeader == "" {
+		errs = append(errs, errors.New("--identity=proxy needs --proxy-user-header"))
+	}
+	if c.ProxySocket == "" && len(c.TrustedProxies) == 0 {
+		errs = append(errs, errors.New("--identity=proxy needs --proxy-socket (a sidecar proxy) or --trusted-proxies (a proxy in another pod)"))
+	}
+	if c.ProxySocket != "" && !filepath.IsAbs(c.ProxySocket) {
+		errs = append(errs, fmt.Errorf("--proxy-socket %q must be an absolute path", c.ProxySocket))
+	}
+	for _, p := range c.TrustedProxies {
+		if coversLoopback(p) {
+			errs = append(errs, fmt.Errorf("--trusted-proxies %s covers loopback, where a kubectl port-forward to the UI's pod arrives past the proxy: a sidecar proxy uses --proxy-socket", p))
+		}
+	}
+	return errs
+}
+
+// coversLoopback reports whether p holds any loopback address, IPv4-mapped ones included.
+func coversLoopback(p netip.Prefix) bool {
+	for _, loopback := range []string{"127.0.0.0/8", "::1/128", "::ffff:127.0.0.0/104"} {
+		if p.Overlaps(netip.MustParsePrefix(loopback)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Setup starts the store's informers and serves the UI on cfg.Listen.
@@ -99,6 +129,14 @@ func Setup(m *manager.Manager, cfg Config) error {
 		return err
 	}
 	m.AddServer(func(ctx context.Context) error { return Serve(ctx, cfg.Listen, handler, m) })
+	if cfg.ProxySocket != "" {
+		ln, err := ListenProxySocket(cfg.ProxySocket)
+		if err != nil {
+			return err
+		}
+		m.Log.Info("serving the UI to the proxy", "socket", cfg.ProxySocket)
+		m.AddServer(func(ctx context.Context) error { return httpserve.Serve(ctx, ln, web.ViaProxySocket(handler)) })
+	}
 	return nil
 }
 
@@ -151,4 +189,27 @@ func Serve(ctx context.Context, addr string, handler http.Handler, m *manager.Ma
 	}
 	m.Log.Info("serving the UI", "url", "http://"+ln.Addr().String())
 	return httpserve.Serve(ctx, ln, handler)
+}
+
+// ListenProxySocket listens on the Unix socket at path for a sidecar proxy, replacing a socket
+// left by an earlier run (never any other file), readable and writable by its owner and group
+// only: the pod's fsGroup, which an emptyDir gives every container of the pod.
+func ListenProxySocket(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, fmt.Errorf("--proxy-socket %s exists and is not a socket; refusing to replace it", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("--proxy-socket %s: removing the stale socket: %w", path, err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("--proxy-socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("--proxy-socket %s: %w", path, err)
+	}
+	return ln, nil
 }

@@ -2,7 +2,10 @@ package setup
 
 import (
 	"flag"
+	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,8 +21,10 @@ func TestConfigFlagsAndValidate(t *testing.T) {
 	assert.Equal(t, "127.0.0.1:8092", cfg.Listen, "local mode serves on loopback")
 	require.NoError(t, cfg.Validate())
 
-	require.NoError(t, fs.Parse([]string{"--identity", "proxy", "--trusted-proxies", "10.0.0.0/8, 127.0.0.1/32", "--listen", ":8092"}))
-	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32")}, cfg.TrustedProxies)
+	assert.Empty(t, cfg.TrustedProxies, "no address is trusted by default, loopback least of all")
+
+	require.NoError(t, fs.Parse([]string{"--identity", "proxy", "--trusted-proxies", "10.0.0.7/32, 10.0.0.8/32", "--listen", ":8092"}))
+	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.7/32"), netip.MustParsePrefix("10.0.0.8/32")}, cfg.TrustedProxies)
 	require.NoError(t, cfg.Validate())
 	assert.Error(t, fs.Parse([]string{"--trusted-proxies", "everyone"}))
 
@@ -34,4 +39,56 @@ func TestInAClusterTheUIIsReadOnlyByDefault(t *testing.T) {
 	var cfg Config
 	cfg.AddFlags(flag.NewFlagSet("test", flag.ContinueOnError))
 	assert.Equal(t, IdentityNone, cfg.Identity)
+}
+
+func TestProxyModeValidationNamesEveryProblem(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+	parse := func(args ...string) *Config {
+		var cfg Config
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		cfg.AddFlags(fs)
+		require.NoError(t, fs.Parse(append([]string{"--listen", ":8092"}, args...)))
+		return &cfg
+	}
+	sidecar := parse("--identity", "proxy", "--proxy-socket", "/run/sluice-ui/ui.sock")
+	require.NoError(t, sidecar.Validate())
+	assert.Equal(t, "/run/sluice-ui/ui.sock", sidecar.ProxySocket)
+
+	assert.ErrorContains(t, parse("--identity", "proxy").Validate(), "needs --proxy-socket (a sidecar proxy) or --trusted-proxies")
+	for _, loopback := range []string{"127.0.0.1/32", "::1/128", "0.0.0.0/0", "::ffff:127.0.0.1/128", "127.8.0.0/16"} {
+		assert.ErrorContains(t, parse("--identity", "proxy", "--trusted-proxies", loopback).Validate(), "covers loopback", loopback)
+	}
+	err := parse("--identity", "proxy", "--proxy-user-header", "", "--proxy-socket", "ui.sock", "--trusted-proxies", "10.0.0.7/32,127.0.0.1/32").Validate()
+	require.Error(t, err)
+	for _, problem := range []string{"needs --proxy-user-header", `"ui.sock" must be an absolute path`, "127.0.0.1/32 covers loopback"} {
+		assert.ErrorContains(t, err, problem)
+	}
+	assert.NotContains(t, err.Error(), "10.0.0.7", "a proxy in another pod is fine")
+	assert.ErrorContains(t, parse("--proxy-socket", "/run/ui.sock").Validate(), "for --identity=proxy only, not none")
+}
+
+func TestTheProxySocketReplacesAStaleSocketOnlyAndIsNotWorldWritable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ui.sock")
+	stale, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	require.NoError(t, stale.Close())
+	require.FileExists(t, path, "a socket an earlier run left behind")
+
+	ln, err := ListenProxySocket(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSocket, fi.Mode().Type())
+	assert.Equal(t, os.FileMode(0o660), fi.Mode().Perm())
+	conn, err := net.Dial("unix", path)
+	require.NoError(t, err, "the new socket answers")
+	_ = conn.Close()
+
+	file := filepath.Join(t.TempDir(), "notes.txt")
+	require.NoError(t, os.WriteFile(file, []byte("keep me"), 0o600))
+	_, err = ListenProxySocket(file)
+	assert.ErrorContains(t, err, "is not a socket; refusing to replace it")
+	assert.FileExists(t, file)
 }

@@ -133,3 +133,17 @@ func Until(t, now time.Time) string {
 	}
 	return fmt.Sprintf("in %d days", int(d/(24*time.Hour)))
 }
+
+// Duration says a length of time as a person would: "40s", "12m", "3h 5m", "2d 4h".
+func Duration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh %dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd %dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/netip"
@@ -50,7 +51,10 @@ func (l Local) AllowsHost(host string) bool {
 
 // Proxy trusts the user and groups that an authenticating proxy in front of the UI puts in
 // request headers (oauth2-proxy's X-Forwarded-User and X-Forwarded-Groups), and only on
-// requests that come from the proxy's addresses: anyone else who reaches the UI is anonymous.
+// requests that came through the proxy: those served by ViaProxySocket (a sidecar proxy's Unix
+// socket, which only containers of the UI's pod can reach), or from the addresses in Trusted (a
+// proxy in another pod). Anyone else who reaches the UI, such as a port-forward to its pod, is
+// anonymous.
 type Proxy struct {
 	UserHeader, GroupsHeader string
 	Trusted                  []netip.Prefix
@@ -58,7 +62,7 @@ type Proxy struct {
 
 // Identify returns the proxy's user, or false.
 func (p Proxy) Identify(r *http.Request) (Identity, bool) {
-	if !p.trusted(r.RemoteAddr) {
+	if !cameOnProxySocket(r.Context()) && !p.trusted(r.RemoteAddr) {
 		return Identity{}, false
 	}
 	user := strings.TrimSpace(r.Header.Get(p.UserHeader))
@@ -76,6 +80,22 @@ func (p Proxy) Identify(r *http.Request) (Identity, bool) {
 		}
 	}
 	return id, true
+}
+
+type proxySocketKey struct{}
+
+// ViaProxySocket serves h for the connections of the proxy's Unix socket: Proxy believes the
+// identity headers of these requests. Wrap only the socket's server with it; a request cannot
+// set a context value, so nothing that arrives on another listener passes for the proxy.
+func ViaProxySocket(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), proxySocketKey{}, true)))
+	})
+}
+
+func cameOnProxySocket(ctx context.Context) bool {
+	v, _ := ctx.Value(proxySocketKey{}).(bool)
+	return v
 }
 
 func (p Proxy) trusted(remote string) bool {

@@ -66,3 +66,21 @@ func TestCSRFNeedsTheCookiesTokenFromTheSameOrigin(t *testing.T) {
 	assert.False(t, g.check(post(strings.Repeat("0", 64), "same-origin", true)), "a guessed token")
 	assert.False(t, g.check(post(token, "same-origin", false)), "no cookie")
 }
+
+func TestProxyHeadersAreBelievedOnTheProxySocketOnly(t *testing.T) {
+	p := Proxy{UserHeader: "X-Forwarded-User", GroupsHeader: "X-Forwarded-Groups"}
+	identify := func(wrap func(http.Handler) http.Handler) (id Identity, known bool) {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = "127.0.0.1:5000"
+		r.Header.Set("X-Forwarded-User", "alice")
+		r.Header.Set("X-Forwarded-Groups", "devs")
+		wrap(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { id, known = p.Identify(r) })).ServeHTTP(httptest.NewRecorder(), r)
+		return id, known
+	}
+
+	_, ok := identify(func(h http.Handler) http.Handler { return h })
+	assert.False(t, ok, "from loopback (where a port-forward arrives), not on the socket: anonymous")
+	id, ok := identify(ViaProxySocket)
+	assert.True(t, ok, "on the proxy's socket: the user it names")
+	assert.Equal(t, Identity{User: "alice", Groups: []string{"devs"}, Impersonate: true}, id)
+}

@@ -20,7 +20,7 @@ import (
 func TestEveryPageParses(t *testing.T) {
 	pages, err := parsePages()
 	require.NoError(t, err)
-	for _, name := range []string{"pipelines", "pipeline", "gates", "health", "rollbacks", "search", "notfound", "action", "confirm"} {
+	for _, name := range []string{"pipelines", "pipeline", "gates", "health", "rollbacks", "search", "notfound", "action", "confirm", "history"} {
 		assert.Contains(t, pages, name)
 	}
 }
@@ -36,6 +36,12 @@ func TestPagesRenderTheirObjects(t *testing.T) {
 	ps := &promoterv1alpha1.PromotionStrategy{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"},
 		Spec:   promoterv1alpha1.PromotionStrategySpec{Environments: []promoterv1alpha1.Environment{{Branch: "env/dev"}, {Branch: "env/prod"}}},
 		Status: promoterv1alpha1.PromotionStrategyStatus{Environments: []promoterv1alpha1.EnvironmentStatus{{Branch: "env/prod", Blocked: "gate team/freeze is closed"}}}}
+	promoted := &promoterv1alpha1.PromotionStrategy{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web"},
+		Spec: promoterv1alpha1.PromotionStrategySpec{Environments: []promoterv1alpha1.Environment{{Branch: "env/dev"}}},
+		Status: promoterv1alpha1.PromotionStrategyStatus{Environments: []promoterv1alpha1.EnvironmentStatus{{Branch: "env/dev",
+			Active: promoterv1alpha1.CommitState{DrySHA: strings.Repeat("a", 40), CommitTime: &metav1.Time{Time: now.Add(-4 * time.Hour)}},
+			History: []promoterv1alpha1.PromotionRecord{{DrySHA: strings.Repeat("a", 40), Time: metav1.NewTime(now.Add(-2 * time.Hour))},
+				{DrySHA: strings.Repeat("b", 40), Time: metav1.NewTime(now.Add(-48 * time.Hour))}}}}}}
 	for name, tc := range map[string]struct {
 		data any
 		want []string
@@ -45,6 +51,8 @@ func TestPagesRenderTheirObjects(t *testing.T) {
 		"pipelines": {pipelinesData{Pipelines: []view.Summary{view.Summarize(ps)}, Matched: 1, Total: 1, From: 1, To: 1}, []string{"/pipelines/team/web#env-env-dev", "1 of 1 PromotionStrategies"}},
 		"health":    {healthData{Missing: &notInstalled{Kind: "HealthCheck", Chart: "health-controller"}}, []string{"HealthCheck is not installed on this cluster"}},
 		"rollbacks": {rollbacksData{}, []string{"RevertCommits", "ManifestReleases"}},
+		"history": {historyData{Kept: 10, History: view.BuildHistory(promoted, view.Links{}, nil, now)},
+			[]string{`id="commit-` + strings.Repeat("a", 40) + `"`, "2026-11-23 08:00 UTC", "1.0 a day", `0% <span class="quiet">(0 of 2 reverted)`, `2h 0m <span class="quiet">(median of 1)`}},
 	} {
 		var buf bytes.Buffer
 		require.NoError(t, pages[name].ExecuteTemplate(&buf, "layout", page{Title: name, Now: now, User: "alice", CanAct: true, Data: tc.data}), name)
