@@ -4,18 +4,23 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	"github.com/sluicehq/sluice/gate-controller/internal/plugin"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/testenv"
 	"github.com/sluicehq/sluice/testenv/flux"
 )
 
@@ -125,4 +130,59 @@ func TestAnApprovalIsRefusedAtAdmissionUnlessItNamesOneFullRevision(t *testing.T
 		_, err := env.Sluice.GatingV1alpha1().Gates(ns).Create(context.Background(), g, metav1.CreateOptions{})
 		assert.NoError(t, err, "revision %q", a.Revision)
 	}
+}
+
+func TestPluginApprovesOneRevisionAndKubectlGetShowsIt(t *testing.T) {
+	sharedController(t)
+	t.Parallel()
+	ns := newNamespace(t)
+	r1 := "main@sha1:" + strings.Repeat("a", 40)
+	createGate(t, ns, "prod", gatingv1alpha1.GateSpec{Closed: true, Message: "image updates need sign-off"})
+	waitGate(t, ns, "prod", wait, isClosed)
+	repo := createFlux(t, flux.GitRepositories, ns, "repo", nil, nil, "kubectl-create")
+	fetch(t, repo, r1)
+	ks := createFlux(t, flux.Kustomizations, ns, "apps", map[string]string{gate.GatesAnnotation: "prod"}, nil, "kubectl-create")
+	waitObject(t, ks, wait, "held", heldByController)
+
+	me, err := env.Kube.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	user := me.Status.UserInfo.Username
+	require.NotEmpty(t, user)
+
+	out, err := kubectlGate(t, ns, "approve", "prod", "--revision", r1, "--for", "24h", "-m", "CVE fix signed off")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "gate/prod approves "+r1+" (approved by "+user+") until ")
+	assert.Contains(t, out, "the gate is closed (Manual): image updates need sign-off; it lets through main@sha1:aaaaaaaaaaaa")
+	waitObject(t, ks, wait, "released at the approved revision", released)
+
+	g := getGate(t, ns, "prod")
+	require.Len(t, g.Spec.Approvals, 1)
+	a := g.Spec.Approvals[0]
+	assert.Equal(t, user, a.By, "the plugin records who approved")
+	assert.Equal(t, "CVE fix signed off", a.Message)
+	require.NotNil(t, a.At)
+	require.NotNil(t, a.Until)
+	assert.Equal(t, 24*time.Hour, a.Until.Sub(a.At.Time))
+
+	// Approving the same revision again replaces its approval rather than adding one.
+	out, err = kubectlGate(t, ns, "approve", "prod", "--revision", r1)
+	require.NoError(t, err, out)
+	g = waitGate(t, ns, "prod", wait, func(g *gatingv1alpha1.Gate) bool { return len(g.Status.Approvals) == 1 && g.Status.Approvals[0].Until == nil })
+	assert.Len(t, g.Spec.Approvals, 1)
+
+	kubectl, err := testenv.Tool("kubectl")
+	require.NoError(t, err)
+	cmd := exec.Command(kubectl, "get", "gate", "prod", "-n", ns)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+	table, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(table))
+	lines := strings.Split(strings.TrimSpace(string(table)), "\n")
+	require.Len(t, lines, 2, string(table))
+	assert.Contains(t, lines[0], "APPROVED")
+	assert.Contains(t, lines[1], "main@sha1:aaaaaaaaaaaa")
+
+	out, err = kubectlGate(t, ns, "approve", "nonexistent", "--revision", r1)
+	require.Error(t, err)
+	assert.Equal(t, plugin.ExitFailed, plugin.ExitCode(err))
+	assert.Contains(t, out, "gate "+ns+"/nonexistent not found")
 }

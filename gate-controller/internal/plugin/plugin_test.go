@@ -56,6 +56,11 @@ func TestUsageErrorsExitWithTwo(t *testing.T) {
 		{"suspend", "kustomizations"},
 		{"suspend", "ks/apps", "--all"},
 		{"resume", "ks", "--all", "-l", "a=b"},
+		{"approve", "prod"},
+		{"approve", "prod", "--revision", " "},
+		{"approve", "prod", "--revision", "6.0.1", "--for", "-1h"},
+		{"approve", "prod", "--revision", "6.0.1", "-A"},
+		{"approve", "--revision", "6.0.1"},
 	} {
 		_, err := run(args...)
 		require.Error(t, err, args)
@@ -131,7 +136,7 @@ func TestListPrintsWideAndNameAndCapsTheMessage(t *testing.T) {
 // -v is kubectl's verbosity, not taken by any command.
 func TestVerbosityFlagIsKubectls(t *testing.T) {
 	cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
-	for _, verb := range []string{"list", "open", "close", "suspend", "resume"} {
+	for _, verb := range []string{"list", "open", "close", "suspend", "resume", "approve"} {
 		sub, _, err := cmd.Find([]string{verb})
 		require.NoError(t, err)
 		require.NoError(t, sub.ParseFlags([]string{"-v=6"}), verb)
