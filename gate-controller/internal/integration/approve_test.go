@@ -167,7 +167,9 @@ func TestPluginApprovesOneRevisionAndKubectlGetShowsIt(t *testing.T) {
 	// Approving the same revision again replaces its approval rather than adding one.
 	out, err = kubectlGate(t, ns, "approve", "prod", "--revision", r1)
 	require.NoError(t, err, out)
-	g = waitGate(t, ns, "prod", wait, func(g *gatingv1alpha1.Gate) bool { return len(g.Status.Approvals) == 1 && g.Status.Approvals[0].Until == nil })
+	g = waitGate(t, ns, "prod", wait, func(g *gatingv1alpha1.Gate) bool {
+		return len(g.Status.Approvals) == 1 && g.Status.Approvals[0].Until == nil
+	})
 	assert.Len(t, g.Spec.Approvals, 1)
 
 	kubectl, err := testenv.Tool("kubectl")
