@@ -157,7 +157,96 @@ spec:
 		return err
 	}
 	s.Say("in an hour the override expires, status reports it, and No Deploy Friday holds them again")
-	_, err = s.Kubectl(ctx, "get", "gate", "prod", "-o", "wide")
+	if _, err := s.Kubectl(ctx, "get", "gate", "prod", "-o", "wide"); err != nil {
+		return err
+	}
+	return approveOneRevision(ctx, s)
+}
+
+// approveOneRevision: a gate that stays closed lets one infrastructure revision through, and
+// holds the next one until someone approves it too.
+func approveOneRevision(ctx context.Context, s *Story) error {
+	s.Step("infrastructure upgrades need sign-off: a closed gate approves one revision, and only it")
+	if err := s.Apply(ctx, `
+apiVersion: gating.sluice.dev/v1alpha1
+kind: Gate
+metadata:
+  name: infra
+spec:
+  closed: true
+  message: infrastructure upgrades need sign-off
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: infra
+spec:
+  interval: 5m
+  url: https://github.com/example/infra
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: infra
+  annotations:
+    gating.sluice.dev/gates: infra
+spec:
+  interval: 10m
+  path: ./clusters/prod
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: infra
+`); err != nil {
+		return err
+	}
+	r1, r2 := "main@sha1:"+strings.Repeat("1a", 20), "main@sha1:"+strings.Repeat("2b", 20)
+	s.Say("no Flux controller runs here, so the demo writes the GitRepository's artifact as source-controller would;")
+	s.Say("the source is not gated: it goes on fetching, and the Kustomization waits for a sign-off")
+	if err := s.fetched(ctx, "infra", r1); err != nil {
+		return err
+	}
+	if _, err := s.Kubectl(ctx, "wait", "--for=jsonpath={.spec.suspend}=true", "kustomization.kustomize.toolkit.fluxcd.io/infra", "--timeout=60s"); err != nil {
+		return err
+	}
+	s.Say("the platform lead approves exactly that revision; the plugin records who and when")
+	if _, err := s.kubectlGate(ctx, "approve", "infra", "--revision", r1, "-m", "reviewed in PR #42"); err != nil {
+		return err
+	}
+	if err := s.waitReleased(ctx, "infra"); err != nil {
+		return err
+	}
+	if _, err := s.Kubectl(ctx, "get", "gate", "infra"); err != nil {
+		return err
+	}
+	s.Say("a new commit lands: nobody approved it, so the Kustomization is held again, and says why")
+	if err := s.fetched(ctx, "infra", r2); err != nil {
+		return err
+	}
+	if _, err := s.Kubectl(ctx, "wait", "--for=jsonpath={.spec.suspend}=true", "kustomization.kustomize.toolkit.fluxcd.io/infra", "--timeout=60s"); err != nil {
+		return err
+	}
+	_, err := s.Kubectl(ctx, "get", "kustomization", "infra", "-o",
+		`jsonpath={.metadata.annotations.reconcile\.fluxcd\.io/suspended}{"\n"}`)
+	return err
+}
+
+// fetched writes a GitRepository's status.artifact as source-controller does when it fetches.
+func (s *Story) fetched(ctx context.Context, name, revision string) error {
+	repos := s.Env.Dynamic.Resource(flux.GitRepositories).Namespace(s.Namespace)
+	u, err := repos.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	artifact := map[string]any{
+		"revision": revision, "digest": "sha256:" + strings.Repeat("0", 64),
+		"path": "gitrepository/" + s.Namespace + "/" + name + ".tar.gz", "url": "http://source-controller/" + name + ".tar.gz",
+		"lastUpdateTime": time.Now().UTC().Format(time.RFC3339),
+	}
+	if err := unstructured.SetNestedMap(u.Object, artifact, "status", "artifact"); err != nil {
+		return err
+	}
+	_, err = repos.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: "source-controller"})
 	return err
 }
 

@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +29,22 @@ type Verdict struct {
 // condition is True. It fails closed: a missing gate, an unreadable gate or a gate not yet
 // evaluated denies. lookup returns the gate or an error; a NotFound error or a nil gate means missing.
 func Allows(refs []Ref, require Require, lookup func(namespace, name string) (*gatingv1alpha1.Gate, error)) Verdict {
+	return AllowsFor(Subject{}, refs, require, lookup)
+}
+
+// Subject is what is asking to pass the gates: the revision it would bring, and the time.
+type Subject struct {
+	// Revision is the target's source revision or the promotion's dry SHA; empty when unknown.
+	Revision string
+	// Unknown says why the revision is not known, for the message of a gate that approves revisions.
+	Unknown string
+	// Now decides whether an approval has expired.
+	Now time.Time
+}
+
+// AllowsFor is Allows for a subject: a closed gate lets it through when the gate's status lists
+// an approval of its revision that has not expired at s.Now (see RevisionsMatch).
+func AllowsFor(s Subject, refs []Ref, require Require, lookup func(namespace, name string) (*gatingv1alpha1.Gate, error)) Verdict {
 	if require == "" {
 		require = RequireAll
 	}
@@ -39,7 +56,7 @@ func Allows(refs []Ref, require Require, lookup func(namespace, name string) (*g
 	}
 	var v Verdict
 	var open []Ref
-	var problems []string
+	var problems, approvals []string
 	// Only the first problems are described: with thousands of gates on one target the message
 	// would otherwise grow without bound.
 	describe := func(format string, args ...any) {
@@ -61,7 +78,11 @@ func Allows(refs []Ref, require Require, lookup func(namespace, name string) (*g
 		default:
 			if ok, why := isOpen(g); ok {
 				open = append(open, ref)
+			} else if a, approved := approvalFor(g, s); approved {
+				open = append(open, ref)
+				approvals = append(approvals, fmt.Sprintf("gate %s %s", ref, describeApproval(a)))
 			} else {
+				why += notApproved(g, s)
 				v.Denying = append(v.Denying, ref)
 				describe("gate %s %s", ref, why)
 			}
@@ -79,8 +100,36 @@ func Allows(refs []Ref, require Require, lookup func(namespace, name string) (*g
 	default:
 		v.Message = "held: no gate is open (oneOf): " + listSome(problems, maxListed)
 	}
+	if v.Allowed && len(approvals) > 0 {
+		v.Message += "; " + listSome(approvals, maxListed)
+	}
 	v.Message = text.TruncateBytes(v.Message, MaxReason)
 	return v
+}
+
+// approvalFor is the approval by which a closed gate g lets s through. Only a gate the
+// gate-controller has evaluated approves: its status must be current, as for an open gate.
+func approvalFor(g *gatingv1alpha1.Gate, s Subject) (gatingv1alpha1.GateApproval, bool) {
+	if s.Revision == "" || g.Status.ObservedGeneration != g.Generation {
+		return gatingv1alpha1.GateApproval{}, false
+	}
+	return approvalOf(g, s.Revision, s.Now)
+}
+
+// notApproved says, for a closed gate that approves revisions, why it does not approve s.
+func notApproved(g *gatingv1alpha1.Gate, s Subject) string {
+	if len(g.Status.Approvals) == 0 || g.Status.ObservedGeneration != g.Generation {
+		return ""
+	}
+	approved := SummarizeApprovals(g.Status.Approvals)
+	switch {
+	case s.Revision != "":
+		return fmt.Sprintf("; it approves %s, not %s", approved, shortRevision(s.Revision))
+	case s.Unknown != "":
+		return fmt.Sprintf("; it approves %s, and the revision here is not known: %s", approved, s.Unknown)
+	default:
+		return fmt.Sprintf("; it approves %s only", approved)
+	}
 }
 
 // Bounds of the words copied from one object into another, so a long suspend reason or message

@@ -106,6 +106,51 @@ type GateSpec struct {
 	// replaces from the gate as it was.
 	// +optional
 	Override *GateOverride `json:"override,omitempty"`
+
+	// Approvals let named revisions through a closed gate, and nothing else: an object the gate
+	// holds is released while its source is at an approved revision, and held again when its
+	// source moves to one that is not approved. A promotion through an environment the gate
+	// guards goes ahead only for an approved dry SHA. An open gate lets everything through, so
+	// approvals matter only while it is closed. `kubectl gate approve NAME --revision REV` adds one.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=revision
+	// +optional
+	Approvals []GateApproval `json:"approvals,omitempty"`
+}
+
+// GateApproval lets one revision through a closed gate.
+type GateApproval struct {
+	// Revision is what is approved: a Flux source or artifact revision such as "main@sha1:<sha>"
+	// or "v1.2@sha256:<digest>", an OCI digest such as "sha256:<digest>", a Git commit SHA such as
+	// a promotion's dry SHA (all hex digits), or a chart version such as "6.0.1". A revision that
+	// names a digest or commit SHA matches any revision with that same digest, whatever its
+	// branch or tag, and never by a prefix; any other revision matches only itself.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9._/@:+-]+$')",message="revision must be one revision such as main@sha1:<sha>, sha256:<digest>, a full commit SHA or a chart version, with no spaces or commas"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(sha1:|sha256:)?[0-9a-fA-F]{7,}$') || size(self) - (self.indexOf(':') + 1) in [40, 64]",message="a commit SHA or digest must be written in full (40 or 64 hex digits): a short one would approve anything that starts with it"
+	Revision string `json:"revision"`
+
+	// Until is when the approval expires (RFC 3339); none means it stays until it is removed.
+	// +kubebuilder:validation:XValidation:rule="self > timestamp('0001-01-01T00:00:00Z')",message="until must be a real time such as 2025-03-10T09:00:00Z"
+	// +optional
+	Until *metav1.Time `json:"until,omitempty"`
+
+	// By is who approved, e.g. the user name the API server knows them by. kubectl gate approve
+	// fills it in from the kubeconfig's identity.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	By string `json:"by,omitempty"`
+
+	// At is when it was approved; kubectl gate approve fills it in.
+	// +optional
+	At *metav1.Time `json:"at,omitempty"`
+
+	// Message says why, e.g. "CVE fix signed off by #security".
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ManualSyncs is whether a held Argo CD Application may be synced by hand.
@@ -288,6 +333,17 @@ type GateStatus struct {
 	// +optional
 	Held []HeldObject `json:"held,omitempty"`
 
+	// Approvals are the revisions spec.approvals lets through while the gate is closed, without
+	// those that have expired: what, who approved it and when, and until when.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Approvals []GateApproval `json:"approvals,omitempty"`
+
+	// Approved summarises status.approvals for kubectl get: the approved revisions, shortened.
+	// +optional
+	Approved string `json:"approved,omitempty"`
+
 	// ExpiredOverride is the override in spec that has expired and no longer affects the gate.
 	// It is reported until spec.override is removed or replaced.
 	// +optional
@@ -307,6 +363,7 @@ type GateStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
 // +kubebuilder:printcolumn:name="Next Change",type=string,JSONPath=`.status.nextTransitionTime`
 // +kubebuilder:printcolumn:name="Holding",type=integer,JSONPath=`.status.holding`
+// +kubebuilder:printcolumn:name="Approved",type=string,JSONPath=`.status.approved`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
 type Gate struct {

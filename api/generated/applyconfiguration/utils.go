@@ -54,6 +54,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		// Group=gating.sluice.dev, Version=v1alpha1
 	case gatingv1alpha1.SchemeGroupVersion.WithKind("Gate"):
 		return &applyconfigurationgatingv1alpha1.GateApplyConfiguration{}
+	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateApproval"):
+		return &applyconfigurationgatingv1alpha1.GateApprovalApplyConfiguration{}
 	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateOverride"):
 		return &applyconfigurationgatingv1alpha1.GateOverrideApplyConfiguration{}
 	case gatingv1alpha1.SchemeGroupVersion.WithKind("GateOverrideState"):

@@ -65,6 +65,15 @@ func NextStatus(g *gatingv1alpha1.Gate, now time.Time, obs Observed) (gatingv1al
 	}
 	st.Held = obs.Held
 	st.Holding = int32(obs.Holding)
+	var nextExpiry *time.Time
+	st.Approvals, nextExpiry = gatelogic.ActiveApprovals(g.Spec.Approvals, g.Status.Approvals, now)
+	st.Approved = gatelogic.SummarizeApprovals(st.Approvals)
+	if nextExpiry != nil {
+		// An approval that expires changes what the gate lets through: evaluate again then.
+		if wait := max(nextExpiry.Sub(now), time.Millisecond); out.Requeue == 0 || wait < out.Requeue {
+			out.Requeue = wait
+		}
+	}
 	return st, out
 }
 

@@ -217,3 +217,25 @@ func TestNextStatusReadyMessageNamesTheStateOnce(t *testing.T) {
 	g, _ = evolve(newGate(gatingv1alpha1.GateSpec{Windows: []gatingv1alpha1.GateWindow{noDeployFriday()}}), friday.Add(2*time.Hour))
 	assert.True(t, strings.HasPrefix(conditions.Get(g.Status.Conditions, conditions.Ready).Message, "closed by window"))
 }
+
+func TestNextStatusReportsApprovalsAndRequeuesAtTheirExpiry(t *testing.T) {
+	until := metav1.NewTime(friday.Add(30 * time.Minute))
+	g := newGate(gatingv1alpha1.GateSpec{Closed: true, Approvals: []gatingv1alpha1.GateApproval{
+		{Revision: "main@sha1:" + strings.Repeat("a", 40), By: "alice"},
+		{Revision: "6.0.1", Until: &until},
+	}})
+	g, out := evolve(g, friday)
+	require.Len(t, g.Status.Approvals, 2)
+	assert.Equal(t, "alice", g.Status.Approvals[0].By)
+	require.NotNil(t, g.Status.Approvals[0].At, "an approval without a time is dated when the controller first sees it")
+	assert.True(t, g.Status.Approvals[0].At.Time.Equal(friday))
+	assert.Equal(t, "main@sha1:aaaaaaaaaaaa, 6.0.1", g.Status.Approved)
+	assert.False(t, g.Status.Open, "approvals let revisions through; they do not open the gate")
+	assert.Equal(t, 30*time.Minute, out.Requeue, "evaluated again when the approval expires")
+
+	g, out = evolve(g, until.Time)
+	require.Len(t, g.Status.Approvals, 1, "the expired approval is dropped from status")
+	assert.True(t, g.Status.Approvals[0].At.Time.Equal(friday), "the first time stays")
+	assert.Equal(t, "main@sha1:aaaaaaaaaaaa", g.Status.Approved)
+	assert.Zero(t, out.Requeue, "nothing else will change")
+}

@@ -15,8 +15,14 @@ import (
 
 // TargetHandler enqueues a watched kind's targets when they change, and the gates whose held
 // lists may change with them. Objects that neither reference a gate nor carry a hold are ignored,
-// so the controller does no work for the rest of a kind.
-func TargetHandler(w *Watched, targets, gates handler.Enqueuer) cache.ResourceEventHandler {
+// so the controller does no work for the rest of a kind, except sources that targets follow
+// for an approval of their revision: a change of one brings those targets back.
+func TargetHandler(w *Watched, targets, gates handler.Enqueuer, followers *Followers) cache.ResourceEventHandler {
+	enqueueFollowers := func(m metav1.Object) {
+		for _, key := range followers.Of(Key(w.GroupResource(), m)) {
+			targets.Enqueue(key)
+		}
+	}
 	enqueueGates := func(objs ...metav1.Object) {
 		for _, o := range objs {
 			for _, ref := range gatesOf(o) {
@@ -26,6 +32,9 @@ func TargetHandler(w *Watched, targets, gates handler.Enqueuer) cache.ResourceEv
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
+			if m, ok := handler.Object(obj); ok {
+				enqueueFollowers(m)
+			}
 			if m, ok := handler.Object(obj); ok && isTarget(m) {
 				targets.Enqueue(Key(w.GroupResource(), m))
 				enqueueGates(m)
@@ -37,6 +46,7 @@ func TargetHandler(w *Watched, targets, gates handler.Enqueuer) cache.ResourceEv
 			if !okOld || !okNew || oldM.GetResourceVersion() == newM.GetResourceVersion() {
 				return
 			}
+			enqueueFollowers(newM)
 			if !isTarget(oldM) && !isTarget(newM) {
 				return
 			}
@@ -46,6 +56,9 @@ func TargetHandler(w *Watched, targets, gates handler.Enqueuer) cache.ResourceEv
 			}
 		},
 		DeleteFunc: func(obj any) {
+			if m, ok := handler.Object(obj); ok {
+				enqueueFollowers(m)
+			}
 			if m, ok := handler.Object(obj); ok && isTarget(m) {
 				targets.Enqueue(Key(w.GroupResource(), m))
 				enqueueGates(m)
@@ -106,10 +119,19 @@ type gateView struct {
 	open, evaluated      bool
 	condition            metav1.ConditionStatus
 	reason, message      string
+	// approvals are the approved revisions and their expiries, which decide for closed gates.
+	approvals string
 }
 
 func verdictView(g *gatingv1alpha1.Gate) gateView {
 	v := gateView{generation: g.Generation, observed: g.Status.ObservedGeneration, open: g.Status.Open, reason: g.Status.Reason, message: g.Status.Message}
+	for _, a := range g.Status.Approvals {
+		v.approvals += a.Revision + "|"
+		if a.Until != nil {
+			v.approvals += a.Until.UTC().Format(time.RFC3339)
+		}
+		v.approvals += ";"
+	}
 	if c := meta.FindStatusCondition(g.Status.Conditions, gatingv1alpha1.ConditionOpen); c != nil {
 		v.evaluated, v.condition = true, c.Status
 	}

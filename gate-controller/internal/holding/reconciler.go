@@ -51,7 +51,9 @@ type Reconciler struct {
 	Recorder record.EventRecorder
 	Metrics  *metrics.Gates
 	Latency  *Latency
-	Log      *slog.Logger
+	// Followers are the targets that wait on their source's revision for an approval.
+	Followers *Followers
+	Log       *slog.Logger
 	// Clock is the time; the manager's in a process, a fake one in tests.
 	Clock clock.PassiveClock
 
@@ -83,7 +85,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, nil
 	}
 
-	v, wait := r.verdict(w, m)
+	v, wait, err := r.verdict(ctx, w, m)
+	if err != nil {
+		return controller.Result{}, err
+	}
 	if wait > 0 {
 		return controller.Result{RequeueAfter: wait}, nil
 	}
@@ -140,45 +145,33 @@ type verdict struct {
 	invalid bool
 }
 
-// verdict reads the target's gates. It asks the caller to wait while a referenced gate's current
-// spec has not been evaluated yet.
-func (r *Reconciler) verdict(w *Watched, m metav1.Object) (verdict, time.Duration) {
-	annotations := m.GetAnnotations()
-	value, targeted := annotations[gate.GatesAnnotation]
-	if !targeted {
-		return verdict{}, 0
+// verdict reads the target's gates, and its source's revision when a closed gate approves
+// revisions. It asks the caller to wait while a referenced gate's current spec has not been
+// evaluated yet, and fails only when the revision cannot be read for now.
+func (r *Reconciler) verdict(ctx context.Context, w *Watched, m metav1.Object) (verdict, time.Duration, error) {
+	key := Key(w.GroupResource(), m)
+	v, refs, require, wait := r.gateVerdict(w, m)
+	if refs == nil || wait > 0 {
+		r.Followers.Unfollow(key)
+		return v, wait, nil
 	}
-	refs, refsErr := gate.ParseRefs(value, m.GetNamespace())
-	require, requireErr := gate.ParseRequire(annotations[gate.RequireAnnotation])
-	if refsErr != nil || requireErr != nil {
-		// Fail closed: a target whose gates cannot be read waits until someone fixes every problem.
-		var problems []string
-		for _, err := range []error{refsErr, requireErr} {
-			if err != nil {
-				problems = append(problems, err.Error())
-			}
+	subject := gate.Subject{Now: r.now()}
+	if gate.NeedsRevision(refs, r.lookup) {
+		var err error
+		if subject.Revision, subject.Unknown, err = r.revision(ctx, w, m, key); err != nil {
+			return verdict{}, 0, err
 		}
-		return verdict{Verdict: hold.Verdict{Hold: true, Reason: "held: " + strings.Join(problems, "; ")}, invalid: true}, 0
+	} else {
+		r.Followers.Unfollow(key)
 	}
-	if isGate(w) {
-		// A gate is never held by itself: the references that lead back to it are ignored, and
-		// the gate reports the cycle in its status.
-		refs, _ = gate.Acyclic(gate.Ref{Namespace: m.GetNamespace(), Name: m.GetName()}, refs, r.refsOf)
-		if len(refs) == 0 {
-			return verdict{}, 0
-		}
-	}
-	if wait := r.waitForStaleGates(refs); wait > 0 {
-		return verdict{}, wait
-	}
-	a := gate.Allows(refs, require, r.lookup)
+	a := gate.AllowsFor(subject, refs, require, r.lookup)
 	var denying []string
 	for _, ref := range append(slices.Clone(a.Missing), a.Denying...) {
 		denying = append(denying, ref.String())
 	}
-	v := hold.Verdict{Hold: !a.Allowed, Reason: a.Message, Gates: denying}
-	v.DenyManualSyncs = v.Hold && w.GVR.GroupVersion().WithKind(w.Kind.Kind).GroupKind() == hold.ArgoCDApplications && r.denyManualSyncs(a.Denying)
-	return verdict{Verdict: v, missing: a.Missing}, 0
+	held := hold.Verdict{Hold: !a.Allowed, Reason: a.Message, Gates: denying}
+	held.DenyManualSyncs = held.Hold && w.GVR.GroupVersion().WithKind(w.Kind.Kind).GroupKind() == hold.ArgoCDApplications && r.denyManualSyncs(a.Denying)
+	return verdict{Verdict: held, missing: a.Missing}, 0, nil
 }
 
 // denyManualSyncs reports whether one of the denying gates says a held Application may not be
@@ -190,6 +183,40 @@ func (r *Reconciler) denyManualSyncs(denying []gate.Ref) bool {
 		}
 	}
 	return false
+}
+
+// gateVerdict reads the gates a target references. It returns the refs to decide on, or nil refs
+// with the verdict already made (no gates, or gates that cannot be read), or a wait.
+func (r *Reconciler) gateVerdict(w *Watched, m metav1.Object) (verdict, []gate.Ref, gate.Require, time.Duration) {
+	annotations := m.GetAnnotations()
+	value, targeted := annotations[gate.GatesAnnotation]
+	if !targeted {
+		return verdict{}, nil, "", 0
+	}
+	refs, refsErr := gate.ParseRefs(value, m.GetNamespace())
+	require, requireErr := gate.ParseRequire(annotations[gate.RequireAnnotation])
+	if refsErr != nil || requireErr != nil {
+		// Fail closed: a target whose gates cannot be read waits until someone fixes every problem.
+		var problems []string
+		for _, err := range []error{refsErr, requireErr} {
+			if err != nil {
+				problems = append(problems, err.Error())
+			}
+		}
+		return verdict{Verdict: hold.Verdict{Hold: true, Reason: "held: " + strings.Join(problems, "; ")}, invalid: true}, nil, "", 0
+	}
+	if isGate(w) {
+		// A gate is never held by itself: the references that lead back to it are ignored, and
+		// the gate reports the cycle in its status.
+		refs, _ = gate.Acyclic(gate.Ref{Namespace: m.GetNamespace(), Name: m.GetName()}, refs, r.refsOf)
+		if len(refs) == 0 {
+			return verdict{}, nil, "", 0
+		}
+	}
+	if wait := r.waitForStaleGates(refs); wait > 0 {
+		return verdict{}, nil, "", wait
+	}
+	return verdict{}, refs, require, 0
 }
 
 func (r *Reconciler) lookup(ns, name string) (*gatingv1alpha1.Gate, error) {

@@ -211,8 +211,9 @@ func TestKubectlGetGatesShowsHoldingZero(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	require.Len(t, lines, 2, "%s", out)
 	header, row := strings.Fields(lines[0]), strings.Fields(lines[1])
-	require.Equal(t, []string{"NAME", "OPEN", "REASON", "NEXT", "CHANGE", "HOLDING", "AGE"}, header)
-	// NEXT CHANGE is empty for a gate closed by hand, so the row has one field fewer.
+	require.Equal(t, []string{"NAME", "OPEN", "REASON", "NEXT", "CHANGE", "HOLDING", "APPROVED", "AGE"}, header)
+	// NEXT CHANGE is empty for a gate closed by hand, and APPROVED for one that approves nothing,
+	// so the row has two fields fewer.
 	require.Len(t, row, 5, "%s", out)
 	assert.Equal(t, []string{"idle", "false", "Manual", "0"}, row[:4])
 }

@@ -96,7 +96,7 @@ func printGates(out io.Writer, gates []gatingv1alpha1.Gate, withNamespace, wide 
 	}
 	fmt.Fprint(w, "NAME\tSTATE\tREASON\tNEXT CHANGE\tHOLDING\t")
 	if wide {
-		fmt.Fprint(w, "LAST CHANGE\tWINDOWS\tOVERRIDE UNTIL\t")
+		fmt.Fprint(w, "LAST CHANGE\tWINDOWS\tOVERRIDE UNTIL\tAPPROVED\t")
 	}
 	fmt.Fprintln(w, "MESSAGE")
 	for _, g := range gates {
@@ -110,7 +110,7 @@ func printGates(out io.Writer, gates []gatingv1alpha1.Gate, withNamespace, wide 
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t", g.Name, stateName(&g), orDash(g.Status.Reason), next, g.Status.Holding)
 		message := oneLine(g.Status.Message)
 		if wide {
-			fmt.Fprintf(w, "%s\t%d\t%s\t", ago(g.Status.LastTransitionTime, now), len(g.Spec.Windows), overrideUntil(g.Spec.Override))
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t", ago(g.Status.LastTransitionTime, now), len(g.Spec.Windows), overrideUntil(g.Spec.Override), orDash(g.Status.Approved))
 		} else {
 			message = capWidth(message, MaxMessageColumn)
 		}

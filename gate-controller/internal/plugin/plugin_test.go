@@ -56,6 +56,11 @@ func TestUsageErrorsExitWithTwo(t *testing.T) {
 		{"suspend", "kustomizations"},
 		{"suspend", "ks/apps", "--all"},
 		{"resume", "ks", "--all", "-l", "a=b"},
+		{"approve", "prod"},
+		{"approve", "prod", "--revision", " "},
+		{"approve", "prod", "--revision", "6.0.1", "--for", "-1h"},
+		{"approve", "prod", "--revision", "6.0.1", "-A"},
+		{"approve", "--revision", "6.0.1"},
 	} {
 		_, err := run(args...)
 		require.Error(t, err, args)
@@ -104,7 +109,7 @@ func TestListPrintsWideAndNameAndCapsTheMessage(t *testing.T) {
 	list := &gatingv1alpha1.GateList{Items: []gatingv1alpha1.Gate{{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "prod"},
 		Spec:       gatingv1alpha1.GateSpec{Closed: true, Message: long},
-		Status: gatingv1alpha1.GateStatus{Reason: gatingv1alpha1.ReasonManual, Message: long, LastTransitionTime: &changed,
+		Status: gatingv1alpha1.GateStatus{Reason: gatingv1alpha1.ReasonManual, Message: long, LastTransitionTime: &changed, Approved: "main@sha1:aaaaaaaaaaaa",
 			Conditions: []metav1.Condition{{Type: gatingv1alpha1.ConditionOpen, Status: metav1.ConditionFalse}}},
 	}}}
 
@@ -120,6 +125,9 @@ func TestListPrintsWideAndNameAndCapsTheMessage(t *testing.T) {
 	require.NoError(t, printList(&wide, list, "wide", true, now))
 	assert.Contains(t, wide.String(), "LAST CHANGE")
 	assert.Contains(t, wide.String(), "60m ago")
+	assert.Contains(t, wide.String(), "APPROVED")
+	assert.Contains(t, wide.String(), "main@sha1:aaaaaaaaaaaa", "-o wide shows the approved revisions")
+	assert.NotContains(t, table.String(), "APPROVED", "the narrow table keeps its columns")
 	assert.Contains(t, wide.String(), strings.TrimSpace(long), "-o wide prints the whole message")
 	assert.True(t, strings.HasPrefix(wide.String(), "NAMESPACE"))
 
@@ -131,7 +139,7 @@ func TestListPrintsWideAndNameAndCapsTheMessage(t *testing.T) {
 // -v is kubectl's verbosity, not taken by any command.
 func TestVerbosityFlagIsKubectls(t *testing.T) {
 	cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
-	for _, verb := range []string{"list", "open", "close", "suspend", "resume"} {
+	for _, verb := range []string{"list", "open", "close", "suspend", "resume", "approve"} {
 		sub, _, err := cmd.Find([]string{verb})
 		require.NoError(t, err)
 		require.NoError(t, sub.ParseFlags([]string{"-v=6"}), verb)

@@ -62,7 +62,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &options{flags: genericclioptions.NewConfigFlags(true), IOStreams: streams}
 	root := &cobra.Command{
 		Use:   "gate",
-		Short: "Open, close and list Sluice Gates; suspend or resume any object with a reason",
+		Short: "Open, close, approve revisions through and list Sluice Gates; suspend or resume any object with a reason",
 		Long: `Open, close and list Sluice Gates, and suspend or resume any object with a reason.
 
 A closed gate holds every object that references it through the gating.sluice.dev/gates
@@ -73,6 +73,7 @@ annotation; the gate-controller suspends them and resumes them when the gate ope
   kubectl gate close prod -m "release 1.4 sign-off pending"
   kubectl gate close -A -l tier=prod -m "incident INC-123"
   kubectl gate open prod --for 1h -m "hotfix for INC-123"   # then closed by hand again
+  kubectl gate approve prod --revision main@sha1:<sha> -m "signed off"   # that revision only
   kubectl gate suspend kustomization/apps -m "migrating the database, ask #platform"
   kubectl gate resume kustomization/apps --wait`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl gate"},
@@ -86,10 +87,10 @@ annotation; the gate-controller suspends them and resumes them when the gate ope
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: ExitUsage, Err: err} })
 	o.flags.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false,
-		"list or select across every namespace; with open, close, suspend and resume, select with --all or -l")
+		"list or select across every namespace; with open, close, approve, suspend and resume, select with --all or -l")
 	addVerbosity(root.PersistentFlags())
 	root.AddCommand(newOpenCloseCommand(o, true), newOpenCloseCommand(o, false), newListCommand(o),
-		newSuspendCommand(o), newResumeCommand(o))
+		newSuspendCommand(o), newResumeCommand(o), newApproveCommand(o))
 	return root
 }
 

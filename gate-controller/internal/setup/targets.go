@@ -12,14 +12,15 @@ import (
 func (w *wiring) addTargets() error {
 	m := w.m
 	c := m.NewController("gate-targets", &holding.Reconciler{
-		Registry: w.registry,
-		Gates:    w.gates.Lister(),
-		Dynamic:  m.Dynamic,
-		Recorder: m.Recorder,
-		Metrics:  w.metrics,
-		Latency:  w.latency,
-		Log:      m.Log,
-		Clock:    m.Clock,
+		Registry:  w.registry,
+		Gates:     w.gates.Lister(),
+		Dynamic:   m.Dynamic,
+		Recorder:  m.Recorder,
+		Metrics:   w.metrics,
+		Latency:   w.latency,
+		Followers: w.followers,
+		Log:       m.Log,
+		Clock:     m.Clock,
 	})
 	w.targetController = c
 	if err := handler.Register(handler.Watch(w.gates.Informer(), holding.GateHandler(w.registry, c, w.latency))); err != nil {
@@ -32,7 +33,7 @@ func (w *wiring) addTargets() error {
 		Metadata:  m.Metadata,
 		Registry:  w.registry,
 		OnWatch: func(watched *holding.Watched) error {
-			_, err := watched.Informer.AddEventHandler(holding.TargetHandler(watched, c, w.gateController))
+			_, err := watched.Informer.AddEventHandler(holding.TargetHandler(watched, c, w.gateController, w.followers))
 			return err
 		},
 		Metrics: w.metrics,

@@ -17,7 +17,9 @@ type wiring struct {
 	gates    gatinginformers.GateInformer
 	registry *holding.Registry
 	latency  *holding.Latency
-	metrics  *metrics.Gates
+	// followers are the targets that wait on a source's revision for an approval.
+	followers *holding.Followers
+	metrics   *metrics.Gates
 
 	gateController, targetController *controller.Controller
 }
@@ -28,9 +30,10 @@ func newWiring(m *manager.Manager, cfg Config) *wiring {
 	}
 	return &wiring{
 		m: m, cfg: cfg,
-		gates:    m.SluiceInformers.Gating().V1alpha1().Gates(),
-		registry: holding.NewRegistry(),
-		latency:  holding.NewLatency(),
-		metrics:  metrics.New(m.Metrics),
+		gates:     m.SluiceInformers.Gating().V1alpha1().Gates(),
+		registry:  holding.NewRegistry(),
+		latency:   holding.NewLatency(),
+		followers: holding.NewFollowers(),
+		metrics:   metrics.New(m.Metrics),
 	}
 }

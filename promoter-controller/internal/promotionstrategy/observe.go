@@ -186,7 +186,7 @@ func (r *Reconciler) observeEnvironment(ctx context.Context, repo *git.Repositor
 	env.ActiveChecks = statuses.checks(statusKeys(ps.Spec.ActiveCommitStatuses, e.ActiveCommitStatuses), active)
 	env.ProposedChecks = statuses.checks(statusKeys(ps.Spec.ProposedCommitStatuses, e.ProposedCommitStatuses), proposed)
 	if e.Gates != nil {
-		env.Gates = r.gates(ps.Namespace, e.Gates)
+		env.Gates = r.gates(ps.Namespace, e.Gates, env.Proposed.DrySHA)
 	}
 	holds, err := r.Holds.For(ps.Namespace, ps.Name, e.Branch)
 	if err != nil {
@@ -224,7 +224,9 @@ func mergedDry(repo *git.Repository, head string) *mergedCommit {
 	return m
 }
 
-func (r *Reconciler) gates(ns string, sel *promoterv1alpha1.GateSelector) *promotion.GateVerdict {
+// gates is the verdict of an environment's gates on promoting the proposed dry commit: a closed
+// gate that approves revisions lets through only the dry SHAs it approves.
+func (r *Reconciler) gates(ns string, sel *promoterv1alpha1.GateSelector, proposedDrySHA string) *promotion.GateVerdict {
 	refs := make([]gate.Ref, len(sel.Refs))
 	for i, g := range sel.Refs {
 		refs[i] = gate.Ref{Namespace: g.Namespace, Name: g.Name}
@@ -236,7 +238,11 @@ func (r *Reconciler) gates(ns string, sel *promoterv1alpha1.GateSelector) *promo
 	if err != nil {
 		return &promotion.GateVerdict{Message: err.Error()}
 	}
-	v := gate.Allows(refs, require, func(namespace, name string) (*gatingv1alpha1.Gate, error) {
+	subject := gate.Subject{Revision: proposedDrySHA, Now: r.Clock.Now()}
+	if proposedDrySHA == "" {
+		subject.Unknown = "the proposed commit names no dry commit"
+	}
+	v := gate.AllowsFor(subject, refs, require, func(namespace, name string) (*gatingv1alpha1.Gate, error) {
 		return r.Gates.Gates(namespace).Get(name)
 	})
 	return &promotion.GateVerdict{Allowed: v.Allowed, Message: v.Message}

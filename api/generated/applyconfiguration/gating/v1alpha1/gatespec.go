@@ -70,6 +70,12 @@ type GateSpecApplyConfiguration struct {
 	// it until the override is removed or replaced. `kubectl gate open|close NAME --for D` fills
 	// replaces from the gate as it was.
 	Override *GateOverrideApplyConfiguration `json:"override,omitempty"`
+	// Approvals let named revisions through a closed gate, and nothing else: an object the gate
+	// holds is released while its source is at an approved revision, and held again when its
+	// source moves to one that is not approved. A promotion through an environment the gate
+	// guards goes ahead only for an approved dry SHA. An open gate lets everything through, so
+	// approvals matter only while it is closed. `kubectl gate approve NAME --revision REV` adds one.
+	Approvals []GateApprovalApplyConfiguration `json:"approvals,omitempty"`
 }
 
 // GateSpecApplyConfiguration constructs a declarative configuration of the GateSpec type for use with
@@ -128,5 +134,18 @@ func (b *GateSpecApplyConfiguration) WithWindows(values ...*GateWindowApplyConfi
 // If called multiple times, the Override field is set to the value of the last call.
 func (b *GateSpecApplyConfiguration) WithOverride(value *GateOverrideApplyConfiguration) *GateSpecApplyConfiguration {
 	b.Override = value
+	return b
+}
+
+// WithApprovals adds the given value to the Approvals field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Approvals field.
+func (b *GateSpecApplyConfiguration) WithApprovals(values ...*GateApprovalApplyConfiguration) *GateSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithApprovals")
+		}
+		b.Approvals = append(b.Approvals, *values[i])
+	}
 	return b
 }

@@ -51,6 +51,11 @@ type GateStatusApplyConfiguration struct {
 	Holding *int32 `json:"holding,omitempty"`
 	// Held lists objects the gate currently holds, at most 50 of them; holding has the full count.
 	Held []HeldObjectApplyConfiguration `json:"held,omitempty"`
+	// Approvals are the revisions spec.approvals lets through while the gate is closed, without
+	// those that have expired: what, who approved it and when, and until when.
+	Approvals []GateApprovalApplyConfiguration `json:"approvals,omitempty"`
+	// Approved summarises status.approvals for kubectl get: the approved revisions, shortened.
+	Approved *string `json:"approved,omitempty"`
 	// ExpiredOverride is the override in spec that has expired and no longer affects the gate.
 	// It is reported until spec.override is removed or replaced.
 	ExpiredOverride *GateOverrideApplyConfiguration `json:"expiredOverride,omitempty"`
@@ -154,6 +159,27 @@ func (b *GateStatusApplyConfiguration) WithHeld(values ...*HeldObjectApplyConfig
 		}
 		b.Held = append(b.Held, *values[i])
 	}
+	return b
+}
+
+// WithApprovals adds the given value to the Approvals field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Approvals field.
+func (b *GateStatusApplyConfiguration) WithApprovals(values ...*GateApprovalApplyConfiguration) *GateStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithApprovals")
+		}
+		b.Approvals = append(b.Approvals, *values[i])
+	}
+	return b
+}
+
+// WithApproved sets the Approved field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Approved field is set to the value of the last call.
+func (b *GateStatusApplyConfiguration) WithApproved(value string) *GateStatusApplyConfiguration {
+	b.Approved = &value
 	return b
 }
 
