@@ -112,7 +112,7 @@ func (g *giteaFleet) apiLoop() error {
 		head := g.tmpl.Wave["refs/heads/"+e+"-next"]
 		for _, name := range g.names {
 			repo := scm.Repository{Owner: g.srv.AdminUser, Name: name}
-			pr, err := p.CreatePullRequest(g.ctx, repo, scm.NewPullRequest{Title: "Promote to " + e, Head: e + "-next", Base: e})
+			pr, err := openPullRequest(g.ctx, p, repo, e+"-next", e)
 			if err != nil {
 				return err
 			}
@@ -258,4 +258,21 @@ func (g *giteaFleet) reportIdle(b *testing.B, phase string, mark map[string]scmC
 	b.ReportMetric(perMin(sum.Adverts), phase+"-fetches/repo/min")
 	b.Logf("%s (%s): %d API calls (at most %d on one repository), %d ref advertisements, %d upload-packs",
 		phase, window, sum.API(), mostAPI, sum.Adverts, sum.Uploads)
+}
+
+// openPullRequest creates the pull request head -> base, and on an error (Gitea timing out under
+// load) looks for the one the request may have created before trying again, for up to 2 minutes.
+func openPullRequest(ctx context.Context, p scm.Provider, repo scm.Repository, head, base string) (*scm.PullRequest, error) {
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		pr, err := p.CreatePullRequest(ctx, repo, scm.NewPullRequest{Title: "Promote to " + base, Head: head, Base: base})
+		if err == nil {
+			return pr, nil
+		}
+		if found, findErr := p.FindOpenPullRequest(ctx, repo, head, base); findErr == nil && found != nil {
+			return found, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("open %s -> %s in %s: %w", head, base, repo.Name, err)
+		}
+	}
 }
