@@ -39,6 +39,7 @@ func (s *Server) advertise(name, dir, service string, w io.Writer, httpPrefix bo
 	srv := server.NewServer(storageLoader{open(dir)})
 	var ar *packp.AdvRefs
 	if service == transport.UploadPackServiceName {
+		s.adverts.Add(1)
 		sess, err := srv.NewUploadPackSession(anyEndpoint, nil)
 		if err != nil {
 			return err

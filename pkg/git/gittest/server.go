@@ -37,9 +37,15 @@ type Server struct {
 	locks      map[string]*sync.RWMutex
 	beforeLock func(repo string)
 
+	adverts  atomic.Int64
 	uploads  atomic.Int64
 	receives atomic.Int64
 }
+
+// Advertisements counts the ref advertisements for fetching (upload-pack), over HTTP and SSH:
+// every fetch starts with one, whether or not it then asks for objects, so this is the number
+// of fetches (and polls) the server answered.
+func (s *Server) Advertisements() int64 { return s.adverts.Load() }
 
 // Uploads counts the fetch requests that asked for objects (upload-pack requests past the ref
 // advertisement), over HTTP and SSH.

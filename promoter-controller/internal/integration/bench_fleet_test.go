@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,9 +43,9 @@ func fleetClient(b *testing.B) sluice.Interface {
 	return c
 }
 
-// BenchmarkFleet runs N PromotionStrategies (SLUICE_BENCH_STRATEGIES, default 100), each on a
-// repository of its own with dev, staging and prod, served by git http-backend, on one promoter
-// process, then on two processes sharded by label. A wave is a new dry commit hydrated into every
+// BenchmarkFleet runs N PromotionStrategies (SLUICE_BENCH_STRATEGIES), each on a repository of
+// its own with dev, staging and prod, served by git http-backend, on one promoter process, and
+// with SLUICE_BENCH_SHARDS=2 on two processes sharded by label too. A wave is a new dry commit hydrated into every
 // repository at once (each <env>-next and the notes ref move), announced by each strategy's
 // refresh annotation, as a plain git hydrator's CI does. It reports, for each run:
 //   - startup (first start, every repository cloned) and restart (same cache) time, until every
@@ -56,18 +57,19 @@ func fleetClient(b *testing.B) sluice.Interface {
 //
 // The baseline, in the same run, is one process looping over the same repositories with the
 // git CLI, doing the same merges and pushes (git-cli-loop): x-cli is the wave over that loop.
-// SLUICE_BENCH_IDLE_SECONDS (default 30) is how long idle polls are counted;
-// SLUICE_BENCH_SHARDS=1 skips the two-shard run.
+//
+// Sizes (the defaults keep make bench short; see docs/benchmarks.md):
+//   - SLUICE_BENCH_STRATEGIES (default 20): the number of strategies and repositories;
+//   - SLUICE_BENCH_IDLE_SECONDS (default 10): how long idle polls are counted;
+//   - SLUICE_BENCH_SHARDS (default 1): 2 adds the run on two processes sharded by label;
+//   - SLUICE_BENCH_PROMOTER_ARGS: promoter flags, one run per ";"-separated variant in the same
+//     run, such as "--workers=2;--workers=4" (a before/after of a flag under the same load).
 func BenchmarkFleet(b *testing.B) {
 	testenv.SkipIfShort(b)
-	n := benchSize(b, "SLUICE_BENCH_STRATEGIES", 100)
+	n := benchSize(b, "SLUICE_BENCH_STRATEGIES", 20)
 	srv := newFleetServer(b)
 	tmpl := buildFleetTemplate(b)
-	// SLUICE_BENCH_PROMOTER_BIN runs another build (an earlier commit's) on the same fleet.
-	bin := os.Getenv("SLUICE_BENCH_PROMOTER_BIN")
-	if bin == "" {
-		bin = buildController(b)
-	}
+	bin := promoterBin(b)
 	var cliDev, cliAll time.Duration
 	b.Run(fmt.Sprintf("baseline-git-cli-loop-%d", n), func(b *testing.B) {
 		names := srv.serveCopies(b, tmpl, fmt.Sprintf("cli%d", b.N), n)
@@ -85,16 +87,46 @@ func BenchmarkFleet(b *testing.B) {
 		b.ReportMetric(cliDev.Seconds(), "wave-dev-s")
 		b.ReportMetric(cliAll.Seconds(), "wave-all-s")
 	})
-	shardCounts := []int{1, 2}
-	if os.Getenv("SLUICE_BENCH_SHARDS") == "1" {
-		shardCounts = shardCounts[:1]
+	shardCounts := []int{1}
+	if benchSize(b, "SLUICE_BENCH_SHARDS", 1) >= 2 {
+		shardCounts = append(shardCounts, 2)
 	}
 	for _, shards := range shardCounts {
-		b.Run(fmt.Sprintf("promoter-%d-strategies-%d-shards", n, shards), func(b *testing.B) {
-			fl := newFleet(b, srv, tmpl, bin, n, shards, b.N)
-			fl.run(b, cliDev, cliAll)
-		})
+		for _, args := range promoterArgs() {
+			name := fmt.Sprintf("promoter-%d-strategies-%d-shards", n, shards)
+			if len(args) > 0 {
+				name += "-" + strings.Join(args, "-")
+			}
+			b.Run(name, func(b *testing.B) {
+				fl := newFleet(b, srv, tmpl, bin, n, shards, b.N)
+				fl.args = args
+				fl.run(b, cliDev, cliAll)
+			})
+		}
 	}
+}
+
+// promoterArgs are the flag variants of SLUICE_BENCH_PROMOTER_ARGS, one run each; one run with
+// no extra flags when it is unset.
+func promoterArgs() [][]string {
+	v := os.Getenv("SLUICE_BENCH_PROMOTER_ARGS")
+	if v == "" {
+		return [][]string{nil}
+	}
+	var out [][]string
+	for _, variant := range strings.Split(v, ";") {
+		out = append(out, strings.Fields(variant))
+	}
+	return out
+}
+
+// promoterBin is the promoter binary the fleet benchmarks run: this tree's, or
+// SLUICE_BENCH_PROMOTER_BIN (another build, an earlier commit's, for a before/after).
+func promoterBin(b *testing.B) string {
+	if bin := os.Getenv("SLUICE_BENCH_PROMOTER_BIN"); bin != "" {
+		return bin
+	}
+	return buildController(b)
 }
 
 // fleet is one run: a namespace of n strategies and the promoter processes serving them.
@@ -107,6 +139,8 @@ type fleet struct {
 	names  []string
 	shards []*shard
 	ctx    context.Context
+	// args are extra flags for every promoter process.
+	args []string
 }
 
 // shard is one promoter process, its label value and its git cache.
@@ -153,10 +187,15 @@ func newFleet(b *testing.B, srv *fleetServer, tmpl *fleetTemplate, bin string, n
 
 // parallel calls do for every repository, 16 at a time, and returns the first error.
 func (f *fleet) parallel(do func(i int, name string) error) error {
+	return inParallel(f.names, 16, do)
+}
+
+// inParallel calls do for every name, width at a time, and returns the first error.
+func inParallel(names []string, width int, do func(i int, name string) error) error {
 	var wg sync.WaitGroup
-	errs := make(chan error, len(f.names))
-	sem := make(chan struct{}, 16)
-	for i, name := range f.names {
+	errs := make(chan error, len(names))
+	sem := make(chan struct{}, width)
+	for i, name := range names {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -175,15 +214,21 @@ func (f *fleet) parallel(do func(i int, name string) error) error {
 func (f *fleet) start(b *testing.B) {
 	b.Helper()
 	for _, s := range f.shards {
-		log, err := os.OpenFile(s.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		must(b, err)
-		b.Cleanup(func() { _ = log.Close() })
+		log := openLog(b, s.log)
 		var extra []string
 		if len(f.shards) > 1 {
 			extra = []string{"--watch-label-selector", "sluice.dev/shard=" + s.label}
 		}
-		s.cmd = runControllerProcess(b, f.bin, f.ns, s.cache, log, extra...)
+		s.cmd = runControllerProcess(b, f.bin, f.ns, s.cache, log, append(extra, f.args...)...)
 	}
+}
+
+// openLog opens path for appending a process's output, closed when the benchmark ends.
+func openLog(b *testing.B, path string) *os.File {
+	log, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	must(b, err)
+	b.Cleanup(func() { _ = log.Close() })
+	return log
 }
 
 func (f *fleet) stop() {
@@ -298,7 +343,7 @@ func (f *fleet) run(b *testing.B, cliDev, cliAll time.Duration) {
 	sum, most = f.srv.callsSince(mark, f.names)
 	f.perRepo(b, "wave", sum, most)
 
-	idle := time.Duration(benchSize(b, "SLUICE_BENCH_IDLE_SECONDS", 30)) * time.Second
+	idle := time.Duration(benchSize(b, "SLUICE_BENCH_IDLE_SECONDS", 10)) * time.Second
 	time.Sleep(5 * time.Second) // the wave's last status writes come back as events
 	mark = f.srv.snapshot()
 	time.Sleep(idle)

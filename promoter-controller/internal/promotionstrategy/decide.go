@@ -95,6 +95,13 @@ func decide(o *observation) decision {
 		verdict := promotion.Evaluate(o.Graph, rules, i, o.Order)
 		var plan envPlan
 		plan, states[i] = decideEnvironment(ps, e, verdict, &statuses[i], previous[e.Spec.Branch].Blocked, o.Now, &d.Announce)
+		if !o.Fetched {
+			// The open pull requests are looked at after a fetch only: what they look for (a merge
+			// or close outside Sluice) moves git or comes with the SCM's webhook, which fetches.
+			// Asked after every reconcile, each cost an SCM call (a GET of the pull request) per
+			// reconcile that followed Sluice's own writes, when nothing had changed.
+			plan.PullRequest.Enqueue = ""
+		}
 		d.Envs = append(d.Envs, plan)
 	}
 	d.Status.Environments = statuses

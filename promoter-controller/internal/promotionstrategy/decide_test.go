@@ -295,12 +295,27 @@ var decideCases = []decideCase{{
 		dev := running("dev", "d1")
 		dev.PullRequest = pullRequest(ps, "dev", promoterv1alpha1.PullRequestSpec{State: promoterv1alpha1.PullRequestOpen, ExpectedHeadSHA: sha("pdevd2")},
 			promoterv1alpha1.PullRequestStatus{State: promoterv1alpha1.PullRequestOpen})
-		return observe(t, ps, dev, running("staging", "d1"), running("prod", "d1"))
+		o := observe(t, ps, dev, running("staging", "d1"), running("prod", "d1"))
+		o.Fetched = true
+		return o
 	},
 	check: func(t *testing.T, d decision) {
 		require.NotNil(t, d.Envs[0].PullRequest.Update)
 		assert.Equal(t, promoterv1alpha1.PullRequestClosed, d.Envs[0].PullRequest.Update.Spec.State)
-		assert.Equal(t, "team/app-dev", d.Envs[0].PullRequest.Enqueue)
+		assert.Equal(t, "team/app-dev", d.Envs[0].PullRequest.Enqueue, "looked at after the fetch")
+	},
+}, {
+	name: "an open pull request is looked at after a fetch only",
+	obs: func(t *testing.T) *observation {
+		ps := strategy()
+		staging := proposing(running("staging", "d1"), "d2")
+		staging.PullRequest = pullRequest(ps, "staging", desiredSpec(ps, staging, promotion.Verdict{Proposed: true}),
+			promoterv1alpha1.PullRequestStatus{State: promoterv1alpha1.PullRequestOpen})
+		return observe(t, ps, proposing(running("dev", "d1"), "d2"), staging, running("prod", "d1"))
+	},
+	check: func(t *testing.T, d decision) {
+		assert.Empty(t, d.Envs[1].PullRequest.Enqueue, "a reconcile that did not fetch: nothing moved for it to find")
+		assert.Nil(t, d.Envs[1].PullRequest.Update, "its spec is already what is desired")
 	},
 }, {
 	name: "owned objects carry the strategy's labels, for a sharded promoter",

@@ -27,8 +27,8 @@ type pullRequestPlan struct {
 	Update  *promoterv1alpha1.PullRequest
 	// Started is announced once Create or Update succeeded.
 	Started *event
-	// Enqueue asks the PullRequest reconciler to look at an open PullRequest: the branches
-	// moved, and someone may have merged it outside Sluice.
+	// Enqueue asks the PullRequest reconciler to look at an open PullRequest after a fetch: the
+	// branches moved, and someone may have merged it outside Sluice.
 	Enqueue string
 }
 

@@ -28,6 +28,8 @@ type observation struct {
 	Envs     []environment
 	// Order holds every comparison of dry commits the rules need.
 	Order dryOrder
+	// Fetched is true when this reconcile fetched the repository: git may have moved.
+	Fetched bool
 }
 
 // environment is one environment as git, its PullRequest and the cluster show it.
@@ -99,13 +101,20 @@ func (r *Reconciler) observe(ctx context.Context, ps *promoterv1alpha1.Promotion
 	}
 	o, err := r.observeEnvironments(ctx, repo.Git, ps, graph)
 	if err != nil || fetched || !mergedElsewhere(repo.Git, o.Envs) {
+		if o != nil {
+			o.Fetched = fetched
+		}
 		return o, err
 	}
 	// A PullRequest merged on the SCM, which the cache has not seen: git moved after all.
 	if err := r.fetchFor(ctx, repo.Git, ps); err != nil {
 		return nil, err
 	}
-	return r.observeEnvironments(ctx, repo.Git, ps, graph)
+	o, err = r.observeEnvironments(ctx, repo.Git, ps, graph)
+	if o != nil {
+		o.Fetched = true
+	}
+	return o, err
 }
 
 // fetchFor fetches the strategy's branches and records the fetch with Fetches.

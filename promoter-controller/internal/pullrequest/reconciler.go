@@ -124,13 +124,15 @@ func (r *Reconciler) observe(ctx context.Context, repo *repository.Repository, p
 	return o, err
 }
 
-// gitHeads reads the source and target branches. A pull request to merge whose head the cache
-// already holds (its strategy fetched a moment ago, in the same shared cache) is read from the
-// cache: the merge's push is a compare-and-swap that fetches again if the target moved, so a
-// second fetch per promotion would only cost a round trip.
+// gitHeads reads the source and target branches. Two kinds of pull request are read from the
+// shared cache without a fetch of their own, so that an event costs one fetch, the strategy's:
+//   - one to merge whose head the cache already holds (its strategy fetched a moment ago): the
+//     merge's push is a compare-and-swap that fetches again if the target moved, so a second
+//     fetch per promotion would only cost a round trip;
+//   - an open one of a PromotionStrategy (see strategyFetches).
 func (r *Reconciler) gitHeads(ctx context.Context, repo *git.Repository, pr *promoterv1alpha1.PullRequest) (*gitHeads, error) {
 	src, dst := pr.Spec.SourceBranch, pr.Spec.TargetBranch
-	if !cachedHeadToMerge(repo, pr) {
+	if !cachedHeadToMerge(repo, pr) && !strategyFetches(repo, pr) {
 		start := time.Now()
 		err := repo.Fetch(ctx, src, dst)
 		r.Metrics.ObserveGit("fetch", start, err)
@@ -162,6 +164,29 @@ func cachedHeadToMerge(repo *git.Repository, pr *promoterv1alpha1.PullRequest) b
 	// A merge guarded by its base goes only onto that base, and never again onto another: a cache
 	// whose target is not the base is stale for it, and the fetch it saves would turn into a refusal.
 	return err == nil && (pr.Spec.ExpectedBaseSHA == "" || target == pr.Spec.ExpectedBaseSHA)
+}
+
+// strategyFetches reports whether pr is an open pull request of a PromotionStrategy whose
+// branches the cache holds. Such a pull request waits for its strategy to ask for the merge; what
+// its reconcile looks for in git is a merge made outside Sluice. The strategy fetches these same
+// branches, into the same cache, on every event that can move git (a refresh, a webhook, its
+// poll), and enqueues its open pull requests after each of its reconciles: so the cache is as new
+// as the strategy's last fetch, and a fetch here would find what the strategy's next one finds,
+// one round trip sooner, once per open pull request and strategy reconcile: five of the six ref
+// advertisements of a three-environment wave (TestAWaveFetchesItsRepositoryOnce).
+func strategyFetches(repo *git.Repository, pr *promoterv1alpha1.PullRequest) bool {
+	if pr.Spec.State != promoterv1alpha1.PullRequestOpen && pr.Spec.State != "" {
+		return false
+	}
+	owner := metav1.GetControllerOf(pr)
+	if owner == nil || owner.Kind != "PromotionStrategy" || owner.APIVersion != promoterv1alpha1.SchemeGroupVersion.String() {
+		return false
+	}
+	if _, err := repo.Resolve(pr.Spec.SourceBranch); err != nil {
+		return false
+	}
+	_, err := repo.Resolve(pr.Spec.TargetBranch)
+	return err == nil
 }
 
 // stall reports a repository or provider a person must fix, with a Warning Event once per new

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
 	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
@@ -255,4 +256,41 @@ func TestMergeFromAStaleCacheKeepsWhatTheTargetGained(t *testing.T) {
 	dev := g.repo.Branch(t, "dev")
 	assert.True(t, g.repo.IsAncestor(t, hotfix, dev), "the hotfix stays")
 	assert.True(t, g.repo.IsAncestor(t, g.proposed, dev), "the promotion lands")
+}
+
+// An open pull request of a strategy reads the cache its strategy fetches; one of anything else
+// (a revert's) fetches for itself. Both see a merge made outside Sluice once the cache holds it.
+func TestAnOpenPullRequestOfAStrategyReadsTheCache(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		owner   *metav1.OwnerReference
+		fetches float64
+	}{
+		{"strategy's", &metav1.OwnerReference{APIVersion: promoterv1alpha1.SchemeGroupVersion.String(), Kind: "PromotionStrategy",
+			Name: "app", UID: "u1", Controller: ptr.To(true)}, 0},
+		{"revert's", &metav1.OwnerReference{APIVersion: "rollback.sluice.dev/v1alpha1", Kind: "RevertCommit",
+			Name: "app", UID: "u2", Controller: ptr.To(true)}, 1},
+		{"no owner", nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newRig(t)
+			g.prime()
+			pr := gitPullRequest(promoterv1alpha1.PullRequestOpen, g.proposed)
+			if tc.owner != nil {
+				pr.OwnerReferences = []metav1.OwnerReference{*tc.owner}
+			}
+			g.put(pr)
+			g.reconcile()
+			assert.Equal(t, promoterv1alpha1.PullRequestOpen, g.sync().Status.State)
+			assert.Equal(t, tc.fetches, g.gitOps("fetch"))
+
+			// A person merges; the strategy's next fetch (here, prime) brings it into the cache.
+			g.repo.SetBranch(t, "dev", g.proposed)
+			g.prime()
+			g.reconcile()
+			got := g.sync()
+			assert.Equal(t, promoterv1alpha1.PullRequestMerged, got.Status.State)
+			assert.True(t, got.Status.MergedExternally)
+		})
+	}
 }
