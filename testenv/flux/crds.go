@@ -1,20 +1,17 @@
 package flux
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/modcache"
 )
 
 var (
@@ -35,18 +32,11 @@ func CRDPaths() ([]string, error) {
 // CacheDir is where the CRDs of these module versions are kept: $SLUICE_FLUX_CRDS, or a folder
 // under the user's cache directory shared by every clone on the machine.
 func CacheDir() (string, error) {
-	if dir := os.Getenv("SLUICE_FLUX_CRDS"); dir != "" {
-		return dir, nil
-	}
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache folder for the Flux CRDs; set SLUICE_FLUX_CRDS: %w", err)
-	}
 	var key []string
 	for _, s := range sources {
 		key = append(key, filepath.Base(strings.TrimSuffix(s.module, "/api"))+"-"+s.version)
 	}
-	return filepath.Join(base, "sluice", "flux-crds", strings.Join(key, "_")), nil
+	return modcache.Dir("SLUICE_FLUX_CRDS", filepath.Join("flux-crds", strings.Join(key, "_")))
 }
 
 func cachedCRDs() ([]string, error) {
@@ -54,19 +44,8 @@ func cachedCRDs() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := modcache.Ensure(dir, fill); err != nil {
 		return nil, err
-	}
-	unlock, err := lock(dir + ".lock")
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-
-	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
-		if err := populate(dir); err != nil {
-			return nil, err
-		}
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
@@ -79,36 +58,11 @@ func cachedCRDs() ([]string, error) {
 	return files, nil
 }
 
-// lock takes an exclusive lock on path, waiting for other processes that hold it.
-func lock(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		_ = f.Close()
-	}, nil
-}
-
-// populate fills dir through a temporary sibling renamed at the end, so an interrupted run
-// leaves nothing that looks complete.
-func populate(dir string) error {
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	// MkdirTemp makes the folder private; the cache is shared like the module cache.
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return err
-	}
+// fill downloads each module into tmp's CRDs: copied from the module where it ships them,
+// generated from its API types where it does not.
+func fill(tmp string) error {
 	for _, s := range sources {
-		moduleDir, err := download(s.module, s.version)
+		moduleDir, err := modcache.Download(s.module, s.version)
 		if err != nil {
 			return err
 		}
@@ -121,40 +75,7 @@ func populate(dir string) error {
 			return fmt.Errorf("CRDs of %s@%s: %w", s.module, s.version, err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dir)
-}
-
-// download fetches module@version into the module cache and returns its folder. It runs in an
-// empty folder outside any workspace, so no go.mod or go.work of the repository changes.
-func download(module, version string) (string, error) {
-	scratch, err := os.MkdirTemp("", "sluice-flux-download-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(scratch)
-	out, err := goCommand(scratch, "-mod=mod", "mod", "download", "-json", module+"@"+version)
-	var info struct {
-		Dir   string
-		Error string
-	}
-	if jsonErr := json.Unmarshal(out, &info); jsonErr != nil && err == nil {
-		err = jsonErr
-	}
-	switch {
-	case info.Error != "":
-		return "", fmt.Errorf("go mod download %s@%s: %s", module, version, info.Error)
-	case err != nil:
-		return "", fmt.Errorf("go mod download %s@%s: %w", module, version, err)
-	case info.Dir == "":
-		return "", fmt.Errorf("go mod download %s@%s reported no folder", module, version)
-	}
-	return info.Dir, nil
+	return nil
 }
 
 // generate runs controller-gen over the api types in moduleDir. The module ships its go.sum, so
@@ -166,7 +87,7 @@ func generate(moduleDir, out string) error {
 	}
 	cmd := exec.Command(bin, "crd:crdVersions=v1", "paths=./...", "output:crd:artifacts:config="+out)
 	cmd.Dir = moduleDir
-	cmd.Env = goEnv("-mod=readonly")
+	cmd.Env = modcache.Env("-mod=readonly")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("controller-gen: %w\n%s", err, b)
 	}
@@ -189,32 +110,10 @@ func controllerGen() (string, error) {
 		return "", err
 	}
 	tools := filepath.Join(root, "hack", "tools", "codegen")
-	if _, err := goCommand(tools, "", "build", "-o", bin+".tmp", "sigs.k8s.io/controller-tools/cmd/controller-gen"); err != nil {
+	if _, err := modcache.Go(tools, "", "build", "-o", bin+".tmp", "sigs.k8s.io/controller-tools/cmd/controller-gen"); err != nil {
 		return "", fmt.Errorf("build controller-gen in %s: %w", tools, err)
 	}
 	return bin, os.Rename(bin+".tmp", bin)
-}
-
-func goCommand(dir, modFlag string, args ...string) ([]byte, error) {
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	cmd.Env = goEnv(modFlag)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return out, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
-	}
-	return out, nil
-}
-
-// goEnv keeps the go command away from the repository's workspace and modules.
-func goEnv(modFlag string) []string {
-	env := append(os.Environ(), "GOWORK=off")
-	if modFlag != "" {
-		env = append(env, "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" "+modFlag))
-	}
-	return env
 }
 
 func copyCRDs(from, to string) error {
@@ -227,25 +126,7 @@ func copyCRDs(from, to string) error {
 	}
 	var errs []error
 	for _, f := range files {
-		errs = append(errs, copyFile(f, filepath.Join(to, filepath.Base(f))))
+		errs = append(errs, modcache.CopyFile(f, filepath.Join(to, filepath.Base(f))))
 	}
 	return errors.Join(errs...)
-}
-
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	// Module cache files are read-only; the copy is writable so the cache can be removed.
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		_ = out.Close()
-		return err
-	}
-	return out.Close()
 }
