@@ -1,6 +1,10 @@
 package store
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,4 +55,19 @@ func TestStripBookkeepingKeepsTheAnnotationsThePageReads(t *testing.T) {
 	got := out.(*metav1.PartialObjectMetadata)
 	assert.Empty(t, got.ManagedFields)
 	assert.Equal(t, map[string]string{"gating.sluice.dev/gates": "freeze", "reconcile.fluxcd.io/suspended": "held"}, got.Annotations)
+}
+
+// TestChartGrantsReadOnEveryTargetKind keeps charts/ui's ClusterRole and TargetKinds together:
+// a kind the UI reads without the right would be "not installed" on every cluster.
+func TestChartGrantsReadOnEveryTargetKind(t *testing.T) {
+	rbac, err := os.ReadFile(filepath.Join("..", "..", "..", "charts", "ui", "templates", "rbac.yaml"))
+	require.NoError(t, err)
+	granted := map[string][]string{}
+	rule := regexp.MustCompile(`- apiGroups: \[([^\]]*)\]\n\s+resources: \[([^\]]*)\]\n\s+verbs: \[get, list, watch\]\n`)
+	for _, m := range rule.FindAllStringSubmatch(string(rbac), -1) {
+		granted[m[1]] = append(granted[m[1]], strings.Split(m[2], ", ")...)
+	}
+	for _, k := range TargetKinds {
+		assert.Contains(t, granted[k.Resource.Group], k.Resource.Resource, "charts/ui grants get, list and watch on %s", k.Resource.GroupResource())
+	}
 }
