@@ -125,9 +125,13 @@ func (s *Store) Log(log *slog.Logger) {
 	s.Kinds.Log(log, func(missing []schema.GroupResource) string {
 		names := make([]string, 0, len(missing))
 		for _, gr := range missing {
-			names = append(names, gr.String())
+			name := gr.String()
+			if i := slices.IndexFunc(TargetKinds, func(t TargetKind) bool { return t.Resource.GroupResource() == gr }); i >= 0 {
+				name += " (" + TargetKinds[i].Project + ")"
+			}
+			names = append(names, name)
 		}
 		slices.Sort(names)
-		return strings.Join(names, ", ") + " (their pages show \"not installed\" until the charts that own them are installed)"
+		return strings.Join(names, ", ") + " (their pages show \"not installed\" until the charts or projects that own them are installed)"
 	})
 }
