@@ -1,4 +1,5 @@
-// Package store holds what the UI shows: one informer per Sluice kind, each started under
+// Package store holds what the UI shows: one informer per Sluice kind, and a metadata-only one
+// per Flux and Argo CD kind that gates hold (TargetKinds), each started under
 // crdwatch.Kinds once its CRD is installed, so a kind whose chart is missing is a quiet "not
 // installed" rather than an error. Every change is told to Changes, which the web server pushes
 // to browsers. Each kind's reading lives in a file of its own, so a field added to a kind later
@@ -33,6 +34,8 @@ type Store struct {
 	ManifestReleases *Kind
 	Repositories     *Kind
 	Providers        *Kind
+	// Targets are the Flux and Argo CD kinds gates hold, by TargetKinds: metadata only.
+	Targets []*Kind
 }
 
 // Kind is one resource's informer and what the UI calls it.
@@ -92,7 +95,12 @@ func New(client sluice.Interface, meta metadata.Interface, namespace string) (*S
 	s.ManifestReleases = add(manifestReleasesResource, "ManifestRelease", newManifestReleaseInformer)
 	s.Repositories = add(repositoriesResource, "ScmRepository", newRepositoryInformer)
 	s.Providers = add(providersResource, "ScmProvider", newProviderInformer)
-	for _, k := range s.All() {
+	for _, t := range TargetKinds {
+		k := &Kind{Resource: t.Resource.GroupResource(), Name: t.Kind, kinds: kinds, Informer: newTargetInformer(meta, t.Resource, namespace)}
+		kinds.Add(k.Resource, k.Informer)
+		s.Targets = append(s.Targets, k)
+	}
+	for _, k := range append(s.All(), s.Targets...) {
 		name := k.Name
 		notify := func(any) { s.Changes.Notify(name) }
 		if _, err := k.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -117,9 +125,13 @@ func (s *Store) Log(log *slog.Logger) {
 	s.Kinds.Log(log, func(missing []schema.GroupResource) string {
 		names := make([]string, 0, len(missing))
 		for _, gr := range missing {
-			names = append(names, gr.String())
+			name := gr.String()
+			if i := slices.IndexFunc(TargetKinds, func(t TargetKind) bool { return t.Resource.GroupResource() == gr }); i >= 0 {
+				name += " (" + TargetKinds[i].Project + ")"
+			}
+			names = append(names, name)
 		}
 		slices.Sort(names)
-		return strings.Join(names, ", ") + " (their pages show \"not installed\" until the charts that own them are installed)"
+		return strings.Join(names, ", ") + " (their pages show \"not installed\" until the charts or projects that own them are installed)"
 	})
 }

@@ -62,6 +62,30 @@ func TestPagesRenderTheirObjects(t *testing.T) {
 	}
 }
 
+// TestAGatePageListsTheObjectsThatReferenceIt: on a gate's own page, each referencing object
+// with its state and suspend reason, and the target kinds that are not installed.
+func TestAGatePageListsTheObjectsThatReferenceIt(t *testing.T) {
+	pages, err := parsePages()
+	require.NoError(t, err)
+	gate := &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "freeze"}}
+	data := gatesData{Gates: []*gatingv1alpha1.Gate{gate}, One: true, TargetsMissing: []string{"Application (Argo CD)"},
+		Targets: []view.Target{
+			{Kind: "Kustomization", Namespace: "team", Name: "apps", Held: true, Suspended: true, Reason: "held by team/freeze"},
+			{Kind: "Kustomization", Namespace: "team", Name: "db"},
+		}}
+	var buf bytes.Buffer
+	require.NoError(t, pages["gates"].ExecuteTemplate(&buf, "layout", page{Title: "gate", Now: time.Now(), Data: data}))
+	for _, w := range []string{"Objects that reference this gate", "<td>team/apps</td>", `badge bad">held`, "held by team/freeze",
+		"<td>team/db</td>", `badge ok">running`, "not listed: Application (Argo CD)"} {
+		assert.Contains(t, buf.String(), w)
+	}
+
+	buf.Reset()
+	data.One = false
+	require.NoError(t, pages["gates"].ExecuteTemplate(&buf, "layout", page{Title: "gates", Now: time.Now(), Data: data}))
+	assert.NotContains(t, buf.String(), "Objects that reference this gate", "only on a gate's own page")
+}
+
 // A RevertCommit started from the UI gets a valid name whatever its environment's branch holds.
 func TestRevertNamePrefixIsAValidGenerateName(t *testing.T) {
 	for _, c := range []struct{ strategy, branch, want string }{

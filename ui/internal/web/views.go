@@ -8,6 +8,7 @@ import (
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/ui/internal/store"
 	"github.com/sluicehq/sluice/ui/internal/view"
 )
 
@@ -27,6 +28,10 @@ type gatesData struct {
 	// One is set on a gate's own page.
 	One  bool
 	Done string
+	// Targets are the Flux and Argo CD objects that reference the gate (on its own page), read
+	// from their informers; TargetsMissing names the target kinds whose CRD is not installed.
+	Targets        []view.Target
+	TargetsMissing []string
 }
 
 func (s *Server) gates(w http.ResponseWriter, r *http.Request) {
@@ -43,10 +48,28 @@ func (s *Server) gates(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		data.Gates, data.One, title = []*gatingv1alpha1.Gate{g}, true, "Gate "+ns+"/"+name
+		data.Targets, data.TargetsMissing = s.gateTargets(ns, name)
 	} else {
 		data.Gates = filter(s.Store.GateList(), r.URL.Query().Get("q"))
 	}
-	s.render(w, r, http.StatusOK, "gates", page{Title: title, Nav: "gates", Watch: "Gate", Data: data})
+	watch := []string{"Gate"}
+	for _, t := range store.TargetKinds {
+		watch = append(watch, t.Kind)
+	}
+	s.render(w, r, http.StatusOK, "gates", page{Title: title, Nav: "gates", Watch: strings.Join(watch, ","), Data: data})
+}
+
+// gateTargets reads the objects that reference the gate namespace/name, and the target kinds
+// that are not installed, as "Application (Argo CD)".
+func (s *Server) gateTargets(namespace, name string) (targets []view.Target, missing []string) {
+	for _, r := range s.Store.Referencing(namespace, name) {
+		targets = append(targets, view.GateTarget(r.Kind, r.Object))
+	}
+	view.SortTargets(targets)
+	for _, t := range s.Store.MissingTargets() {
+		missing = append(missing, t.Kind+" ("+t.Project+")")
+	}
+	return targets, missing
 }
 
 type healthData struct {

@@ -1,0 +1,41 @@
+package view
+
+import (
+	"cmp"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/pkg/suspend"
+)
+
+// holdRecordAnnotation is where the gate-controller records a hold it placed on a target (its
+// hold.RecordAnnotation): present with the suspend annotation, the target is held by gates.
+const holdRecordAnnotation = "gating.sluice.dev/hold"
+
+// Target is an object that references a gate, as a gate's page lists it.
+type Target struct {
+	Kind, Namespace, Name string
+	// Held is true while the gate-controller holds it: its hold record and the suspend
+	// annotation are both on it.
+	Held bool
+	// Suspended is true while it carries the suspend annotation, held by gates or by a person.
+	Suspended bool
+	// Reason is the suspend annotation's value.
+	Reason string
+}
+
+// GateTarget reads what a gate's page shows of obj, an object of kind that references the gate.
+func GateTarget(kind string, obj metav1.Object) Target {
+	reason, suspended := suspend.Reason(obj)
+	_, recorded := obj.GetAnnotations()[holdRecordAnnotation]
+	return Target{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		Held: recorded && suspended, Suspended: suspended, Reason: reason}
+}
+
+// SortTargets orders targets by kind, namespace and name, so the list stays put as it updates.
+func SortTargets(targets []Target) {
+	slices.SortFunc(targets, func(a, b Target) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+}
