@@ -16,6 +16,9 @@ const (
 	GatesAnnotation = "gating.sluice.dev/gates"
 	// RequireAnnotation says how many of them must be open: "all" (the default) or "oneOf".
 	RequireAnnotation = "gating.sluice.dev/require"
+	// HoldAnnotation is the gate-controller's record of a hold it placed on an object: present
+	// with reconcile.fluxcd.io/suspended, the object is held by its gates.
+	HoldAnnotation = "gating.sluice.dev/hold"
 )
 
 // Ref names a Gate.

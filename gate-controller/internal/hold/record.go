@@ -10,7 +10,7 @@ import (
 )
 
 // RecordAnnotation carries the Record of a held target.
-const RecordAnnotation = "gating.sluice.dev/hold"
+const RecordAnnotation = gate.HoldAnnotation
 
 // ManualSyncsAnnotation marks a held Argo CD Application whose gates deny manual syncs, with the
 // value Deny. The gate-controller chart's ValidatingAdmissionPolicy refuses an update that starts a

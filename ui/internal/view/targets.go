@@ -6,12 +6,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
-
-// holdRecordAnnotation is where the gate-controller records a hold it placed on a target (its
-// hold.RecordAnnotation): present with the suspend annotation, the target is held by gates.
-const holdRecordAnnotation = "gating.sluice.dev/hold"
 
 // Target is an object that references a gate, as a gate's page lists it.
 type Target struct {
@@ -28,7 +25,7 @@ type Target struct {
 // GateTarget reads what a gate's page shows of obj, an object of kind that references the gate.
 func GateTarget(kind string, obj metav1.Object) Target {
 	reason, suspended := suspend.Reason(obj)
-	_, recorded := obj.GetAnnotations()[holdRecordAnnotation]
+	_, recorded := obj.GetAnnotations()[gate.HoldAnnotation]
 	return Target{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
 		Held: recorded && suspended, Suspended: suspended, Reason: reason}
 }
