@@ -124,12 +124,16 @@ func TestTheSameStateIsSentOnlyOnce(t *testing.T) {
 		Description: "healthy in staging", TargetURL: "https://dash.example.com/staging"}, got[0])
 
 	// Events on the object, its repository and its provider bring it back; none sends again.
+	// Each touch waits for its reconcile: touches that land while the key is still queued would
+	// be one reconcile, as the workqueue merges them.
 	before := outcomes(t, first, commitstatus.OutcomeUnchanged)
 	updateCommitStatus(t, ns, "health", func(cs *commitstatusv1alpha1.CommitStatus) { cs.Labels["touched"] = "1" })
+	waitOutcome(t, first, commitstatus.OutcomeUnchanged, before+1)
 	_, err := testenv.Update(ctx, env.Sluice.ScmV1alpha1().ScmRepositories(ns), "app", func(repo *scmv1alpha1.ScmRepository) {
 		metav1.SetMetaDataAnnotation(&repo.ObjectMeta, "touched", "1")
 	})
 	require.NoError(t, err)
+	waitOutcome(t, first, commitstatus.OutcomeUnchanged, before+2)
 	_, err = testenv.Update(ctx, env.Sluice.ScmV1alpha1().ScmProviders(ns), "github", func(provider *scmv1alpha1.ScmProvider) {
 		metav1.SetMetaDataAnnotation(&provider.ObjectMeta, "touched", "1")
 	})
