@@ -2,6 +2,7 @@ package pullrequest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -56,6 +57,11 @@ type plan struct {
 	Target string
 	// Err is an error to retry, found without acting.
 	Err error
+}
+
+// merges reports whether the plan merges the pull request.
+func (p plan) merges() bool {
+	return slices.Contains(p.Actions, actMergeGit) || slices.Contains(p.Actions, actMergeSCM)
 }
 
 // finished reports whether nothing is left to do for pr: merged, or closed and not asked to merge.

@@ -92,6 +92,13 @@ func (r *Reconciler) act(ctx, opCtx context.Context, cur, pr *promoterv1alpha1.P
 	if pl.Err != nil {
 		return r.fail(ctx, cur, pr, pl.Status, pl.Err)
 	}
+	if pl.merges() {
+		// A merge decided on a cache that has not seen this controller's own "merged" write yet
+		// would merge again if the target was put back on the base meanwhile: read it live first.
+		if current, err := r.cacheIsCurrent(ctx, cur); !current {
+			return controller.Result{}, err
+		}
+	}
 	status, err := r.apply(opCtx, repo, pr, &pl)
 	if err != nil {
 		return r.fail(ctx, cur, pr, status, err)
@@ -257,4 +264,17 @@ func (r *Reconciler) alignSpec(ctx context.Context, cur *promoterv1alpha1.PullRe
 		return nil
 	}
 	return err
+}
+
+// cacheIsCurrent reports whether the API server still holds the cached PullRequest. When it holds
+// a newer one, the update event brings the PullRequest back to be decided on that.
+func (r *Reconciler) cacheIsCurrent(ctx context.Context, cached *promoterv1alpha1.PullRequest) (bool, error) {
+	live, err := r.Client.PromoterV1alpha1().PullRequests(cached.Namespace).Get(ctx, cached.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("PullRequest %s/%s: %w", cached.Namespace, cached.Name, err)
+	}
+	return live.ResourceVersion == cached.ResourceVersion, nil
 }
