@@ -78,8 +78,9 @@ func TestPromotionMovesLiveOnThePipelinePage(t *testing.T) {
 	notReloaded := read(b, t, chromedp.Evaluate[bool](`window.sluiceNotReloaded === true`))
 	assert.True(t, notReloaded, "the page changed in place: it was never reloaded")
 
-	// The list links each environment to its place on the strategy's page.
-	within(b, t, chromedp.Navigate(url+"/pipelines?q=checkout"))
+	// The list links each environment to its place on the strategy's page. The search names the
+	// namespace too: other tests in this package run strategies called checkout.
+	within(b, t, chromedp.Navigate(url+"/pipelines?q="+ns+"/checkout"))
 	href := read(b, t, chromedp.AttributeValue(css(`a.chip`), "href")).Value
 	assert.True(t, strings.HasSuffix(href, "/pipelines/"+ns+"/checkout#env-env-dev"), href)
 	screenshot(b, t, "pipelines")
