@@ -146,7 +146,9 @@ type fleet struct {
 // shard is one promoter process, its label value and its git cache.
 type shard struct {
 	label, cache, log string
-	cmd               *exec.Cmd
+	// metrics is the address of the process's /metrics, read for its API calls.
+	metrics string
+	cmd     *exec.Cmd
 }
 
 func newFleet(b *testing.B, srv *fleetServer, tmpl *fleetTemplate, bin string, n, shards, iter int) *fleet {
@@ -161,7 +163,8 @@ func newFleet(b *testing.B, srv *fleetServer, tmpl *fleetTemplate, bin string, n
 	}, metav1.CreateOptions{})
 	must(b, err)
 	for s := range shards {
-		f.shards = append(f.shards, &shard{label: fmt.Sprint("s", s), cache: b.TempDir(), log: filepath.Join(b.TempDir(), "controller.log")})
+		f.shards = append(f.shards, &shard{label: fmt.Sprint("s", s), cache: b.TempDir(), log: filepath.Join(b.TempDir(), "controller.log"),
+			metrics: freeMetricsAddr(b)})
 	}
 	must(b, f.parallel(func(i int, name string) error {
 		_, err := f.client.ScmV1alpha1().ScmRepositories(f.ns).Create(f.ctx, &scmv1alpha1.ScmRepository{
@@ -219,6 +222,7 @@ func (f *fleet) start(b *testing.B) {
 		if len(f.shards) > 1 {
 			extra = []string{"--watch-label-selector", "sluice.dev/shard=" + s.label}
 		}
+		extra = append(extra, "--metrics-bind-address", s.metrics)
 		s.cmd = runControllerProcess(b, f.bin, f.ns, s.cache, log, append(extra, f.args...)...)
 	}
 }
@@ -250,7 +254,10 @@ func (f *fleet) pids() []int {
 func (f *fleet) waitAll(b *testing.B, timeout time.Duration, cond func(*promoterv1alpha1.PromotionStrategy) bool) {
 	b.Helper()
 	left := 0
-	err := waitFor(f.ctx, timeout, func(ctx context.Context) (bool, error) {
+	// Each check lists every strategy: at 1,000 strategies a list is megabytes the API server
+	// encodes on the same 2 cores the promoter runs on, so the checks are spaced out with size.
+	interval := max(250*time.Millisecond, time.Duration(len(f.names))*2*time.Millisecond)
+	err := waitEvery(f.ctx, timeout, interval, func(ctx context.Context) (bool, error) {
 		list, err := f.client.PromoterV1alpha1().PromotionStrategies(f.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -304,6 +311,34 @@ func (f *fleet) perRepo(b *testing.B, prefix string, sum, most gitCalls) {
 		prefix, float64(sum.Adverts)/n, float64(sum.Uploads)/n, float64(sum.Pushes)/n, float64(sum.Bytes)/n/1024, most.Adverts, most.Uploads, most.Pushes)
 }
 
+// apiCalls adds up what every promoter process reports of its Kubernetes API calls so far.
+func (f *fleet) apiCalls(b *testing.B) apiCalls {
+	sum := apiCalls{ByMethod: map[string]float64{}}
+	for _, s := range f.shards {
+		c, err := scrapeAPICalls(s.metrics)
+		must(b, err)
+		for m, v := range c.ByMethod {
+			sum.ByMethod[m] += v
+		}
+		sum.Conflicts += c.Conflicts
+		sum.RateLimitWait += c.RateLimitWait
+	}
+	return sum
+}
+
+// perPromotion reports Kubernetes API calls per promotion (one per environment per strategy),
+// and the time they waited for the client-side rate limiter.
+func (f *fleet) perPromotion(b *testing.B, prefix string, c apiCalls) {
+	promotions := float64(len(f.names) * len(fleetEnvs))
+	total := c.total()
+	b.ReportMetric(total/promotions, prefix+"-api-calls/promotion")
+	b.ReportMetric(c.ByMethod["GET"]/promotions, prefix+"-api-gets/promotion")
+	b.ReportMetric(c.Conflicts/promotions, prefix+"-api-conflicts/promotion")
+	b.ReportMetric(c.RateLimitWait, prefix+"-ratelimit-wait-s")
+	b.Logf("%s: %.0f Kubernetes API calls (%.1f per promotion) by method %v, %.0f conflicts; %.1f s waited for the client rate limiter in all",
+		prefix, total, total/promotions, c.ByMethod, c.Conflicts, c.RateLimitWait)
+}
+
 func (f *fleet) rss(b *testing.B, name string, mib []float64) {
 	for i, v := range mib {
 		b.ReportMetric(v, fmt.Sprintf("%s-rss-MiB-shard%d", name, i))
@@ -323,6 +358,7 @@ func (f *fleet) run(b *testing.B, cliDev, cliAll time.Duration) {
 	f.rss(b, "rest", (&rssSampler{}).now(f.pids()))
 
 	mark = f.srv.snapshot()
+	apiMark, serverMark := f.apiCalls(b), scrapeServerRequests(b)
 	sampler := sampleRSS(f.pids()...)
 	b.StartTimer()
 	start = time.Now()
@@ -342,6 +378,8 @@ func (f *fleet) run(b *testing.B, cliDev, cliAll time.Duration) {
 	}
 	sum, most = f.srv.callsSince(mark, f.names)
 	f.perRepo(b, "wave", sum, most)
+	f.perPromotion(b, "wave", f.apiCalls(b).minus(apiMark))
+	scrapeServerRequests(b).logSince(b, serverMark, len(f.names)*len(fleetEnvs))
 
 	idle := time.Duration(benchSize(b, "SLUICE_BENCH_IDLE_SECONDS", 10)) * time.Second
 	time.Sleep(5 * time.Second) // the wave's last status writes come back as events

@@ -388,6 +388,11 @@ func dirSize(dir string) int64 {
 
 // waitFor polls cond every 250 ms until it holds, for at most timeout.
 func waitFor(ctx context.Context, timeout time.Duration, cond func(context.Context) (bool, error)) error {
+	return waitEvery(ctx, timeout, 250*time.Millisecond, cond)
+}
+
+// waitEvery is waitFor checking every interval.
+func waitEvery(ctx context.Context, timeout, interval time.Duration, cond func(context.Context) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
@@ -398,7 +403,7 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func(context.Conte
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 }

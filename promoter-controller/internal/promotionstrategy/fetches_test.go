@@ -56,8 +56,7 @@ func TestReconcileFetchesOncePerEvent(t *testing.T) {
 	// Merged on the SCM: the cache has not seen it, the PullRequest says so.
 	g.repo.SetBranch(t, "dev", proposed)
 	pr.Status = promoterv1alpha1.PullRequestStatus{State: promoterv1alpha1.PullRequestMerged, MergedHeadSHA: proposed, MergeSHA: proposed}
-	_, err = g.client.PromoterV1alpha1().PullRequests("team").UpdateStatus(context.Background(), pr, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	g.mergedBySCM(pr)
 	ps := step("a merge the cache does not hold fetches", 3)
 	assert.Equal(t, d1, ps.Status.Environments[0].Active.DrySHA)
 	step("and once it holds it, no more", 3)

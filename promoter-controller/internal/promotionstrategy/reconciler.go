@@ -48,6 +48,7 @@ type Reconciler struct {
 	Client          sluice.Interface
 	Strategies      promoterlisters.PromotionStrategyLister
 	ProposedCommits promoterlisters.ProposedCommitLister
+	PullRequests    promoterlisters.PullRequestLister
 	CommitStatuses  commitstatuslisters.CommitStatusLister
 	Gates           gatinglisters.GateLister
 	Holds           HoldSource

@@ -27,6 +27,8 @@ import (
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
+	"k8s.io/utils/ptr"
+
 	"github.com/sluicehq/sluice/pkg/crds"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
@@ -62,7 +64,7 @@ func newRig(t *testing.T, envs ...string) *rig {
 	srv := gittest.NewServer(t)
 	g := &rig{t: t, client: fake.NewSimpleClientset(), events: record.NewFakeRecorder(100), reg: prometheus.NewRegistry(),
 		repo: srv.CreateRepo(t, "app"), holds: fakeHolds{}, indexers: map[string]cache.Indexer{}}
-	for _, kind := range []string{"strategies", "proposed", "statuses", "gates", "repos", "providers"} {
+	for _, kind := range []string{"strategies", "proposed", "pulls", "statuses", "gates", "repos", "providers"} {
 		g.indexers[kind] = newIndexer()
 	}
 	require.NoError(t, g.indexers["providers"].Add(&scmv1alpha1.ScmProvider{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "git"},
@@ -76,6 +78,7 @@ func newRig(t *testing.T, envs ...string) *rig {
 	g.r = &Reconciler{
 		Client: g.client, Strategies: promoterlisters.NewPromotionStrategyLister(g.indexers["strategies"]),
 		ProposedCommits: promoterlisters.NewProposedCommitLister(g.indexers["proposed"]),
+		PullRequests:    promoterlisters.NewPullRequestLister(g.indexers["pulls"]),
 		CommitStatuses:  commitstatuslisters.NewCommitStatusLister(g.indexers["statuses"]),
 		Gates:           gatinglisters.NewGateLister(g.indexers["gates"]), Holds: g.holds,
 		Repositories: &repository.Resolver{Kube: kubefake.NewClientset(), Repos: scmlisters.NewScmRepositoryLister(g.indexers["repos"]),
@@ -108,6 +111,9 @@ func (g *rig) sync() *promoterv1alpha1.PromotionStrategy {
 	for i := range list.Items {
 		require.NoError(g.t, g.indexers["proposed"].Update(&list.Items[i]))
 	}
+	pulls, err := g.client.PromoterV1alpha1().PullRequests("team").List(context.Background(), metav1.ListOptions{})
+	require.NoError(g.t, err)
+	require.NoError(g.t, g.indexers["pulls"].Replace(toObjects(pulls.Items), ""))
 	return ps
 }
 
@@ -139,6 +145,14 @@ func (g *rig) pullRequest() *promoterv1alpha1.PullRequest {
 	return pr
 }
 
+// mergedBySCM writes pr's status as the PullRequest reconciler does, and puts it in the cache as
+// its informer would.
+func (g *rig) mergedBySCM(pr *promoterv1alpha1.PullRequest) {
+	pr, err := g.client.PromoterV1alpha1().PullRequests("team").UpdateStatus(context.Background(), pr, metav1.UpdateOptions{})
+	require.NoError(g.t, err)
+	require.NoError(g.t, g.indexers["pulls"].Update(pr))
+}
+
 // A promotion runs create, merge (played here), record; a reconcile from the copy the cache held
 // before the record was written conflicts and announces nothing.
 func TestReconcilePromotesAndAnnouncesOnce(t *testing.T) {
@@ -166,8 +180,7 @@ func TestReconcilePromotesAndAnnouncesOnce(t *testing.T) {
 	// The PullRequest reconciler's part: merged (a fast-forward).
 	g.repo.SetBranch(t, "dev", proposed)
 	pr.Status = promoterv1alpha1.PullRequestStatus{State: promoterv1alpha1.PullRequestMerged, MergedHeadSHA: proposed, MergeSHA: proposed}
-	_, err = g.client.PromoterV1alpha1().PullRequests("team").UpdateStatus(context.Background(), pr, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	g.mergedBySCM(pr)
 
 	require.NoError(t, g.reconcile())
 	assert.Equal(t, []string{EventPromotionCompleted}, g.drainEvents())
@@ -213,4 +226,58 @@ func TestKindsReadFollowTheSpec(t *testing.T) {
 	spec.Environments = spec.Environments[:1]
 	spec.ActiveCommitStatuses = []promoterv1alpha1.CommitStatusSelector{{Key: "health"}}
 	assert.Equal(t, []schema.GroupResource{crds.ScmRepositories, crds.ScmProviders, crds.CommitStatuses}, kindsRead(spec))
+}
+
+func toObjects(prs []promoterv1alpha1.PullRequest) []any {
+	out := make([]any, len(prs))
+	for i := range prs {
+		out[i] = &prs[i]
+	}
+	return out
+}
+
+// pullRequestCalls are the verbs the reconciler sent for PullRequests since the last call.
+func (g *rig) pullRequestCalls() []string {
+	var out []string
+	for _, a := range g.client.Actions() {
+		if a.GetResource().Resource == "pullrequests" {
+			out = append(out, a.GetVerb())
+		}
+	}
+	g.client.ClearActions()
+	return out
+}
+
+// A PullRequest is read from the cache; only the cache's "not found" is read again live, so a
+// PullRequest the cache has not seen yet is never created twice.
+func TestAPullRequestIsReadLiveOnlyWhenTheCacheHasNone(t *testing.T) {
+	g := newRig(t, "dev")
+	g.create(&promoterv1alpha1.PromotionStrategy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "app", Generation: 1},
+		Spec: promoterv1alpha1.PromotionStrategySpec{RepositoryRef: promoterv1alpha1.LocalReference{Name: "app"}, DryBranch: "main",
+			Environments: []promoterv1alpha1.Environment{{Branch: "dev", AutoMerge: ptr.To(false)}}},
+	})
+	g.hydrate(g.repo.CommitFiles(t, "main", map[string]string{"values.yaml": "v: 1\n"}, "change"), "dev")
+	g.client.ClearActions()
+
+	require.NoError(t, g.reconcile())
+	assert.Equal(t, []string{"get", "create"}, g.pullRequestCalls(), "none in the cache: read live, then created")
+
+	ps, err := g.client.PromoterV1alpha1().PromotionStrategies("team").Get(context.Background(), "app", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, g.indexers["strategies"].Update(ps), "the strategy's own status write is in the cache, its PullRequest is not")
+	require.NoError(t, g.reconcile())
+	assert.Equal(t, []string{"get"}, g.pullRequestCalls(), "the cache has not seen the create: read live, not created again")
+	assert.Len(t, mustList(t, g), 1, "one PullRequest")
+
+	g.sync()
+	g.client.ClearActions()
+	require.NoError(t, g.reconcile())
+	assert.Empty(t, g.pullRequestCalls(), "the cache holds it: no call")
+}
+
+func mustList(t *testing.T, g *rig) []promoterv1alpha1.PullRequest {
+	list, err := g.client.PromoterV1alpha1().PullRequests("team").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	return list.Items
 }

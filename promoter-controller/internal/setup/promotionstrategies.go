@@ -26,6 +26,7 @@ func (w *wiring) addPromotionStrategies() error {
 	c := m.NewController("promotionstrategy", &promotionstrategy.Reconciler{
 		Client: m.Sluice, Strategies: pi.PromotionStrategies().Lister(),
 		ProposedCommits: pi.ProposedCommits().Lister(),
+		PullRequests:    pi.PullRequests().Lister(),
 		CommitStatuses:  commitstatuslisters.NewCommitStatusLister(w.commitStatuses.GetIndexer()),
 		Gates:           gatinglisters.NewGateLister(w.gates.GetIndexer()), Holds: w.holds, Kinds: w.kinds,
 		Repositories: w.resolver, Recorder: m.Recorder, Metrics: w.metrics, Log: m.Log,
