@@ -36,8 +36,7 @@ func (m *Manager) newInformerFactories() {
 	m.KubeInformers = kubeinformers.NewSharedInformerFactoryWithOptions(m.Kube, 0,
 		kubeinformers.WithNamespace(opts.Namespace), kubeinformers.WithTweakListOptions(selector))
 	m.SluiceInformers = sluiceinformers.NewSharedInformerFactoryWithOptions(m.Sluice, 0,
-		sluiceinformers.WithNamespace(opts.Namespace), sluiceinformers.WithTweakListOptions(selector),
-		sluiceinformers.WithTransform(dropManagedFields))
+		sluiceinformers.WithNamespace(opts.Namespace), sluiceinformers.WithTweakListOptions(selector))
 	m.MetadataInformers = metadatainformer.NewFilteredSharedInformerFactory(m.Metadata, 0, opts.Namespace, selector)
 	m.DynamicInformers = dynamicinformer.NewFilteredDynamicSharedInformerFactory(m.Dynamic, 0, opts.Namespace, selector)
 
@@ -46,27 +45,10 @@ func (m *Manager) newInformerFactories() {
 		return
 	}
 	m.ReferenceInformers = References{
-		Kube: kubeinformers.NewSharedInformerFactoryWithOptions(m.Kube, 0, kubeinformers.WithNamespace(opts.Namespace)),
-		Sluice: sluiceinformers.NewSharedInformerFactoryWithOptions(m.Sluice, 0, sluiceinformers.WithNamespace(opts.Namespace),
-			sluiceinformers.WithTransform(dropManagedFields)),
+		Kube:     kubeinformers.NewSharedInformerFactoryWithOptions(m.Kube, 0, kubeinformers.WithNamespace(opts.Namespace)),
+		Sluice:   sluiceinformers.NewSharedInformerFactoryWithOptions(m.Sluice, 0, sluiceinformers.WithNamespace(opts.Namespace)),
 		Metadata: metadatainformer.NewFilteredSharedInformerFactory(m.Metadata, 0, opts.Namespace, nil),
 	}
-}
-
-// dropManagedFields is the cache transform of Sluice's own kinds: managedFields are the API
-// server's bookkeeping of who wrote which field, read by no reconciler from a cache, and every
-// writer adds an entry; a promoter watching 1,000 PromotionStrategies and their 6,000
-// PullRequests and ProposedCommits kept them all. An Update built from a cached copy leaves them
-// as they are: the API server keeps the managedFields a request omits.
-func dropManagedFields(obj any) (any, error) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		inner, err := dropManagedFields(tombstone.Obj)
-		return cache.DeletedFinalStateUnknown{Key: tombstone.Key, Obj: inner}, err
-	}
-	if o, ok := obj.(metav1.Object); ok {
-		o.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // factory is what Run needs of any informer factory: start it, and wait for its caches.

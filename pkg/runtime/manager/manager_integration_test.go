@@ -151,26 +151,6 @@ func TestStatusAndConditionsAreWritten(t *testing.T) {
 	assert.True(t, managers["status-test"], "status is written with the controller's field manager, got %v", managers)
 }
 
-// The cache keeps Sluice's kinds without managedFields, and a status written from a cached copy
-// leaves the API server's record of every writer in place.
-func TestTheCacheDropsManagedFieldsAndWritesKeepThem(t *testing.T) {
-	testenv.SkipIfShort(t)
-	run := startManager(t, "fields-test", nil, nil)
-	ns := newNamespace(t)
-	createGate(t, ns, "prod", nil)
-	live := waitGate(t, ns, "prod", func(g *gatingv1alpha1.Gate) bool { return conditions.IsTrue(g.Status.Conditions, conditions.Ready) })
-
-	cached, err := run.m.SluiceInformers.Gating().V1alpha1().Gates().Lister().Gates(ns).Get("prod")
-	require.NoError(t, err)
-	assert.Empty(t, cached.ManagedFields, "not kept in the cache")
-	var writers []string
-	for _, mf := range live.ManagedFields {
-		writers = append(writers, mf.Manager+"/"+mf.Subresource)
-	}
-	assert.Len(t, writers, 2, "the creator's entry and the status writer's, got %v", writers)
-	assert.Contains(t, writers, "fields-test/status")
-}
-
 func TestSuspendedObjectsAreSkippedWithTheirReason(t *testing.T) {
 	testenv.SkipIfShort(t)
 	run := startManager(t, "suspend-test", nil, nil)
