@@ -96,9 +96,14 @@ func (w *wiring) watchLibrary(c *controller.Controller, healthChecks cache.Store
 	return nil
 }
 
+// rewakes are the delays after a CRD change at which HealthChecks waiting for a kind look again.
+var rewakes = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second}
+
 // watchCRDs forgets discovery whenever a CRD changes, and wakes the HealthChecks waiting for a
 // kind, so that installing a CRD is noticed without polling. Discovery can lag the CRD's
-// Established condition by a moment, so they are woken again shortly after.
+// Established condition, by more than a second on a busy API server (CI saw a HealthCheck miss
+// the CommitStatus CRD for good when woken once, a second later), so they are woken again after
+// each of rewakes.
 func (w *wiring) watchCRDs(c *controller.Controller) error {
 	run, err := crdwatch.Watch(w.m.Metadata, func(e crdwatch.Event) {
 		if e.Initial {
@@ -107,7 +112,9 @@ func (w *wiring) watchCRDs(c *controller.Controller) error {
 		w.mapper.Reset()
 		for _, k := range w.healthChecks.Undiscovered() {
 			c.Enqueue(k)
-			c.EnqueueAfter(k, time.Second)
+			for _, after := range rewakes {
+				c.EnqueueAfter(k, after)
+			}
 		}
 	})
 	if err != nil {
