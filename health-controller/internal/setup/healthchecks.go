@@ -112,8 +112,9 @@ func (w *wiring) watchCRDs(c *controller.Controller) error {
 		w.mapper.Reset()
 		for _, k := range w.healthChecks.Undiscovered() {
 			c.Enqueue(k)
+			// Timers, not EnqueueAfter: the queue keeps only the earliest of a key's delays.
 			for _, after := range rewakes {
-				c.EnqueueAfter(k, after)
+				time.AfterFunc(after, func() { c.Enqueue(k) })
 			}
 		}
 	})
