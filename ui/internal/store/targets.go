@@ -1,6 +1,9 @@
 package store
 
 import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
@@ -66,7 +69,19 @@ func newTargetInformer(meta metadata.Interface, gvr schema.GroupVersionResource,
 	informer := metadatainformer.NewFilteredMetadataInformer(meta, gvr, namespace, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, byGate: gatesOf}, nil).Informer()
 	_ = informer.SetTransform(stripBookkeeping)
+	_ = informer.SetWatchErrorHandlerWithContext(quietWhenRemoved)
 	return informer
+}
+
+// quietWhenRemoved leaves unlogged the watch errors of a kind whose CRD was removed after its
+// informer started (an informer cannot be restarted): the CRD watch reports the kind missing and
+// its pages say so. The reflector keeps retrying with backoff, and reads the kind again once the
+// CRD is back. Any other watch error is client-go's to log.
+func quietWhenRemoved(ctx context.Context, r *cache.Reflector, err error) {
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	cache.DefaultWatchErrorHandler(ctx, r, err)
 }
 
 // stripBookkeeping drops managed fields and kubectl's last applied manifest, often most of an
