@@ -70,8 +70,8 @@ func TestAGateThatDeniesManualSyncsRefusesThemAtTheAPIServer(t *testing.T) {
 	ns := newNamespace(t)
 	createGate(t, ns, "freeze", gatingv1alpha1.GateSpec{Closed: true, Message: "quarter close", ManualSyncs: gatingv1alpha1.ManualSyncsDeny})
 	createGate(t, ns, "soft", gatingv1alpha1.GateSpec{Closed: true})
-	denied := createApplication(t, applicationManifest(ns, "shop", map[string]string{gate.GatesAnnotation: "freeze"}, gitSyncPolicy(), nil))
-	allowed := createApplication(t, applicationManifest(ns, "blog", map[string]string{gate.GatesAnnotation: "soft"}, gitSyncPolicy(), nil))
+	denied, _ := createApplication(t, applicationManifest(ns, "shop", map[string]string{gate.GatesAnnotation: "freeze"}, gitSyncPolicy(), nil))
+	allowed, _ := createApplication(t, applicationManifest(ns, "blog", map[string]string{gate.GatesAnnotation: "soft"}, gitSyncPolicy(), nil))
 
 	marked := func(u *unstructured.Unstructured) bool {
 		return applicationHeld(u) && u.GetAnnotations()[hold.ManualSyncsAnnotation] == hold.ManualSyncsDeny

@@ -52,12 +52,13 @@ func applicationManifest(ns, name string, annotations map[string]string, syncPol
 }
 
 // createApplication creates the Application as Argo CD syncing an app of apps would, under its
-// field manager.
-func createApplication(t *testing.T, u *unstructured.Unstructured) object {
+// field manager, and returns it as created: under a closed gate, a GET right after could already
+// see the hold.
+func createApplication(t *testing.T, u *unstructured.Unstructured) (object, *unstructured.Unstructured) {
 	t.Helper()
-	_, err := env.Dynamic.Resource(argocd.Applications).Namespace(u.GetNamespace()).Create(context.Background(), u, metav1.CreateOptions{FieldManager: "argocd-controller"})
+	created, err := env.Dynamic.Resource(argocd.Applications).Namespace(u.GetNamespace()).Create(context.Background(), u, metav1.CreateOptions{FieldManager: "argocd-controller"})
 	require.NoError(t, err)
-	return object{gvr: argocd.Applications, kind: "Application", namespace: u.GetNamespace(), name: u.GetName()}
+	return object{gvr: argocd.Applications, kind: "Application", namespace: u.GetNamespace(), name: u.GetName()}, created
 }
 
 func automatedEnabled(u *unstructured.Unstructured) (bool, bool) {
@@ -122,8 +123,8 @@ func TestClosingAGateHoldsArgoCDApplicationsAndOpeningRestoresThemExactly(t *tes
 		"none":      nil,
 		"disabled":  disabled,
 	} {
-		o := createApplication(t, applicationManifest(ns, name, refs, policy, nil))
-		apps[o] = get(t, o)
+		o, created := createApplication(t, applicationManifest(ns, name, refs, policy, nil))
+		apps[o] = created
 	}
 
 	updateGate(t, ns, "prod", func(g *gatingv1alpha1.Gate) {
@@ -165,8 +166,7 @@ func TestArgoCDReapplyingTheApplicationFromGitKeepsTheHold(t *testing.T) {
 	ns := newNamespace(t)
 	createGate(t, ns, "prod", gatingv1alpha1.GateSpec{Closed: true})
 	manifest := applicationManifest(ns, "shop", map[string]string{gate.GatesAnnotation: "prod"}, gitSyncPolicy(), nil)
-	o := createApplication(t, manifest.DeepCopy())
-	before := get(t, o)
+	o, before := createApplication(t, manifest.DeepCopy())
 	waitObject(t, o, wait, "held", applicationHeld)
 
 	apps := env.Dynamic.Resource(argocd.Applications).Namespace(ns)
@@ -202,7 +202,7 @@ func TestTurningAutomatedSyncBackOnOverridesTheHold(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	createGate(t, ns, "freeze", gatingv1alpha1.GateSpec{Closed: true})
-	o := createApplication(t, applicationManifest(ns, "shop", map[string]string{gate.GatesAnnotation: "freeze"}, gitSyncPolicy(), nil))
+	o, _ := createApplication(t, applicationManifest(ns, "shop", map[string]string{gate.GatesAnnotation: "freeze"}, gitSyncPolicy(), nil))
 	waitObject(t, o, wait, "held", applicationHeld)
 
 	patch := []byte(`{"spec":{"syncPolicy":{"automated":{"enabled":true}}}}`)
@@ -228,8 +228,8 @@ func TestAnArgoCDHoldIsReleasedExactlyAfterTheControllerRestarts(t *testing.T) {
 	ns := newNamespace(t)
 	createGate(t, ns, "prod", gatingv1alpha1.GateSpec{Closed: true}, shard)
 	refs := map[string]string{gate.GatesAnnotation: "prod"}
-	automated := createApplication(t, applicationManifest(ns, "automated", refs, gitSyncPolicy(), shard))
-	none := createApplication(t, applicationManifest(ns, "none", refs, nil, shard))
+	automated, _ := createApplication(t, applicationManifest(ns, "automated", refs, gitSyncPolicy(), shard))
+	none, _ := createApplication(t, applicationManifest(ns, "none", refs, nil, shard))
 	before := map[object]*unstructured.Unstructured{automated: get(t, automated), none: get(t, none)}
 
 	stop := startController(t, "gate-controller-argocd-1", env.Config, setup.Config{}, selector)
@@ -274,7 +274,7 @@ func TestAManualSyncDuringAHoldIsAllowedAndKeepsTheHold(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	createGate(t, ns, "freeze", gatingv1alpha1.GateSpec{Closed: true})
-	o := createApplication(t, applicationManifest(ns, "shop", map[string]string{gate.GatesAnnotation: "freeze"}, gitSyncPolicy(), nil))
+	o, _ := createApplication(t, applicationManifest(ns, "shop", map[string]string{gate.GatesAnnotation: "freeze"}, gitSyncPolicy(), nil))
 	waitObject(t, o, wait, "held", applicationHeld)
 
 	sync := []byte(`{"operation":{"initiatedBy":{"username":"alice"},"sync":{"revision":"main","prune":true}}}`)

@@ -52,8 +52,7 @@ func TestTheControllerWorksUnderTheChartsRBAC(t *testing.T) {
 	refs := map[string]string{gate.GatesAnnotation: "prod"}
 	ks := createFlux(t, flux.Kustomizations, ns, "apps", refs, nil, "kubectl-create", shard)
 	repo := createFlux(t, flux.GitRepositories, ns, "repo", refs, nil, "kubectl-create", shard)
-	app := createApplication(t, applicationManifest(ns, "shop", refs, gitSyncPolicy(), shard))
-	appBefore := get(t, app)
+	app, appBefore := createApplication(t, applicationManifest(ns, "shop", refs, gitSyncPolicy(), shard))
 	for _, o := range []object{ks, repo} {
 		waitObject(t, o, wait, "held under the chart's RBAC", heldByController)
 	}
