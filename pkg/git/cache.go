@@ -45,6 +45,9 @@ type Cache struct {
 	// kill one.
 	maintenanceStep func(step string) error
 
+	// largePackObjects is the object count above which a fetched pack is indexed from disk.
+	largePackObjects uint32
+
 	// evictAfter is how long a repository may go unfetched before evictStale removes it.
 	evictAfter time.Duration
 
@@ -83,7 +86,7 @@ func NewCache(root string, log *slog.Logger, opts ...CacheOption) (*Cache, error
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Cache{root: root, log: log, repos: map[string]*shared{}, evictAfter: DefaultEvictAfter}
+	c := &Cache{root: root, log: log, repos: map[string]*shared{}, evictAfter: DefaultEvictAfter, largePackObjects: defaultLargePackObjects}
 	for _, opt := range opts {
 		opt(c)
 	}

@@ -8,3 +8,8 @@ func WithMaintenanceStep(step func(name string) error) CacheOption {
 
 // MaintenanceSteps are the steps of a repack, in order.
 var MaintenanceSteps = []string{stepTempWritten, stepIndexInPlace, stepPackInPlace, stepOldPackGone, stepLooseGone}
+
+// WithLargePackObjects sets the object count above which a fetched pack is indexed from disk.
+func WithLargePackObjects(n uint32) CacheOption {
+	return func(c *Cache) { c.largePackObjects = n }
+}

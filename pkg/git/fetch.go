@@ -1,10 +1,13 @@
 package git
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -119,6 +122,8 @@ func (r *Repository) fetchLocked(ctx context.Context, refs map[plumbing.Referenc
 			return err
 		}
 	}
+	// A large pack reopens the storage.
+	sto = r.sh.sto
 	for name, h := range updates {
 		if err := sto.SetReference(plumbing.NewHashReference(name, h)); err != nil {
 			return fmt.Errorf("update %s in the git cache: %w", name, err)
@@ -157,12 +162,31 @@ func (r *Repository) downloadPack(ctx context.Context, sess transport.UploadPack
 	case req.Capabilities.Supports(capability.Sideband):
 		pack = sideband.NewDemuxer(sideband.Sideband, resp)
 	}
-	if err := packfile.UpdateObjectStorage(r.sh.sto, pack); err != nil {
+	if err := r.storePack(pack); err != nil {
 		// go-git keeps the partial pack of a failed download. The error to report is the
 		// download's; a removal that failed is tried again when the next process opens the cache.
 		_ = removeLeftovers(r.sh.dir)
 		return r.remoteErr(ctx, "store the pack fetched from", err)
 	}
+	return nil
+}
+
+// storePack stores a fetched pack: go-git indexes a small one in memory, indexPack a large one
+// from disk (see defaultLargePackObjects).
+func (r *Repository) storePack(pack io.Reader) error {
+	header := make([]byte, packHeaderSize)
+	n, err := io.ReadFull(pack, header)
+	if err != nil || !bytes.HasPrefix(header, []byte("PACK")) || binary.BigEndian.Uint32(header[8:]) <= r.sh.cache.largePackObjects {
+		// go-git words whatever is wrong with a short or malformed header.
+		return packfile.UpdateObjectStorage(r.sh.sto, io.MultiReader(bytes.NewReader(header[:n]), pack))
+	}
+	if err := storeLargePack(filepath.Join(r.sh.dir, "objects", "pack"), header, pack); err != nil {
+		return err
+	}
+	// The storage keeps its list of packs and their indexes in memory (ExclusiveAccess).
+	old := r.sh.sto
+	r.sh.sto = newStorage(r.sh.dir)
+	_ = old.Close()
 	return nil
 }
 

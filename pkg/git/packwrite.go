@@ -12,7 +12,6 @@ import (
 	"os"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/objfile"
 	"github.com/go-git/go-git/v5/storage"
 )
@@ -272,33 +271,9 @@ func writePackObjects(pack io.Writer, plan *packPlan, packs []*sourcePack, loose
 // writePackIndex writes the index of the pack into packDir under a temporary name, synced, and
 // returns that name (set even when writing failed).
 func writePackIndex(packDir string, plan *packPlan, offsets []int64, crcs []uint32, checksum plumbing.Hash) (string, error) {
-	iw := new(idxfile.Writer)
-	_ = iw.OnHeader(uint32(len(plan.objects)))
-	for i, o := range plan.objects {
-		iw.Add(o.hash, uint64(offsets[i]), crcs[i])
-	}
-	if err := iw.OnFooter(checksum); err != nil {
-		return "", err
-	}
-	idx, err := iw.Index()
-	if err != nil {
-		return "", err
-	}
-	index, err := os.CreateTemp(packDir, "tmp_idx_")
-	if err != nil {
-		return "", err
-	}
-	idxBuf := bufio.NewWriter(index)
-	if _, err = idxfile.NewEncoder(idxBuf).Encode(idx); err == nil {
-		err = idxBuf.Flush()
-	}
-	if err == nil {
-		err = index.Sync()
-	}
-	if cerr := index.Close(); err == nil {
-		err = cerr
-	}
-	return index.Name(), err
+	return writeIndexFile(packDir, len(plan.objects), func(i int) (plumbing.Hash, int64, uint32) {
+		return plan.objects[i].hash, offsets[i], crcs[i]
+	}, checksum)
 }
 
 // copyPacked copies an object's compressed bytes from an old pack, checking them against the

@@ -242,8 +242,9 @@ func (r *Repository) writeRestoreLocked(envTip, restore plumbing.Hash, req Resto
 // ensureNoteLocked makes the note of target in the notes ref equal content, writing it on the
 // notes commit as last fetched, and fetching again when a concurrent writer won the race.
 func (r *Repository) ensureNoteLocked(ctx context.Context, target plumbing.Hash, content []byte) error {
-	sto := r.sh.sto
 	for attempt := 0; ; attempt++ {
+		// Each attempt reads the storage anew: a fetch of a large pack reopens it.
+		sto := r.sh.sto
 		parent, err := refValue(sto, trackingRef(r.notesRef))
 		if err != nil {
 			return err
