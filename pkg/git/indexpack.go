@@ -122,12 +122,14 @@ func scanPack(scan *packfile.Scanner) (*packEntries, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The header's count is the remote's word: the slices grow as objects actually arrive.
+	hint := min(int(count), 1<<20)
 	e := &packEntries{
-		offsets:  make([]int64, count),
-		crcs:     make([]uint32, count),
-		hashes:   make([]plumbing.Hash, count),
-		types:    make([]plumbing.ObjectType, count),
-		base:     make([]int32, count),
+		offsets:  make([]int64, 0, hint),
+		crcs:     make([]uint32, 0, hint),
+		hashes:   make([]plumbing.Hash, 0, hint),
+		types:    make([]plumbing.ObjectType, 0, hint),
+		base:     make([]int32, 0, hint),
 		refBases: map[plumbing.Hash][]int32{},
 	}
 	for i := range int(count) {
@@ -135,9 +137,11 @@ func scanPack(scan *packfile.Scanner) (*packEntries, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.offsets[i] = h.Offset
-		e.types[i] = h.Type
-		e.base[i] = noBase
+		e.offsets = append(e.offsets, h.Offset)
+		e.types = append(e.types, h.Type)
+		e.base = append(e.base, noBase)
+		e.crcs = append(e.crcs, 0)
+		e.hashes = append(e.hashes, plumbing.ZeroHash)
 		var sink io.Writer = io.Discard
 		var hasher plumbing.Hasher
 		switch h.Type {

@@ -2,6 +2,7 @@ package git
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -133,10 +134,13 @@ func TestStoreLargePackRefusesADamagedPackAndLeavesNothing(t *testing.T) {
 	require.NoError(t, err)
 	flipped := bytes.Clone(good)
 	flipped[len(flipped)/2] ^= 0xff
+	overCounted := bytes.Clone(good)
+	binary.BigEndian.PutUint32(overCounted[8:], 0xffffffff)
 	for name, data := range map[string][]byte{
-		"a flipped byte": flipped,
-		"cut short":      good[:len(good)-100],
-		"no checksum":    good[:len(good)-20],
+		"a flipped byte":               flipped,
+		"cut short":                    good[:len(good)-100],
+		"no checksum":                  good[:len(good)-20],
+		"a count of 4 billion objects": overCounted,
 	} {
 		t.Run(name, func(t *testing.T) {
 			packDir := t.TempDir()
