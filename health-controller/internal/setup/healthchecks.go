@@ -96,26 +96,29 @@ func (w *wiring) watchLibrary(c *controller.Controller, healthChecks cache.Store
 	return nil
 }
 
-// rewakes are the delays after a CRD change at which HealthChecks waiting for a kind look again.
+// rewakes are the delays after a CRD change at which discovery is read again and HealthChecks
+// waiting for a kind look again.
 var rewakes = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second}
 
 // watchCRDs forgets discovery whenever a CRD changes, and wakes the HealthChecks waiting for a
 // kind, so that installing a CRD is noticed without polling. Discovery can lag the CRD's
-// Established condition, by more than a second on a busy API server (CI saw a HealthCheck miss
-// the CommitStatus CRD for good when woken once, a second later), so they are woken again after
-// each of rewakes.
+// Established condition, and the mapper never reads it again on a miss once it has read it after
+// a reset; so discovery is forgotten, and the waiting HealthChecks woken, again after each of
+// rewakes (CI saw a HealthCheck miss the CommitStatus CRD for good when only woken again).
 func (w *wiring) watchCRDs(c *controller.Controller) error {
+	wake := func() {
+		w.mapper.Reset()
+		for _, k := range w.healthChecks.Undiscovered() {
+			c.Enqueue(k)
+		}
+	}
 	run, err := crdwatch.Watch(w.m.Metadata, func(e crdwatch.Event) {
 		if e.Initial {
 			return
 		}
-		w.mapper.Reset()
-		for _, k := range w.healthChecks.Undiscovered() {
-			c.Enqueue(k)
-			// Timers, not EnqueueAfter: the queue keeps only the earliest of a key's delays.
-			for _, after := range rewakes {
-				time.AfterFunc(after, func() { c.Enqueue(k) })
-			}
+		wake()
+		for _, after := range rewakes {
+			time.AfterFunc(after, wake)
 		}
 	})
 	if err != nil {
