@@ -209,6 +209,15 @@ func (c *Cache) ensureOpen(sh *shared) error {
 	return nil
 }
 
+// reopenStorage opens the repository's storage again after its pack folder changed behind
+// go-git's back (a repack, a large fetched pack): with ExclusiveAccess the storage keeps its list
+// of packs and their indexes in memory.
+func (sh *shared) reopenStorage() {
+	old := sh.sto
+	sh.sto = newStorage(sh.dir)
+	_ = old.Close()
+}
+
 // objectCacheSize bounds the decoded objects kept per repository. The walks here revisit
 // commits, which are small; go-git's default of 96 MiB per repository would add up across the
 // many repositories one controller may follow.

@@ -183,10 +183,7 @@ func (r *Repository) storePack(pack io.Reader) error {
 	if err := storeLargePack(filepath.Join(r.sh.dir, "objects", "pack"), header, pack); err != nil {
 		return err
 	}
-	// The storage keeps its list of packs and their indexes in memory (ExclusiveAccess).
-	old := r.sh.sto
-	r.sh.sto = newStorage(r.sh.dir)
-	_ = old.Close()
+	r.sh.reopenStorage()
 	return nil
 }
 

@@ -1,11 +1,9 @@
 package git
 
 import (
-	"bufio"
 	"crypto/sha1"
 	"encoding/binary"
 	"io"
-	"os"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -18,26 +16,13 @@ var idxHeader = []byte{0xff, 't', 'O', 'c', 0, 0, 0, 2}
 const maxSmallOffset = 0x7fffffff
 
 // writeIndexFile writes the version 2 index of a pack of n objects into packDir under a temporary
-// name, synced, and returns that name (set even when writing failed). entry gives object i's hash,
-// offset and CRC-32. Unlike go-git's idxfile.Writer, which builds maps of every object, it keeps
-// one int32 per object besides what the caller holds.
+// name, synced, and returns that name. entry gives object i's hash, offset and CRC-32. Unlike
+// go-git's idxfile.Writer, which builds maps of every object, it keeps one int32 per object
+// besides what the caller holds.
 func writeIndexFile(packDir string, n int, entry func(i int) (plumbing.Hash, int64, uint32), packChecksum plumbing.Hash) (string, error) {
-	index, err := os.CreateTemp(packDir, "tmp_idx_")
-	if err != nil {
-		return "", err
-	}
-	buf := bufio.NewWriterSize(index, 256<<10)
-	err = encodeIndex(buf, n, entry, packChecksum)
-	if err == nil {
-		err = buf.Flush()
-	}
-	if err == nil {
-		err = index.Sync()
-	}
-	if cerr := index.Close(); err == nil {
-		err = cerr
-	}
-	return index.Name(), err
+	return writeTempFile(packDir, "tmp_idx_", func(w io.Writer) error {
+		return encodeIndex(w, n, entry, packChecksum)
+	})
 }
 
 // encodeIndex writes the index as git's index-pack does: hashes sorted, each once.

@@ -1,7 +1,6 @@
 package git
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"errors"
@@ -45,11 +44,17 @@ const (
 // packDir, indexes it and puts both in place. The pack is on disk before it is indexed, so that
 // memory follows the number of objects, never their size.
 func storeLargePack(packDir string, header []byte, rest io.Reader) (err error) {
-	pack, err := os.CreateTemp(packDir, "tmp_pack_fetch_")
+	written := writtenPack{}
+	written.tempPack, err = writeTempFile(packDir, "tmp_pack_fetch_", func(w io.Writer) error {
+		if _, err := w.Write(header); err != nil {
+			return err
+		}
+		_, err := io.Copy(w, rest)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	written := writtenPack{tempPack: pack.Name()}
 	defer func() {
 		if err != nil {
 			_ = os.Remove(written.tempPack)
@@ -58,24 +63,6 @@ func storeLargePack(packDir string, header []byte, rest io.Reader) (err error) {
 			}
 		}
 	}()
-	w := bufio.NewWriterSize(pack, 256<<10)
-	_, err = w.Write(header)
-	if err == nil {
-		_, err = io.Copy(w, rest)
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = pack.Sync()
-	}
-	if cerr := pack.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-
 	entries, checksum, err := indexPack(written.tempPack)
 	if err != nil {
 		return err
@@ -137,22 +124,18 @@ func scanPack(scan *packfile.Scanner) (*packEntries, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.offsets = append(e.offsets, h.Offset)
-		e.types = append(e.types, h.Type)
-		e.base = append(e.base, noBase)
-		e.crcs = append(e.crcs, 0)
-		e.hashes = append(e.hashes, plumbing.ZeroHash)
+		base := noBase
 		var sink io.Writer = io.Discard
 		var hasher plumbing.Hasher
 		switch h.Type {
 		case plumbing.OFSDeltaObject:
-			at, found := slices.BinarySearch(e.offsets[:i], h.OffsetReference)
+			at, found := slices.BinarySearch(e.offsets, h.OffsetReference)
 			if !found {
 				return nil, fmt.Errorf("the delta at offset %d names a base at offset %d, where no object starts", h.Offset, h.OffsetReference)
 			}
-			e.base[i] = int32(at)
+			base = int32(at)
 		case plumbing.REFDeltaObject:
-			e.base[i] = refBase
+			base = refBase
 			e.refBases[h.Reference] = append(e.refBases[h.Reference], int32(i))
 		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
 			hasher = plumbing.NewHasher(h.Type, h.Length)
@@ -164,10 +147,15 @@ func scanPack(scan *packfile.Scanner) (*packEntries, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.crcs[i] = crc
+		var hash plumbing.Hash
 		if hasher.Hash != nil {
-			e.hashes[i] = hasher.Sum()
+			hash = hasher.Sum()
 		}
+		e.offsets = append(e.offsets, h.Offset)
+		e.crcs = append(e.crcs, crc)
+		e.hashes = append(e.hashes, hash)
+		e.types = append(e.types, h.Type)
+		e.base = append(e.base, base)
 	}
 	return e, nil
 }
@@ -270,9 +258,7 @@ func (r *deltaResolver) resolveChildren(i int32, content []byte) error {
 			return fmt.Errorf("the delta at offset %d: %w", r.e.offsets[c], err)
 		}
 		r.e.types[c] = r.e.types[i]
-		hasher := plumbing.NewHasher(r.e.types[c], int64(len(patched)))
-		_, _ = hasher.Write(patched)
-		r.e.hashes[c] = hasher.Sum()
+		r.e.hashes[c] = plumbing.ComputeHash(r.e.types[c], patched)
 		r.resolved++
 		if r.hasChildren(c) {
 			if err := r.resolveChildren(c, patched); err != nil {

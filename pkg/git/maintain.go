@@ -86,10 +86,7 @@ func (c *Cache) maintainLocked(sh *shared) {
 		res, err = repack(sh.dir, m.KeepUnreachable, c.maintenanceStep)
 	}
 	if res.changedPacks {
-		// The storage keeps the list of packs and their indexes in memory (ExclusiveAccess).
-		old := sh.sto
-		sh.sto = newStorage(sh.dir)
-		_ = old.Close()
+		sh.reopenStorage()
 	}
 	after, countErr := countObjects(sh.dir)
 	if err == nil {

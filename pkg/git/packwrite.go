@@ -202,32 +202,45 @@ func (w *packOutput) Write(p []byte) (int, error) {
 
 // writePack writes the planned pack and its index into packDir under temporary names, synced.
 func writePack(packDir string, plan *packPlan, packs []*sourcePack, loose map[plumbing.Hash]string, sto storage.Storer) (res writtenPack, err error) {
-	pack, err := os.CreateTemp(packDir, "tmp_pack_repack_")
+	var offsets []int64
+	var crcs []uint32
+	res.tempPack, err = writeTempFile(packDir, "tmp_pack_repack_", func(w io.Writer) (err error) {
+		offsets, crcs, res.checksum, err = writePackObjects(w, plan, packs, loose, sto)
+		return err
+	})
 	if err != nil {
 		return res, err
 	}
-	res.tempPack = pack.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(res.tempPack)
-			if res.tempIndex != "" {
-				_ = os.Remove(res.tempIndex)
-			}
-		}
-	}()
-	offsets, crcs, checksum, err := writePackObjects(pack, plan, packs, loose, sto)
-	if err == nil {
-		err = pack.Sync()
+	if res.tempIndex, err = writePackIndex(packDir, plan, offsets, crcs, res.checksum); err != nil {
+		_ = os.Remove(res.tempPack)
 	}
-	if cerr := pack.Close(); err == nil {
+	return res, err
+}
+
+// writeTempFile writes a new file into dir, named from pattern as by os.CreateTemp, through a
+// buffer, syncs it and returns its name. When any step fails, the file is removed.
+func writeTempFile(dir, pattern string, write func(io.Writer) error) (string, error) {
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return "", err
+	}
+	// writePackObjects asks for a buffer of the same size, and so writes through this one.
+	w := bufio.NewWriterSize(f, 256<<10)
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return res, err
+		_ = os.Remove(f.Name())
+		return "", err
 	}
-	res.checksum = checksum
-	res.tempIndex, err = writePackIndex(packDir, plan, offsets, crcs, checksum)
-	return res, err
+	return f.Name(), nil
 }
 
 // writePackObjects writes the pack's header, its objects in plan.order and its checksum to pack,
@@ -269,7 +282,7 @@ func writePackObjects(pack io.Writer, plan *packPlan, packs []*sourcePack, loose
 }
 
 // writePackIndex writes the index of the pack into packDir under a temporary name, synced, and
-// returns that name (set even when writing failed).
+// returns that name.
 func writePackIndex(packDir string, plan *packPlan, offsets []int64, crcs []uint32, checksum plumbing.Hash) (string, error) {
 	return writeIndexFile(packDir, len(plan.objects), func(i int) (plumbing.Hash, int64, uint32) {
 		return plan.objects[i].hash, offsets[i], crcs[i]
