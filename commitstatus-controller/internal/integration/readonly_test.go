@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,14 +49,21 @@ func TestImportedCommitStatusesAreReadOnlyToUsers(t *testing.T) {
 
 	forged := newCommitStatus(ns, "forged", "app", sha1, commitstatusv1alpha1.CommitStatusSuccess)
 	forged.Labels[commitstatusv1alpha1.ImportedLabel] = "true"
-	// Policies take effect a moment after they are created.
-	var refused error
+	// RBAC and the policy both take effect a moment after they are created: until the RoleBinding
+	// is seen, RBAC refuses alice everything, which says nothing of the policy. So first wait
+	// until RBAC lets her write a CommitStatus of her own, then for the policy's refusal.
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	require.NoError(t, testenv.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		_, refused = alice.CommitstatusV1alpha1().CommitStatuses(ns).Create(ctx, forged.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return refused != nil, nil
-	}))
+		_, err := alice.CommitstatusV1alpha1().CommitStatuses(ns).Create(ctx, newCommitStatus(ns, "rbac-probe", "app", sha1, commitstatusv1alpha1.CommitStatusSuccess), dryRun)
+		return err == nil, nil
+	}), "RBAC never let alice write a CommitStatus of her own")
+	var refused error
+	err = testenv.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		_, refused = alice.CommitstatusV1alpha1().CommitStatuses(ns).Create(ctx, forged.DeepCopy(), dryRun)
+		return refused != nil && strings.Contains(refused.Error(), "only the commitstatus-controller writes it"), nil
+	})
+	require.NoError(t, err, "the policy never refused a forged import; the last answer: %v", refused)
 	assert.True(t, apierrors.IsForbidden(refused) || apierrors.IsInvalid(refused), "%v", refused)
-	assert.Contains(t, refused.Error(), "only the commitstatus-controller writes it")
 
 	_, err = alice.CommitstatusV1alpha1().CommitStatuses(ns).Create(ctx, newCommitStatus(ns, "own", "app", sha1, commitstatusv1alpha1.CommitStatusSuccess), metav1.CreateOptions{})
 	require.NoError(t, err, "a CommitStatus of her own is hers to write")
