@@ -138,9 +138,9 @@ func startController(t *testing.T, ns string, cfg *rest.Config, mutate func(*set
 	// Cleanups run last first: the log is closed once the controller has stopped.
 	t.Cleanup(func() { tw.closed.Store(true) })
 	testenv.RunManager(t, m)
-	metricsAddr, _, err := m.Probes.Addrs(t.Context())
+	addrs, err := m.Probes.Addrs(t.Context())
 	require.NoError(t, err)
-	return &running{r: r, m: m, metrics: "http://" + metricsAddr + "/metrics"}
+	return &running{r: r, m: m, metrics: "http://" + addrs.Metrics + "/metrics"}
 }
 
 type testWriter struct {

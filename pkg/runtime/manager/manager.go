@@ -119,7 +119,7 @@ func New(name string, opts options.Options, cfg *rest.Config, log *slog.Logger) 
 	m.broadcaster = newEventBroadcaster()
 	m.Recorder = m.broadcaster.NewRecorder(m.Scheme, corev1.EventSource{Component: name})
 
-	m.Probes = probes.New(opts.MetricsBindAddress, opts.HealthProbeBindAddress, m.Metrics, log)
+	m.Probes = probes.New(probes.Addresses{Metrics: opts.MetricsBindAddress, Probes: opts.HealthProbeBindAddress, Profiler: opts.ProfilerBindAddress}, m.Metrics, log)
 	return m, nil
 }
 

@@ -247,11 +247,11 @@ func TestProbesAndMetrics(t *testing.T) {
 	testenv.SkipIfShort(t)
 	var synced atomic.Bool
 	run := startManager(t, "probe-test", nil, func() bool { return synced.Load() })
-	metricsAddr, probeAddr, err := run.m.Probes.Addrs(context.Background())
+	addrs, err := run.m.Probes.Addrs(context.Background())
 	require.NoError(t, err)
 
 	status := func(path string) int {
-		resp, err := http.Get("http://" + probeAddr + path)
+		resp, err := http.Get("http://" + addrs.Probes + path)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		return resp.StatusCode
@@ -270,7 +270,7 @@ func TestProbesAndMetrics(t *testing.T) {
 	metered := fmt.Sprintf(`sluice_object_condition{kind="Gate",name="metered",namespace=%q,reason="Succeeded",status="True",type="Ready"} 1`, ns)
 	var body string
 	require.NoError(t, testenv.Wait(context.Background(), 10*time.Second, func(context.Context) (bool, error) {
-		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		resp, err := http.Get("http://" + addrs.Metrics + "/metrics")
 		if err != nil {
 			return false, err
 		}

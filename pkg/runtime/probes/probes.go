@@ -1,5 +1,5 @@
 // Package probes serves /metrics on one address and /livez and /readyz on another, the way
-// kubelet probes and Prometheus scrapes expect.
+// kubelet probes and Prometheus scrapes expect, and Go's /debug/pprof on a third when asked.
 package probes
 
 import (
@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,9 +24,8 @@ type Check func(*http.Request) error
 
 // Server holds readiness state and liveness checks.
 type Server struct {
-	metricsAddr string
-	probeAddr   string
-	gatherer    prometheus.Gatherer
+	addrs    Addresses
+	gatherer prometheus.Gatherer
 	log         *slog.Logger
 
 	ready atomic.Bool
@@ -34,14 +34,21 @@ type Server struct {
 	livez       map[string]Check
 	metricsLn   net.Listener
 	probeLn     net.Listener
+	profilerLn  net.Listener
 	listenReady chan struct{}
 }
 
-// New returns a Server. An address of "0" or "" disables that listener.
-func New(metricsAddr, probeAddr string, gatherer prometheus.Gatherer, log *slog.Logger) *Server {
+// Addresses are where each server listens. "0" or "" disables that server.
+type Addresses struct {
+	Metrics  string
+	Probes   string
+	Profiler string
+}
+
+// New returns a Server.
+func New(addrs Addresses, gatherer prometheus.Gatherer, log *slog.Logger) *Server {
 	return &Server{
-		metricsAddr: metricsAddr,
-		probeAddr:   probeAddr,
+		addrs:       addrs,
 		gatherer:    gatherer,
 		log:         log,
 		livez:       map[string]Check{},
@@ -62,20 +69,21 @@ func (s *Server) AddLivezCheck(name string, check Check) {
 	s.livez[name] = check
 }
 
-// Addrs returns the bound addresses once Run is listening; useful when binding port 0 in tests.
-func (s *Server) Addrs(ctx context.Context) (metrics, probe string, err error) {
+// Addrs returns the bound addresses once Run is listening, empty for a disabled server; useful
+// when binding port 0 in tests.
+func (s *Server) Addrs(ctx context.Context) (Addresses, error) {
 	select {
 	case <-s.listenReady:
 	case <-ctx.Done():
-		return "", "", ctx.Err()
+		return Addresses{}, ctx.Err()
 	}
-	if s.metricsLn != nil {
-		metrics = s.metricsLn.Addr().String()
+	bound := func(ln net.Listener) string {
+		if ln == nil {
+			return ""
+		}
+		return ln.Addr().String()
 	}
-	if s.probeLn != nil {
-		probe = s.probeLn.Addr().String()
-	}
-	return metrics, probe, nil
+	return Addresses{Metrics: bound(s.metricsLn), Probes: bound(s.probeLn), Profiler: bound(s.profilerLn)}, nil
 }
 
 // Run listens until ctx is done, then shuts the servers down gracefully.
@@ -102,16 +110,19 @@ func (s *Server) Run(ctx context.Context) error {
 	probeMux.HandleFunc("/readyz", s.serveReadyz)
 
 	var err error
-	if s.metricsLn, err = listen(s.metricsAddr, metricsMux); err != nil {
+	if s.metricsLn, err = listen(s.addrs.Metrics, metricsMux); err != nil {
 		return err
 	}
-	if s.probeLn, err = listen(s.probeAddr, probeMux); err != nil {
+	if s.probeLn, err = listen(s.addrs.Probes, probeMux); err != nil {
+		return err
+	}
+	if s.profilerLn, err = listen(s.addrs.Profiler, profilerMux()); err != nil {
 		return err
 	}
 	close(s.listenReady)
 	// The bound addresses, so a port chosen with :0 can be found, and a person sees where to look.
 	if s.log != nil {
-		s.log.Info("listening", "metrics", listenerAddr(s.metricsLn), "probes", listenerAddr(s.probeLn))
+		s.log.Info("listening", "metrics", listenerAddr(s.metricsLn), "probes", listenerAddr(s.probeLn), "profiler", listenerAddr(s.profilerLn))
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -131,6 +142,18 @@ func (s *Server) Run(ctx context.Context) error {
 		})
 	}
 	return g.Wait()
+}
+
+// profilerMux serves net/http/pprof's handlers on a mux of their own: importing the package
+// registers them on http.DefaultServeMux, which no Sluice server uses.
+func profilerMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 func (s *Server) serveReadyz(w http.ResponseWriter, _ *http.Request) {

@@ -62,6 +62,7 @@ func fleetClient(b *testing.B) sluice.Interface {
 //   - SLUICE_BENCH_STRATEGIES (default 20): the number of strategies and repositories;
 //   - SLUICE_BENCH_IDLE_SECONDS (default 10): how long idle polls are counted;
 //   - SLUICE_BENCH_SHARDS (default 1): 2 adds the run on two processes sharded by label;
+//   - SLUICE_BENCH_HEAP_PROFILES: a folder for each promoter's heap profile (bench_heap_test.go);
 //   - SLUICE_BENCH_PROMOTER_ARGS: promoter flags, one run per ";"-separated variant in the same
 //     run, such as "--workers=2;--workers=4" (a before/after of a flag under the same load).
 func BenchmarkFleet(b *testing.B) {
@@ -148,7 +149,9 @@ type shard struct {
 	label, cache, log string
 	// metrics is the address of the process's /metrics, read for its API calls.
 	metrics string
-	cmd     *exec.Cmd
+	// profiler is the address of its /debug/pprof, with SLUICE_BENCH_HEAP_PROFILES only.
+	profiler string
+	cmd      *exec.Cmd
 }
 
 func newFleet(b *testing.B, srv *fleetServer, tmpl *fleetTemplate, bin string, n, shards, iter int) *fleet {
@@ -165,6 +168,9 @@ func newFleet(b *testing.B, srv *fleetServer, tmpl *fleetTemplate, bin string, n
 	for s := range shards {
 		f.shards = append(f.shards, &shard{label: fmt.Sprint("s", s), cache: b.TempDir(), log: filepath.Join(b.TempDir(), "controller.log"),
 			metrics: freeMetricsAddr(b)})
+		if heapProfileDir() != "" {
+			f.shards[s].profiler = freeMetricsAddr(b)
+		}
 	}
 	must(b, f.parallel(func(i int, name string) error {
 		_, err := f.client.ScmV1alpha1().ScmRepositories(f.ns).Create(f.ctx, &scmv1alpha1.ScmRepository{
@@ -223,6 +229,9 @@ func (f *fleet) start(b *testing.B) {
 			extra = []string{"--watch-label-selector", "sluice.dev/shard=" + s.label}
 		}
 		extra = append(extra, "--metrics-bind-address", s.metrics)
+		if s.profiler != "" {
+			extra = append(extra, "--profiler-bind-address", s.profiler)
+		}
 		s.cmd = runControllerProcess(b, f.bin, f.ns, s.cache, log, append(extra, f.args...)...)
 	}
 }
@@ -356,6 +365,7 @@ func (f *fleet) run(b *testing.B, cliDev, cliAll time.Duration) {
 	f.perRepo(b, "startup", sum, most)
 	time.Sleep(5 * time.Second)
 	f.rss(b, "rest", (&rssSampler{}).now(f.pids()))
+	f.saveHeapProfiles(b, "rest")
 
 	mark = f.srv.snapshot()
 	apiMark, serverMark := f.apiCalls(b), scrapeServerRequests(b)
@@ -388,6 +398,7 @@ func (f *fleet) run(b *testing.B, cliDev, cliAll time.Duration) {
 	sum, _ = f.srv.callsSince(mark, f.names)
 	b.ReportMetric(float64(sum.Adverts)/float64(len(f.names))/idle.Minutes(), "idle-fetches/repo/min")
 	f.rss(b, "idle", (&rssSampler{}).now(f.pids()))
+	f.saveHeapProfiles(b, "after-wave")
 	var disk int64
 	for _, s := range f.shards {
 		disk += dirSize(s.cache)

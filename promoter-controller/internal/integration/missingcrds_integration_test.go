@@ -128,11 +128,11 @@ func requireStalled(ctx context.Context, t *testing.T, get func(context.Context)
 // requireReady waits until the manager's /readyz answers 200, as the kubelet's probe asks it.
 func requireReady(ctx context.Context, t *testing.T, m *manager.Manager) {
 	t.Helper()
-	_, probe, err := m.Probes.Addrs(ctx)
+	addrs, err := m.Probes.Addrs(ctx)
 	require.NoError(t, err)
 	var status string
 	require.NoError(t, testenv.Wait(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probe+"/readyz", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addrs.Probes+"/readyz", nil)
 		if err != nil {
 			return false, err
 		}
