@@ -141,3 +141,32 @@ func TestNewCacheNeedsARoot(t *testing.T) {
 	_, err = git.NewCache(filepath.Join(file, "below"), nil)
 	assert.True(t, err != nil && strings.Contains(err.Error(), "git cache"), "%v", err)
 }
+
+// The cache keeps decoded objects for all its repositories under one budget. A repository must
+// still know only its own objects: a commit another repository read, and so cached, is not found
+// in one that never fetched it.
+func TestRepositoriesOfOneCacheSeeOnlyTheirOwnObjects(t *testing.T) {
+	f := newFixture(t)
+	other := f.srv.CreateRepo(t, "other")
+	onlyInApp := f.hydrated(t, "dev", dry(1), "app's own")
+	other.CommitFiles(t, "dev", map[string]string{"hydrator.metadata": string(git.HydratorNote(dry(2)))}, "other's own\n")
+
+	all := func(string) bool { return true }
+	app := f.open(t)
+	require.NoError(t, app.Fetch(ctx(t), "dev"))
+	_, err := app.Commit(onlyInApp)
+	require.NoError(t, err)
+	files, err := app.ReadFiles(onlyInApp, "manifests", all, 1<<20)
+	require.NoError(t, err)
+	require.Equal(t, "app's own", string(files["app.yaml"]))
+
+	otherRepo, err := f.cache.Open(other.URL(), git.Auth{}, git.Options{})
+	require.NoError(t, err)
+	require.NoError(t, otherRepo.Fetch(ctx(t), "dev"))
+	_, err = otherRepo.Commit(onlyInApp)
+	assert.Error(t, err, "a commit of another repository, though cached, is not this one's")
+	_, err = otherRepo.ReadFiles(onlyInApp, "manifests", all, 1<<20)
+	assert.Error(t, err)
+	_, err = otherRepo.DrySHA(onlyInApp)
+	assert.Error(t, err)
+}

@@ -81,12 +81,17 @@ type repackWrite struct {
 	loose map[plumbing.Hash]string
 }
 
+// repackObjectCacheSize bounds the decoded objects a repack's walk keeps.
+const repackObjectCacheSize = 16 * cache.MiByte
+
 // writeReachable writes every object a ref reaches into a new pack under temporary names, and
 // returns it with what it replaces; or nil when no ref is left.
 func writeReachable(dir, packDir string) (*repackWrite, error) {
 	// A storage of its own that keeps every pack open: go-git otherwise opens a pack, and
 	// allocates its buffers, for each object it reads, and the walk reads every commit and tree.
-	sto := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(objectCacheSize),
+	// Its object cache is its own too: the walk reads every object once, and would only push
+	// every other repository's objects out of the shared one.
+	sto := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(repackObjectCacheSize),
 		filesystem.Options{ExclusiveAccess: true, KeepDescriptors: true})
 	defer sto.Close()
 	reachable, err := reachableObjects(sto)

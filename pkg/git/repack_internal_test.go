@@ -13,6 +13,7 @@ import (
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -24,7 +25,7 @@ import (
 // OFS_DELTA; a repack copies them as deltas on the same base.
 func TestRepackCopiesRefDeltas(t *testing.T) {
 	dir := t.TempDir()
-	_, err := gogit.Init(newStorage(dir), nil)
+	_, err := gogit.Init(newStorage(dir, cache.NewObjectLRU(objectCacheSize)), nil)
 	require.NoError(t, err)
 
 	mem := memory.NewStorage()
@@ -61,7 +62,7 @@ func TestRepackCopiesRefDeltas(t *testing.T) {
 		tip = put(c)
 		batches[rev/3] = append(batches[rev/3], b, tree, tip)
 	}
-	sto := newStorage(dir)
+	sto := newStorage(dir, cache.NewObjectLRU(objectCacheSize))
 	for _, batch := range batches {
 		w, err := sto.PackfileWriter()
 		require.NoError(t, err)
@@ -81,7 +82,7 @@ func TestRepackCopiesRefDeltas(t *testing.T) {
 	require.Equal(t, map[plumbing.ObjectType]int{plumbing.OFSDeltaObject: 4, plumbing.CommitObject: 6, plumbing.TreeObject: 6, plumbing.BlobObject: 2},
 		storedTypes(t, packDir), "one pack, the same deltas")
 
-	fresh := newStorage(dir)
+	fresh := newStorage(dir, cache.NewObjectLRU(objectCacheSize))
 	defer fresh.Close()
 	head, err := object.GetCommit(fresh, tip)
 	require.NoError(t, err)
