@@ -26,7 +26,7 @@ type Check func(*http.Request) error
 type Server struct {
 	addrs    Addresses
 	gatherer prometheus.Gatherer
-	log         *slog.Logger
+	log      *slog.Logger
 
 	ready atomic.Bool
 
