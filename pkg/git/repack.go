@@ -81,9 +81,6 @@ type repackWrite struct {
 	loose map[plumbing.Hash]string
 }
 
-// repackObjectCacheSize bounds the decoded objects a repack's walk keeps.
-const repackObjectCacheSize = 16 * cache.MiByte
-
 // writeReachable writes every object a ref reaches into a new pack under temporary names, and
 // returns it with what it replaces; or nil when no ref is left.
 func writeReachable(dir, packDir string) (*repackWrite, error) {
@@ -91,7 +88,7 @@ func writeReachable(dir, packDir string) (*repackWrite, error) {
 	// allocates its buffers, for each object it reads, and the walk reads every commit and tree.
 	// Its object cache is its own too: the walk reads every object once, and would only push
 	// every other repository's objects out of the shared one.
-	sto := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(repackObjectCacheSize),
+	sto := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(objectCacheSize),
 		filesystem.Options{ExclusiveAccess: true, KeepDescriptors: true})
 	defer sto.Close()
 	reachable, err := reachableObjects(sto)
