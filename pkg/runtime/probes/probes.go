@@ -77,13 +77,7 @@ func (s *Server) Addrs(ctx context.Context) (Addresses, error) {
 	case <-ctx.Done():
 		return Addresses{}, ctx.Err()
 	}
-	bound := func(ln net.Listener) string {
-		if ln == nil {
-			return ""
-		}
-		return ln.Addr().String()
-	}
-	return Addresses{Metrics: bound(s.metricsLn), Probes: bound(s.probeLn), Profiler: bound(s.profilerLn)}, nil
+	return Addresses{Metrics: boundAddr(s.metricsLn), Probes: boundAddr(s.probeLn), Profiler: boundAddr(s.profilerLn)}, nil
 }
 
 // Run listens until ctx is done, then shuts the servers down gracefully.
@@ -180,10 +174,18 @@ func (s *Server) serveLivez(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("ok"))
 }
 
-// listenerAddr is ln's address, or "off" for a disabled listener.
-func listenerAddr(ln net.Listener) string {
+// boundAddr is ln's address, or "" for a disabled listener.
+func boundAddr(ln net.Listener) string {
 	if ln == nil {
-		return "off"
+		return ""
 	}
 	return ln.Addr().String()
+}
+
+// listenerAddr is ln's address, or "off" for a disabled listener, for the log.
+func listenerAddr(ln net.Listener) string {
+	if addr := boundAddr(ln); addr != "" {
+		return addr
+	}
+	return "off"
 }
