@@ -21,8 +21,8 @@ import (
 	"github.com/sluicehq/sluice/rollback-controller/internal/metrics"
 )
 
-// maxSteps bounds the steps one pass takes: write, reclaim, open, sync, then wait.
-const maxSteps = 5
+// maxSteps bounds the steps one pass takes: adopt, write, reclaim, open, sync, then wait.
+const maxSteps = 6
 
 // advance decides and applies step after step, from what observe read once, until the revert
 // waits or ends. Each step is found again from git and the cluster after a crash.
@@ -34,6 +34,8 @@ func (r *Reconciler) advance(ctx context.Context, p *pass, o *observation) (cont
 		}
 		var err error
 		switch pl.step {
+		case stepAdopt:
+			err = r.adoptRevert(p, o, pl.shas)
 		case stepWrite:
 			err = r.writeRevert(ctx, p, o, pl.shas)
 		case stepOpen:
@@ -84,15 +86,38 @@ func (r *Reconciler) writeRevert(ctx context.Context, p *pass, o *observation, d
 	return nil
 }
 
+// adoptRevert records the revert commit an earlier pass pushed to the revert branch and did not
+// live to record: the pull request may already ask for it, or have merged it.
+func (r *Reconciler) adoptRevert(p *pass, o *observation, d shas) error {
+	st := p.rc.Status
+	restore := st.TargetHydratedSHA
+	if restore == "" || st.TargetDrySHA != d.target {
+		var err error
+		if restore, err = r.findRestore(o, d.target); err != nil {
+			return err
+		}
+	}
+	r.recordRevert(p, o, d, commitWritten{restore: restore, branch: RevertBranch(o.env.Branch, p.rc.Name),
+		res: git.RestoreResult{SHA: o.adopted.sha, Parent: o.adopted.parent, Existing: true}})
+	return nil
+}
+
+// findRestore finds the environment commit that deployed dry target, the one the revert restores.
+func (r *Reconciler) findRestore(o *observation, target string) (string, error) {
+	env := o.env.Branch
+	restore, err := o.repo.FindDeployed(env, target, r.HistoryLimit)
+	if errors.Is(err, git.ErrNotDeployed) {
+		return "", &stall{reason: "NotDeployed", message: fmt.Sprintf(
+			"dry %s was never deployed to %s (it is not in the last %d commits of its first-parent history): name a dry SHA %s ran in spec.drySHA%s",
+			target, env, r.HistoryLimit, env, healthyHint(o.strategy, env))}
+	}
+	return restore, err
+}
+
 // writeCommit writes and pushes the revert commit: git only, the status is recordRevert's.
 func (r *Reconciler) writeCommit(ctx context.Context, o *observation, d shas) (commitWritten, error) {
 	rc, env := o.rc, o.env.Branch
-	restore, err := o.repo.FindDeployed(env, d.target, r.HistoryLimit)
-	if errors.Is(err, git.ErrNotDeployed) {
-		return commitWritten{}, &stall{reason: "NotDeployed", message: fmt.Sprintf(
-			"dry %s was never deployed to %s (it is not in the last %d commits of its first-parent history): name a dry SHA %s ran in spec.drySHA%s",
-			d.target, env, r.HistoryLimit, env, healthyHint(o.strategy, env))}
-	}
+	restore, err := r.findRestore(o, d.target)
 	if err != nil {
 		return commitWritten{}, err
 	}

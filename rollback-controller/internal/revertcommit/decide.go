@@ -18,8 +18,11 @@ import (
 type step int
 
 const (
+	// stepAdopt records this revert's commit found at the tip of its revert branch: an earlier
+	// pass pushed it (and may have asked for its merge), then died before its status write.
+	stepAdopt step = iota + 1
 	// stepWrite writes the revert commit on the environment's tip (again, when the tip moved).
-	stepWrite step = iota + 1
+	stepWrite
 	// stepOpen creates the PullRequest; stepSync updates its expected commits, state and labels.
 	stepOpen
 	stepSync
@@ -40,7 +43,7 @@ type plan struct {
 	step    step
 	reason  string
 	message string
-	// shas are the dry commits the revert commit is written for (stepWrite).
+	// shas are the dry commits the revert commit is written for (stepWrite, stepAdopt).
 	shas shas
 	// mergeSHA and external describe a merge (stepMerged).
 	mergeSHA string
@@ -52,6 +55,9 @@ type plan struct {
 func decide(o *observation) plan {
 	st, pr := o.rc.Status, o.pr
 	switch {
+	case o.adopted != nil && o.adopted.sha != st.RevertSHA:
+		// First, or a merge would be recorded with the commit before it.
+		return plan{step: stepAdopt, shas: o.adopted.shas}
 	case pr != nil && pr.Status.State == promoterv1alpha1.PullRequestMerged:
 		return plan{step: stepMerged, mergeSHA: pr.Status.MergeSHA, when: pr.Status.MergeTime, external: pr.Status.MergedExternally}
 	case o.inTip:

@@ -18,6 +18,7 @@ const (
 	tipBad   = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	tipMoved = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 	revert1  = "cccccccccccccccccccccccccccccccccccccccc"
+	revert2  = "dddddddddddddddddddddddddddddddddddddddd"
 )
 
 // seen is an observation of prod running dryBad at tipBad, with dryGood recorded healthy.
@@ -69,7 +70,15 @@ func TestDecide(t *testing.T) {
 			step: stepStall, reason: "AlreadyOnTarget"},
 		{name: "a commit of an earlier attempt is adopted, with its dry SHAs", o: seen(func(o *observation) {
 			o.adopted = &ownCommit{sha: revert1, parent: tipBad, shas: shas{bad: dryBad, target: dryFix}}
-		}), step: stepWrite, shas: shas{bad: dryBad, target: dryFix}},
+		}), step: stepAdopt, shas: shas{bad: dryBad, target: dryFix}},
+		{name: "the recorded commit is on the revert branch: nothing to adopt", o: seen(func(o *observation) {
+			written(o)
+			o.adopted = &ownCommit{sha: revert1, parent: tipBad, shas: shas{bad: dryBad, target: dryGood}}
+		}), step: stepOpen},
+		{name: "written again on a moved tip and merged, the pass died before recording: adopt before the merge", o: seen(func(o *observation) {
+			withPR(promoterv1alpha1.PullRequestMerged, promoterv1alpha1.PullRequestMerged)(o)
+			o.adopted = &ownCommit{sha: revert2, parent: tipMoved, shas: shas{bad: dryBad, target: dryGood}}
+		}), step: stepAdopt, shas: shas{bad: dryBad, target: dryGood}},
 		{name: "written, no pull request: open it", o: seen(written), step: stepOpen},
 		{name: "pull request asks for another head: sync it", o: seen(func(o *observation) {
 			withPR(promoterv1alpha1.PullRequestOpen, promoterv1alpha1.PullRequestMerged)(o)

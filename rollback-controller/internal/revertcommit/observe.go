@@ -134,8 +134,10 @@ func (r *Reconciler) readGit(o *observation) error {
 		return err
 	}
 	o.adopted = adopted
+	// The revert branch's own commit is newer than the recorded one when they differ: each write
+	// pushes before it records.
 	revert := st.RevertSHA
-	if revert == "" && adopted != nil {
+	if adopted != nil {
 		revert = adopted.sha
 	}
 	if revert != "" {

@@ -221,3 +221,38 @@ func TestAnEndedRevertClosesAPullRequestLeftAskingToMerge(t *testing.T) {
 		})
 	}
 }
+
+// A pass that wrote the revert again on a moved tip and asked its pull request for it, then died
+// before its status write, leaves the status naming the older commit. When that pull request has
+// merged by the next pass, the merge is recorded with the commit that merged and the base it was
+// written on, and the re-plan the dead pass never announced is announced now.
+func TestAMergeIsRecordedWithTheCommitAnEarlierPassDidNotLiveToRecord(t *testing.T) {
+	g := newRig(t, revert(nil))
+	o := seen(withPR(promoterv1alpha1.PullRequestMerged, promoterv1alpha1.PullRequestMerged))
+	o.rc.Status.TargetHydratedSHA = tipBad
+	o.pr.Spec.ExpectedHeadSHA, o.pr.Spec.ExpectedBaseSHA = revert2, tipMoved
+	o.pr.Status.MergedHeadSHA, o.pr.Status.MergeSHA = revert2, revert2
+	o.adopted = &ownCommit{sha: revert2, parent: tipMoved, shas: shas{bad: dryBad, target: dryGood}}
+	o.tip, o.inTip = revert2, true
+	p := &pass{rc: o.rc}
+
+	_, err := g.r.advance(context.Background(), p, o)
+	require.NoError(t, err)
+
+	st := p.rc.Status
+	assert.Equal(t, rollbackv1alpha1.RevertMerged, st.Phase)
+	assert.Equal(t, revert2, st.RevertSHA, "the commit that merged")
+	assert.Equal(t, tipMoved, st.BaseSHA, "the tip it was written on")
+	assert.Equal(t, revert2, st.MergeSHA)
+	for _, f := range p.events {
+		f()
+	}
+	close(g.events.Events)
+	var reasons []string
+	for e := range g.events.Events {
+		reasons = append(reasons, e)
+	}
+	require.Len(t, reasons, 2, "%q", reasons)
+	assert.Contains(t, reasons[0], EventRollbackReplanned)
+	assert.Contains(t, reasons[1], EventRollbackMerged)
+}
