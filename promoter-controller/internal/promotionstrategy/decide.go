@@ -106,8 +106,13 @@ func decide(o *observation) decision {
 	}
 	d.Status.Environments = statuses
 	d.Status.ObservedGeneration = ps.Generation
-	now := metav1.NewTime(o.Now)
-	d.Status.LastFetchTime = &now
+	if o.Fetched {
+		// Only a fetch moves it. Stamped on every reconcile, it changed the status once a second,
+		// so the strategy's own status write brought it back, for ever, whenever its queue took
+		// longer than a second to come round (a wave of a hundred strategies on an SCM).
+		now := metav1.NewTime(o.Now)
+		d.Status.LastFetchTime = &now
+	}
 	if v, ok := ps.Annotations[promoterv1alpha1.RefreshAnnotation]; ok {
 		d.Status.LastHandledRefresh = v
 	}

@@ -369,3 +369,29 @@ func TestDecideRecordsHealthAndRefresh(t *testing.T) {
 	assert.Empty(t, d.Status.Environments[1].LastHealthyDrySHAs, "a missing check is not healthy")
 	assert.Equal(t, promotion.Pending, d.Status.Environments[1].Active.Phase)
 }
+
+// A reconcile that did not fetch, seconds after one that did, decides the status it already has:
+// nothing in it ticks with the clock, so the strategy's own status write is a fixed point and
+// does not bring it back for ever. Only a fetch moves lastFetchTime.
+func TestStatusIsAFixedPointWithoutAFetch(t *testing.T) {
+	ps := strategy()
+	envs := func() []environment {
+		staging := proposing(running("staging", "d1"), "d2")
+		staging.PullRequest = pullRequest(ps, "staging", desiredSpec(ps, staging, promotion.Verdict{Proposed: true}),
+			promoterv1alpha1.PullRequestStatus{State: promoterv1alpha1.PullRequestOpen})
+		return []environment{running("dev", "d2"), staging, running("prod", "d1")}
+	}
+	first := observe(t, ps, envs()...)
+	first.Fetched = true
+	fetched := decide(first)
+	require.NotNil(t, fetched.Status.LastFetchTime)
+	assert.Equal(t, now.Unix(), fetched.Status.LastFetchTime.Unix(), "a fetch is recorded")
+
+	ps.Status = fetched.Status
+	later := observe(t, ps, envs()...)
+	later.Now = now.Add(7 * time.Second)
+	assert.Equal(t, fetched.Status, decide(later).Status, "seconds later, without a fetch, the same status")
+
+	later.Fetched = true
+	assert.Equal(t, later.Now.Unix(), decide(later).Status.LastFetchTime.Unix(), "the next fetch is recorded")
+}

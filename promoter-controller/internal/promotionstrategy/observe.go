@@ -203,7 +203,7 @@ func (r *Reconciler) observeEnvironment(ctx context.Context, repo *git.Repositor
 	}
 	env.Holds = holds
 	name := objectName(ps.Name, e.Branch)
-	if env.PullRequest, err = r.pullRequest(ctx, ps.Namespace, name); err != nil {
+	if env.PullRequest, err = r.pullRequest(ctx, ps.Namespace, name, ruleInput(env).HasProposal()); err != nil {
 		return env, err
 	}
 	if pr := env.PullRequest; pr != nil && pr.Status.State == promoterv1alpha1.PullRequestMerged {
@@ -217,18 +217,21 @@ func (r *Reconciler) observeEnvironment(ctx context.Context, repo *git.Repositor
 }
 
 // pullRequest reads an environment's PullRequest from the cache, and live only when the cache
-// has none: right after a create the cache may not have it yet, and a create is decided only on
-// a live "not found". A PullRequest the cache holds may be behind the API server; every write
-// decided on it is safe all the same (an update carries its resourceVersion, a replacement its
-// UID precondition) and a conflict is retried on a newer read. Reading live on every reconcile
-// cost 3 GETs per reconcile of a 3-environment strategy, over a third of a wave's API calls.
-func (r *Reconciler) pullRequest(ctx context.Context, ns, name string) (*promoterv1alpha1.PullRequest, error) {
+// has none and the environment proposes a change: right after a create the cache may not have
+// it yet, and a create is decided only on a live "not found". An environment with nothing
+// proposed creates nothing, so its cache miss is final (the PullRequest's own event brings the
+// strategy back if the cache was behind). A PullRequest the cache holds may be behind the API
+// server; every write decided on it is safe all the same (an update carries its resourceVersion,
+// a replacement its UID precondition) and a conflict is retried on a newer read. Reading live on
+// every reconcile cost 3 GETs per reconcile of a 3-environment strategy, over a third of a
+// wave's API calls.
+func (r *Reconciler) pullRequest(ctx context.Context, ns, name string, proposes bool) (*promoterv1alpha1.PullRequest, error) {
 	pr, err := r.PullRequests.PullRequests(ns).Get(name)
 	if err == nil {
 		return pr, nil
 	}
-	if !apierrors.IsNotFound(err) {
-		return nil, err
+	if !apierrors.IsNotFound(err) || !proposes {
+		return nil, ignoreNotFound(err)
 	}
 	pr, err = r.Client.PromoterV1alpha1().PullRequests(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -377,4 +380,11 @@ func compareDryCommits(repo *git.Repository, branch string, g *promotion.Graph, 
 		}
 	}
 	return order
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
