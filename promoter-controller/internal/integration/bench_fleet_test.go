@@ -264,8 +264,9 @@ func (f *fleet) waitAll(b *testing.B, timeout time.Duration, cond func(*promoter
 	b.Helper()
 	left := 0
 	// Each check lists every strategy: at 1,000 strategies a list is megabytes the API server
-	// encodes on the same 2 cores the promoter runs on, so the checks are spaced out with size.
-	interval := max(250*time.Millisecond, time.Duration(len(f.names))*2*time.Millisecond)
+	// encodes on the same 2 cores the promoter runs on, so the checks are spaced out with size,
+	// and never more than once a second (the loops they are compared with list nothing).
+	interval := max(time.Second, time.Duration(len(f.names))*2*time.Millisecond)
 	err := waitEvery(f.ctx, timeout, interval, func(ctx context.Context) (bool, error) {
 		list, err := f.client.PromoterV1alpha1().PromotionStrategies(f.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
