@@ -198,14 +198,14 @@ func strategyFetches(repo *git.Repository, pr *promoterv1alpha1.PullRequest) boo
 }
 
 // stall reports a repository or provider a person must fix, with a Warning Event once per new
-// problem, sent only after the write that records it. The write is not retried on a conflict,
-// as writeStatus's is: a stall decided from a stale copy would land again with a new transition
-// time, and be announced again; the reconcile the conflict brings back decides from the live
-// object, finds it stalled already, and writes and says nothing.
+// problem, sent only after the write that records it. Like every status write it is not retried
+// on a conflict: a stall decided from a stale copy would land again with a new transition time,
+// and be announced again; the reconcile the conflict brings back decides from the live object,
+// finds it stalled already, and writes and says nothing.
 func (r *Reconciler) stall(ctx context.Context, cur, pr *promoterv1alpha1.PullRequest, reason, problem string) error {
 	conditions.MarkStalled(&pr.Status.Conditions, pr.Generation, reason, problem)
 	pr.Status.ObservedGeneration = pr.Generation
-	_, wrote, err := stallWriter.Write(ctx, r.Client.PromoterV1alpha1().PullRequests(pr.Namespace), cur, pr)
+	_, wrote, err := statusWriter.Write(ctx, r.Client.PromoterV1alpha1().PullRequests(pr.Namespace), cur, pr)
 	if wrote {
 		r.Recorder.Event(pr, corev1.EventTypeWarning, reason, problem)
 	}
@@ -225,19 +225,16 @@ func (r *Reconciler) fail(ctx context.Context, cur, pr *promoterv1alpha1.PullReq
 	return controller.Result{}, problem
 }
 
-// statusWriter writes PullRequest status; on a conflict it puts this reconcile's status on the
-// live object, which is safe here: the status says what git or the SCM showed just now.
+// statusWriter writes PullRequest status, and returns a conflict rather than put this
+// reconcile's status on a live object that moved on. A status is decided from the cache's copy,
+// and carries over what that copy says: put on the live object, one decided from a copy older
+// than the merge ("open, waits for spec.state merged") undid the merge's record, and the next
+// reconcile merged the same pull request again onto a target put back on its base since. The
+// reconcile the conflict brings back decides again from the live object.
 var statusWriter = reconcile.StatusWriter[*promoterv1alpha1.PullRequest, promoterv1alpha1.PullRequestStatus]{
-	Kind: "PullRequest", FieldManager: FieldManager,
+	Kind: "PullRequest", FieldManager: FieldManager, ReturnConflicts: true,
 	Status: func(pr *promoterv1alpha1.PullRequest) *promoterv1alpha1.PullRequestStatus { return &pr.Status },
 }
-
-// stallWriter is statusWriter returning conflicts: see stall.
-var stallWriter = func() reconcile.StatusWriter[*promoterv1alpha1.PullRequest, promoterv1alpha1.PullRequestStatus] {
-	w := statusWriter
-	w.ReturnConflicts = true
-	return w
-}()
 
 func (r *Reconciler) writeStatus(ctx context.Context, cur *promoterv1alpha1.PullRequest, status promoterv1alpha1.PullRequestStatus) error {
 	next := cur.DeepCopy()

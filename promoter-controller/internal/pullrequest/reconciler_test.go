@@ -294,3 +294,34 @@ func TestAnOpenPullRequestOfAStrategyReadsTheCache(t *testing.T) {
 		})
 	}
 }
+
+// A reconcile from a copy the cache held before the merge was asked (spec.state still open) must
+// not put its "open" status over the live "merged" one: the next reconcile, from the live object,
+// would merge the same pull request again onto a target put back on its base since.
+func TestAStatusFromAStaleCopyNeverUndoesAMerge(t *testing.T) {
+	g := newRig(t)
+	reconciletest.OptimisticConcurrency(g.client, promoterv1alpha1.SchemeGroupVersion.WithResource("pullrequests"))
+	ctx := context.Background()
+	base := g.repo.Branch(t, "dev")
+	pr := gitPullRequest(promoterv1alpha1.PullRequestOpen, g.proposed)
+	pr.Spec.ExpectedBaseSHA = base
+	pr.ResourceVersion = "1"
+	g.put(pr)
+	stale := g.sync()
+	asked := stale.DeepCopy()
+	asked.Spec.State = promoterv1alpha1.PullRequestMerged
+	_, err := g.client.PromoterV1alpha1().PullRequests("team").Update(ctx, asked, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	g.sync()
+	g.reconcile()
+	require.Equal(t, promoterv1alpha1.PullRequestMerged, g.sync().Status.State)
+	require.Equal(t, g.proposed, g.repo.Branch(t, "dev"))
+
+	g.repo.SetBranch(t, "dev", base)
+	require.NoError(t, g.prs.Update(stale))
+	_, err = g.r.Reconcile(ctx, "team/app-dev")
+	assert.True(t, apierrors.IsConflict(err), "a status decided from a stale copy does not land: %v", err)
+	assert.Equal(t, promoterv1alpha1.PullRequestMerged, g.sync().Status.State, "the merge stays recorded")
+	g.reconcile()
+	assert.Equal(t, base, g.repo.Branch(t, "dev"), "merged once, not again onto the base")
+}
