@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -91,65 +90,4 @@ func TestPriorityQueueIsFirstInFirstOutWithinAPriority(t *testing.T) {
 	}
 	assert.Equal(t, []string{"c", "b", "d", "e", "a"}, out)
 	assert.Empty(t, q.index, "nothing is kept for a key that left")
-}
-
-// exclusive records reconciles and fails the test if two run for one key at once.
-type exclusive struct {
-	t        *testing.T
-	mu       sync.Mutex
-	running  map[string]bool
-	done     int
-	priority func(string) int
-}
-
-func (e *exclusive) Priority(key string) int { return e.priority(key) }
-
-func (e *exclusive) Reconcile(_ context.Context, key string) (Result, error) {
-	e.mu.Lock()
-	if e.running[key] {
-		e.t.Errorf("%s reconciled twice at once", key)
-	}
-	e.running[key] = true
-	e.mu.Unlock()
-	time.Sleep(50 * time.Microsecond)
-	e.mu.Lock()
-	e.running[key] = false
-	e.done++
-	e.mu.Unlock()
-	return Result{}, nil
-}
-
-// Keys queued again while they wait or run, with priorities that change meanwhile, are never
-// reconciled by two workers at once, and none is lost.
-func TestPriorityQueueNeverHandsOutAKeyTwice(t *testing.T) {
-	var flip sync.Map
-	e := &exclusive{t: t, running: map[string]bool{}, priority: func(k string) int {
-		v, _ := flip.Load(k)
-		n, _ := v.(int)
-		return n
-	}}
-	c := New("exclusive", e, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, 8) }()
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 2000 {
-				k := fmt.Sprintf("ns/k%d", (i*7+g)%23)
-				flip.Store(k, (i+g)%3)
-				c.Enqueue(k)
-			}
-		})
-	}
-	wg.Wait()
-	require.Eventually(t, func() bool { return c.queue.Len() == 0 }, 10*time.Second, time.Millisecond)
-	cancel()
-	require.NoError(t, <-done)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	assert.Positive(t, e.done)
-	for k, r := range e.running {
-		assert.False(t, r, "%s still running", k)
-	}
 }
