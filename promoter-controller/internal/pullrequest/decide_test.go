@@ -5,11 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 
-	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/scm"
@@ -161,27 +158,4 @@ func TestAlignedSpec(t *testing.T) {
 	reopened := pr(promoterv1alpha1.PullRequestMerged)
 	reopened.Status.State = promoterv1alpha1.PullRequestClosed
 	assert.False(t, finished(reopened), "closed but asked to merge: not finished")
-}
-
-// A pull request asked to merge or close is served before one that only needs opening or
-// watching; a finished one, or one the cache does not hold, is not urgent.
-func TestPriorityPutsMergesBeforeOpenings(t *testing.T) {
-	prs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	add := func(name string, want, got promoterv1alpha1.PullRequestState) {
-		require.NoError(t, prs.Add(&promoterv1alpha1.PullRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name},
-			Spec: promoterv1alpha1.PullRequestSpec{State: want}, Status: promoterv1alpha1.PullRequestStatus{State: got}}))
-	}
-	add("merge-asked", promoterv1alpha1.PullRequestMerged, "")
-	add("merge-asked-open", promoterv1alpha1.PullRequestMerged, promoterv1alpha1.PullRequestOpen)
-	add("close-asked", promoterv1alpha1.PullRequestClosed, promoterv1alpha1.PullRequestOpen)
-	add("to-open", promoterv1alpha1.PullRequestOpen, "")
-	add("no-state", "", promoterv1alpha1.PullRequestOpen)
-	add("merged", promoterv1alpha1.PullRequestMerged, promoterv1alpha1.PullRequestMerged)
-	r := &Reconciler{PullRequests: promoterlisters.NewPullRequestLister(prs)}
-	for key, want := range map[string]int{
-		"team/merge-asked": 1, "team/merge-asked-open": 1, "team/close-asked": 1,
-		"team/to-open": 0, "team/no-state": 0, "team/merged": 0, "team/gone": 0, "not/a/key": 0,
-	} {
-		assert.Equal(t, want, r.Priority(key), key)
-	}
 }

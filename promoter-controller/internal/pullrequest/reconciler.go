@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -241,22 +240,6 @@ func (r *Reconciler) writeStatus(ctx context.Context, cur *promoterv1alpha1.Pull
 	next.Status = status
 	_, _, err := statusWriter.Write(ctx, r.Client.PromoterV1alpha1().PullRequests(cur.Namespace), cur, next)
 	return err
-}
-
-// Priority implements controller.Prioritizer: a pull request asked to merge (or close) goes
-// before one that only needs opening or watching. A wave of new dry commits makes every
-// environment's pull request at once, and on an SCM each opening is a slow call; served first in,
-// first out, the openings of later environments held the merges of the first behind them.
-func (r *Reconciler) Priority(key string) int {
-	namespace, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return 0
-	}
-	pr, err := r.get(namespace, name)
-	if err != nil || finished(pr) || pr.Spec.State == promoterv1alpha1.PullRequestOpen || pr.Spec.State == "" {
-		return 0
-	}
-	return 1
 }
 
 func (r *Reconciler) get(namespace, name string) (*promoterv1alpha1.PullRequest, error) {
