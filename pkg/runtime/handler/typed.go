@@ -76,3 +76,25 @@ func OnSpecOrMetadataChange(h cache.ResourceEventHandler) cache.ResourceEventHan
 		DeleteFunc: h.OnDelete,
 	}
 }
+
+// ExceptStatusWrites passes every add and delete to h, every update that SpecOrMetadataChanged,
+// and a status-only update only when wake(newObj). It is for a kind whose status only its own
+// reconciler writes, and whose reconcile reads a remote system: the event of a status write
+// that leaves the object waiting would bring it back to read that system again, only to decide
+// the same. A status that asks for another look (a finished pull request whose spec is aligned
+// next) wakes it. A reconcile that found the cache behind the API server must requeue itself
+// rather than count on the event.
+func ExceptStatusWrites(h cache.ResourceEventHandler, wake func(obj metav1.Object) bool) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: h.OnAdd,
+		UpdateFunc: func(oldObj, newObj any) {
+			o, okOld := Object(oldObj)
+			n, okNew := Object(newObj)
+			if okOld && okNew && !SpecOrMetadataChanged(o, n) && !wake(n) {
+				return
+			}
+			h.OnUpdate(oldObj, newObj)
+		},
+		DeleteFunc: h.OnDelete,
+	}
+}

@@ -58,3 +58,23 @@ func TestSpecOrMetadataChanged(t *testing.T) {
 	ann.Annotations = nil
 	assert.True(t, SpecOrMetadataChanged(&base, &ann))
 }
+
+func TestExceptStatusWritesWakesOnlyWhenTheStatusAsks(t *testing.T) {
+	r := &recorder{}
+	// A ConfigMap's data stands in for a status: not spec, labels or annotations.
+	h := ExceptStatusWrites(EnqueueObject(r), func(obj metav1.Object) bool { return obj.(*corev1.ConfigMap).Data["status"] == "finished" })
+	withStatus := func(rv, status string, generation int64) *corev1.ConfigMap {
+		c := cm("a", "x", rv)
+		c.Generation, c.Data = generation, map[string]string{"status": status}
+		return c
+	}
+	h.OnAdd(withStatus("1", "waiting", 1), false)
+	h.OnUpdate(withStatus("1", "waiting", 1), withStatus("2", "waiting", 1))
+	assert.Equal(t, []string{"a/x"}, r.keys, "a write that leaves it waiting is not an event")
+	h.OnUpdate(withStatus("2", "waiting", 1), withStatus("3", "finished", 1))
+	assert.Equal(t, []string{"a/x", "a/x"}, r.keys, "a status that asks for a look is")
+	h.OnUpdate(withStatus("3", "waiting", 1), withStatus("4", "waiting", 2))
+	assert.Equal(t, []string{"a/x", "a/x", "a/x"}, r.keys, "a spec change is")
+	h.OnDelete(withStatus("4", "waiting", 2))
+	assert.Len(t, r.keys, 4)
+}

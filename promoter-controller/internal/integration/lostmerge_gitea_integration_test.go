@@ -66,6 +66,12 @@ func TestMergeWhoseReplyWasLostOnGitea(t *testing.T) {
 // on srv.
 func giteaRepository(t *testing.T, f *fixture, srv *giteatest.Server, cloneURL string) {
 	t.Helper()
+	giteaRepositoryAt(t, f, srv, srv.URL, cloneURL)
+}
+
+// giteaRepositoryAt is giteaRepository with the API reached at apiURL (a counting proxy's).
+func giteaRepositoryAt(t *testing.T, f *fixture, srv *giteatest.Server, apiURL, cloneURL string) {
+	t.Helper()
 	_, err := env.Kube.CoreV1().Secrets(f.ns).Create(f.ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "gitea"},
 		Data: map[string][]byte{
@@ -76,7 +82,7 @@ func giteaRepository(t *testing.T, f *fixture, srv *giteatest.Server, cloneURL s
 	require.NoError(t, err)
 	_, err = env.Sluice.ScmV1alpha1().ScmProviders(f.ns).Create(f.ctx, &scmv1alpha1.ScmProvider{
 		ObjectMeta: metav1.ObjectMeta{Name: "gitea"},
-		Spec: scmv1alpha1.ScmProviderSpec{Type: scmv1alpha1.ScmProviderGitea, BaseURL: srv.URL, AllowInsecureLoopbackHTTP: true,
+		Spec: scmv1alpha1.ScmProviderSpec{Type: scmv1alpha1.ScmProviderGitea, BaseURL: apiURL, AllowInsecureLoopbackHTTP: true,
 			SecretRef: &scmv1alpha1.LocalObjectReference{Name: "gitea"}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)

@@ -72,14 +72,26 @@ func number(st promoterv1alpha1.PullRequestStatus) int64 {
 	return n
 }
 
+// create opens the pull request and records it open. Nothing is looked up first: an SCM opens
+// one pull request per source and target, and refuses a second (Gitea and GitLab with 409,
+// GitHub with 422). A refusal is the create of an earlier attempt whose reply was lost (a crash,
+// a timeout): the open one is found then and recorded, so there is never a second.
 func (r *Reconciler) create(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest, st *promoterv1alpha1.PullRequestStatus) error {
-	created, err := repo.Provider.CreatePullRequest(ctx, repo.SCM, scm.NewPullRequest{
+	opened, err := repo.Provider.CreatePullRequest(ctx, repo.SCM, scm.NewPullRequest{
 		Title: pr.Spec.Title, Body: pr.Spec.Description, Head: pr.Spec.SourceBranch, Base: pr.Spec.TargetBranch,
 	})
+	if k := scm.KindOf(err); err != nil && (k == scm.KindConflict || k == scm.KindInvalid) {
+		if found, findErr := repo.Provider.FindOpenPullRequest(ctx, repo.SCM, pr.Spec.SourceBranch, pr.Spec.TargetBranch); findErr == nil && found != nil {
+			opened, err = found, nil
+		}
+	}
 	if err != nil {
 		return err
 	}
-	st.ID, st.URL = strconv.FormatInt(created.Number, 10), created.URL
+	st.ID, st.URL, st.HeadSHA, st.State = strconv.FormatInt(opened.Number, 10), opened.URL, opened.HeadSHA, promoterv1alpha1.PullRequestOpen
+	if pr.Spec.State != promoterv1alpha1.PullRequestMerged {
+		conditions.MarkReady(&st.Conditions, pr.Generation, ReasonOpen, "open at "+opened.URL)
+	}
 	return nil
 }
 

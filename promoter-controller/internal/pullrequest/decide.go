@@ -3,7 +3,6 @@ package pullrequest
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,8 +30,8 @@ type gitHeads struct {
 	HeadInTarget bool
 }
 
-// remote is the pull request on the SCM: the one found open from source to target when the
-// object has no number yet, or the one with its number. Nil when none was found.
+// remote is the pull request on the SCM with the object's number. Nil while the object has no
+// number yet: the create is what finds one.
 type remote struct {
 	PR *scm.PullRequest
 }
@@ -132,16 +131,14 @@ func decideSCM(o *observation) plan {
 	st.ObservedGeneration = pr.Generation
 	conditions.Remove(&st.Conditions, conditions.Stalled)
 	if st.ID == "" {
-		switch {
-		case rp != nil:
-			// Found before creating, so a create whose reply was lost (a crash) never makes a
-			// second one. The number is recorded before anything else happens to it.
-			st.ID, st.URL = strconv.FormatInt(rp.Number, 10), rp.URL
-			p.Requeue = time.Millisecond
-		case pr.Spec.State == promoterv1alpha1.PullRequestClosed:
+		if pr.Spec.State == promoterv1alpha1.PullRequestClosed {
 			st.State = promoterv1alpha1.PullRequestClosed
-		default:
-			p.Actions, p.Requeue = []action{actCreate}, time.Millisecond
+			return p
+		}
+		p.Actions = []action{actCreate}
+		if pr.Spec.State == promoterv1alpha1.PullRequestMerged {
+			// Open now, merged on the next look, once the number is recorded.
+			p.Requeue = time.Millisecond
 		}
 		return p
 	}

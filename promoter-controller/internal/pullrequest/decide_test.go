@@ -103,8 +103,8 @@ func TestDecideSCM(t *testing.T) {
 		id      string
 		requeue bool
 	}{
-		{name: "none yet: create, then record the number at once", pr: pr(promoterv1alpha1.PullRequestOpen), actions: []action{actCreate}, requeue: true},
-		{name: "found open (a create whose reply was lost): adopt it", pr: pr(promoterv1alpha1.PullRequestOpen), remote: open, id: "7", requeue: true},
+		{name: "none yet: create, and wait", pr: pr(promoterv1alpha1.PullRequestOpen), actions: []action{actCreate}},
+		{name: "none yet, asked to merge: create, and look again to merge", pr: pr(promoterv1alpha1.PullRequestMerged), actions: []action{actCreate}, requeue: true},
 		{name: "none, and asked to close: closed", pr: pr(promoterv1alpha1.PullRequestClosed), state: promoterv1alpha1.PullRequestClosed},
 		{name: "open and in step", pr: numbered(promoterv1alpha1.PullRequestOpen), remote: open, state: promoterv1alpha1.PullRequestOpen, id: "7"},
 		{name: "title changed, and asked to merge", pr: numbered(promoterv1alpha1.PullRequestMerged), remote: with(scm.PullRequest{Number: 7, State: scm.PullRequestOpen, Title: "old"}),

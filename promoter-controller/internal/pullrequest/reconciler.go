@@ -30,6 +30,9 @@ import (
 // reconcileTimeout bounds the git and SCM work of one reconcile.
 const reconcileTimeout = 2 * time.Minute
 
+// staleCacheRetry is how soon a merge decided on a cache behind the API server is looked at again.
+const staleCacheRetry = 200 * time.Millisecond
+
 // Resolver gives the repository a PullRequest names.
 type Resolver interface {
 	Resolve(ctx context.Context, namespace, name string) (*repository.Repository, error)
@@ -96,7 +99,9 @@ func (r *Reconciler) act(ctx, opCtx context.Context, cur, pr *promoterv1alpha1.P
 		// A merge decided on a cache that has not seen this controller's own "merged" write yet
 		// would merge again if the target was put back on the base meanwhile: read it live first.
 		if current, err := r.cacheIsCurrent(ctx, cur); !current {
-			return controller.Result{}, err
+			// The newer copy's event may be a status write that does not wake the pull request
+			// (WakesOnStatus): look again once the cache has it.
+			return controller.Result{RequeueAfter: staleCacheRetry}, err
 		}
 	}
 	status, err := r.apply(opCtx, repo, pr, &pl)
@@ -109,6 +114,16 @@ func (r *Reconciler) act(ctx, opCtx context.Context, cur, pr *promoterv1alpha1.P
 	return controller.Result{RequeueAfter: pl.Requeue}, nil
 }
 
+// WakesOnStatus reports whether a PullRequest whose status alone changed has anything left to
+// do: only a finished one, whose spec.state is aligned next. Only this reconciler writes the
+// status, and a status it wrote otherwise leaves the pull request waiting for its spec, its
+// creator's enqueue after a fetch, or a requeue it asked for; the event of that write would only
+// read the SCM again to decide the same (on Gitea, one call in five per promotion).
+func WakesOnStatus(obj metav1.Object) bool {
+	pr, ok := obj.(*promoterv1alpha1.PullRequest)
+	return !ok || finished(pr)
+}
+
 // observe reads the git heads (plain git) or the pull request on the SCM.
 func (r *Reconciler) observe(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest) (*observation, error) {
 	o := &observation{PR: pr, Now: r.Clock.Now()}
@@ -119,9 +134,8 @@ func (r *Reconciler) observe(ctx context.Context, repo *repository.Repository, p
 	}
 	o.SCM = &remote{}
 	if pr.Status.ID == "" {
-		found, err := repo.Provider.FindOpenPullRequest(ctx, repo.SCM, pr.Spec.SourceBranch, pr.Spec.TargetBranch)
-		o.SCM.PR = found
-		return o, err
+		// Nothing to read yet: the create finds the one an earlier attempt opened, if any.
+		return o, nil
 	}
 	number, err := strconv.ParseInt(pr.Status.ID, 10, 64)
 	if err != nil {

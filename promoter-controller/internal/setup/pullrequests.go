@@ -8,7 +8,8 @@ import (
 	"github.com/sluicehq/sluice/promoter-controller/internal/pullrequest"
 )
 
-// addPullRequests registers the PullRequest reconciler, brought back by its own changes, by its
+// addPullRequests registers the PullRequest reconciler, brought back by its changes (but its own
+// status writes that leave it waiting: WakesOnStatus), by its
 // ScmRepository's (a PullRequest stalled on its repository, a revert's say, which no strategy
 // owns), and by a CRD that comes or goes.
 func (w *wiring) addPullRequests() error {
@@ -21,7 +22,7 @@ func (w *wiring) addPullRequests() error {
 	w.pullRequests = c
 	w.kinds.OnChange(func() { handler.EnqueueStore(c, informer.Informer().GetStore()) })
 	return handler.Register(
-		handler.Watch(informer.Informer(), handler.EnqueueObject(c)),
+		handler.Watch(informer.Informer(), handler.ExceptStatusWrites(handler.EnqueueObject(c), pullrequest.WakesOnStatus)),
 		handler.Watch(w.repos, handler.OnSpecOrMetadataChange(handler.EnqueueMapped(c, w.pullRequestsOf))),
 	)
 }

@@ -1,0 +1,114 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	"github.com/sluicehq/sluice/promoter-controller/internal/setup"
+	"github.com/sluicehq/sluice/testenv"
+)
+
+// appDevPullRequest is a PullRequest app-dev of dev-next into dev on the repository gitea-app.
+func appDevPullRequest(state promoterv1alpha1.PullRequestState) *promoterv1alpha1.PullRequest {
+	return &promoterv1alpha1.PullRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "app-dev"},
+		Spec: promoterv1alpha1.PullRequestSpec{RepositoryRef: promoterv1alpha1.LocalReference{Name: "gitea-app"}, Title: "Promote to dev",
+			SourceBranch: "dev-next", TargetBranch: "dev", State: state},
+	}
+}
+
+// A create on Gitea whose reply was lost (the process stopped, the request timed out) left a pull
+// request open that the PullRequest does not know. The create that follows is refused, and the
+// open one is recorded: never a second pull request.
+func TestACreateWhoseReplyWasLostOnGiteaIsAdopted(t *testing.T) {
+	f := newFixture(t)
+	ctx := f.ctx
+	srv, cloneURL, repo, d0 := giteaRepo(t, map[string][]byte{"values.yaml": []byte("v: 0\n")})
+	hydrateTo(t, repo, "", "dev", d0, "v: 0\n")
+	head := hydrateTo(t, repo, "dev", "dev-next", d0, "v: 1\n")
+	var opened struct {
+		Number int64 `json:"number"`
+	}
+	require.NoError(t, srv.API(ctx, "POST", "/repos/"+srv.AdminUser+"/app/pulls",
+		map[string]string{"head": "dev-next", "base": "dev", "title": "Promote to dev"}, &opened))
+
+	giteaRepository(t, f, srv, cloneURL)
+	prs := env.Sluice.PromoterV1alpha1().PullRequests(f.ns)
+	_, err := prs.Create(ctx, appDevPullRequest(promoterv1alpha1.PullRequestOpen), metav1.CreateOptions{})
+	require.NoError(t, err)
+	startPromoter(t, env.Config, t.TempDir())
+
+	open := testenv.WaitForObject(t, time.Minute, prs, "app-dev", func(p *promoterv1alpha1.PullRequest) bool {
+		return p.Status.ID != ""
+	})
+	assert.Equal(t, fmt.Sprint(opened.Number), open.Status.ID, "the pull request the lost create opened")
+	assert.Equal(t, promoterv1alpha1.PullRequestOpen, open.Status.State)
+	assert.Equal(t, head, open.Status.HeadSHA)
+	pulls, err := giteaPulls(ctx, srv)
+	require.NoError(t, err)
+	assert.Len(t, pulls, 1, "no second pull request")
+}
+
+// A pull request opened and merged on Gitea costs, counted as Gitea sees it, one create, and per
+// merge attempt (Gitea refuses one while it checks mergeability) a read before it and the read
+// Gitea's merge needs to learn its merge commit. Nothing is looked up before the create, and the
+// status written after the create is not read back from Gitea. The pull request counted is the
+// second the process opens: the first takes the reads of the process's start.
+func TestAPromotionOnGiteaCostsOneCreateAndOneReadPerMerge(t *testing.T) {
+	f := newFixture(t)
+	ctx := f.ctx
+	srv, cloneURL, repo, d0 := giteaRepo(t, map[string][]byte{"values.yaml": []byte("v: 0\n")})
+	hydrateTo(t, repo, "", "dev", d0, "v: 0\n")
+	hydrateTo(t, repo, "dev", "dev-next", d0, "v: 1\n")
+	hydrateTo(t, repo, "", "staging", d0, "v: 0\n")
+	head := hydrateTo(t, repo, "staging", "staging-next", d0, "staging v: 1\n")
+	proxy := newCountingProxy(t, srv.URL)
+	giteaRepositoryAt(t, f, srv, proxy.URL, cloneURL)
+	prs := env.Sluice.PromoterV1alpha1().PullRequests(f.ns)
+	_, err := prs.Create(ctx, appDevPullRequest(promoterv1alpha1.PullRequestOpen), metav1.CreateOptions{})
+	require.NoError(t, err)
+	m, _ := startPromoterManager(t, env.Config, setup.Config{CacheDir: t.TempDir()}, nil)
+	testenv.WaitForObject(t, time.Minute, prs, "app-dev", func(p *promoterv1alpha1.PullRequest) bool {
+		return p.Status.State == promoterv1alpha1.PullRequestOpen
+	})
+	settled := func(name string) {
+		require.NoError(t, testenv.Wait(ctx, 30*time.Second, func(context.Context) (bool, error) {
+			return observed(m).idle("pullrequest", f.ns+"/"+name), nil
+		}))
+	}
+	settled("app-dev")
+
+	before := proxy.snapshot()["app"]
+	staging := appDevPullRequest(promoterv1alpha1.PullRequestOpen)
+	staging.Name, staging.Spec.Title, staging.Spec.SourceBranch, staging.Spec.TargetBranch = "app-staging", "Promote to staging", "staging-next", "staging"
+	_, err = prs.Create(ctx, staging, metav1.CreateOptions{})
+	require.NoError(t, err)
+	open := testenv.WaitForObject(t, time.Minute, prs, "app-staging", func(p *promoterv1alpha1.PullRequest) bool {
+		return p.Status.State == promoterv1alpha1.PullRequestOpen
+	})
+	assert.Equal(t, head, open.Status.HeadSHA, "recorded from the create's reply")
+	settled("app-staging")
+	assert.Equal(t, scmCalls{Create: 1}, proxy.snapshot()["app"].minus(before), "opened with one call, and the write of its status read nothing back")
+
+	open.Spec.State, open.Spec.ExpectedHeadSHA = promoterv1alpha1.PullRequestMerged, head
+	_, err = prs.Update(ctx, open, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	merged := testenv.WaitForObject(t, 2*time.Minute, prs, "app-staging", func(p *promoterv1alpha1.PullRequest) bool {
+		return p.Status.State == promoterv1alpha1.PullRequestMerged
+	})
+	assert.Equal(t, head, merged.Status.MergedHeadSHA)
+	settled("app-staging")
+	calls := proxy.snapshot()["app"].minus(before)
+	t.Logf("Gitea was asked, for the second pull request: %+v", calls)
+	assert.Zero(t, calls.Find, "nothing looked up")
+	assert.EqualValues(t, 1, calls.Create)
+	assert.GreaterOrEqual(t, calls.Merge, int64(1))
+	assert.LessOrEqual(t, calls.Get, 2*calls.Merge, "a read before each merge attempt, and the one Gitea's merge needs to learn its merge commit; none more")
+}
