@@ -33,6 +33,11 @@ func (r *Reconciler) advance(ctx context.Context, p *pass, o *observation) (cont
 			p.rc.Status.PullRequest = &rollbackv1alpha1.RevertPullRequest{Name: o.pr.Name, URL: o.pr.Status.URL}
 		}
 		var err error
+		if claims(pl.step) {
+			if err := r.stillCurrent(ctx, p.rc); err != nil {
+				return controller.Result{}, err
+			}
+		}
 		switch pl.step {
 		case stepAdopt:
 			err = r.adoptRevert(p, o, pl.shas)
@@ -66,6 +71,32 @@ func (r *Reconciler) advance(ctx context.Context, p *pass, o *observation) (cont
 		}
 	}
 	return controller.Result{RequeueAfter: time.Millisecond}, nil
+}
+
+// claims reports whether step creates, changes or deletes the environment's PullRequest, the one
+// the promoter-controller merges.
+func claims(s step) bool { return s == stepOpen || s == stepSync || s == stepReclaim }
+
+// errMovedOn stops a pass whose revert changed on the API server since the pass read it.
+var errMovedOn = errors.New("the RevertCommit changed since this pass read it")
+
+// stillCurrent returns errMovedOn unless the API server still holds the revert this pass started
+// from. A pass takes seconds of git work; two replicas (or shards) can both hold a revert for a
+// moment, and the check at the start of the pass does not cover what another ends meanwhile.
+// Without this, a pass that began before the other replica recorded the revert merged went on to
+// open its pull request again, once the other's had been reclaimed by the next revert: the
+// promoter merged it again the day the environment was back on its base, and the next revert
+// found nothing to do. The pass stops writing nothing; the update that moved the revert on brings
+// it back to decide from there.
+func (r *Reconciler) stillCurrent(ctx context.Context, rc *rollbackv1alpha1.RevertCommit) error {
+	current, err := r.cacheIsCurrent(ctx, rc)
+	if err != nil {
+		return err
+	}
+	if !current {
+		return errMovedOn
+	}
+	return nil
 }
 
 // commitWritten is a revert commit in git: the environment commit it restores, its revert branch, and

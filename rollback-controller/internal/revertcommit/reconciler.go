@@ -155,6 +155,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	var stalled *stall
 	switch {
+	case errors.Is(err, errMovedOn):
+		// Decided on a revert that moved on: nothing of this pass is written.
+		return controller.Result{}, nil
 	case errors.As(err, &stalled):
 		conditions.MarkStalled(&st.Conditions, gen, stalled.reason, stalled.message)
 		if werr := r.write(ctx, cur, p); werr != nil {

@@ -256,3 +256,33 @@ func TestAMergeIsRecordedWithTheCommitAnEarlierPassDidNotLiveToRecord(t *testing
 	assert.Contains(t, reasons[0], EventRollbackReplanned)
 	assert.Contains(t, reasons[1], EventRollbackMerged)
 }
+
+// A pass that began before another replica moved the revert on (recorded it merged, say) opens no
+// pull request for it: once the next revert has reclaimed the environment's name, that pull
+// request would merge the old revert again.
+func TestAPassOpensNoPullRequestForARevertThatMovedOnMeanwhile(t *testing.T) {
+	for _, movedOn := range []bool{false, true} {
+		g := newRig(t, revert(nil))
+		live, err := g.client.RollbackV1alpha1().RevertCommits("team").Get(context.Background(), "web-prod", metav1.GetOptions{})
+		require.NoError(t, err)
+		o := seen(written)
+		o.rc.ResourceVersion = live.ResourceVersion
+		if movedOn {
+			live.Status.Phase = rollbackv1alpha1.RevertMerged
+			_, err = g.client.RollbackV1alpha1().RevertCommits("team").UpdateStatus(context.Background(), live, metav1.UpdateOptions{})
+			require.NoError(t, err)
+		}
+		require.Equal(t, stepOpen, decide(o).step, "the premise: the pass would open the pull request")
+
+		_, err = g.r.advance(context.Background(), &pass{rc: o.rc}, o)
+		prs, listErr := g.client.PromoterV1alpha1().PullRequests("team").List(context.Background(), metav1.ListOptions{})
+		require.NoError(t, listErr)
+		if movedOn {
+			assert.ErrorIs(t, err, errMovedOn)
+			assert.Empty(t, prs.Items, "no pull request for a revert another replica moved on")
+		} else {
+			require.NoError(t, err)
+			assert.Len(t, prs.Items, 1, "opened while the revert is what the pass read")
+		}
+	}
+}
