@@ -15,12 +15,12 @@ import (
 	"github.com/sluicehq/sluice/testenv"
 )
 
-// appDevPullRequest is a PullRequest app-dev of dev-next into dev on the repository gitea-app.
-func appDevPullRequest(state promoterv1alpha1.PullRequestState) *promoterv1alpha1.PullRequest {
+// envPullRequest is a PullRequest app-<env> of <env>-next into env on the repository gitea-app.
+func envPullRequest(env string, state promoterv1alpha1.PullRequestState) *promoterv1alpha1.PullRequest {
 	return &promoterv1alpha1.PullRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: "app-dev"},
-		Spec: promoterv1alpha1.PullRequestSpec{RepositoryRef: promoterv1alpha1.LocalReference{Name: "gitea-app"}, Title: "Promote to dev",
-			SourceBranch: "dev-next", TargetBranch: "dev", State: state},
+		ObjectMeta: metav1.ObjectMeta{Name: "app-" + env},
+		Spec: promoterv1alpha1.PullRequestSpec{RepositoryRef: promoterv1alpha1.LocalReference{Name: "gitea-app"}, Title: "Promote to " + env,
+			SourceBranch: env + "-next", TargetBranch: env, State: state},
 	}
 }
 
@@ -41,7 +41,7 @@ func TestACreateWhoseReplyWasLostOnGiteaIsAdopted(t *testing.T) {
 
 	giteaRepository(t, f, srv, cloneURL)
 	prs := env.Sluice.PromoterV1alpha1().PullRequests(f.ns)
-	_, err := prs.Create(ctx, appDevPullRequest(promoterv1alpha1.PullRequestOpen), metav1.CreateOptions{})
+	_, err := prs.Create(ctx, envPullRequest("dev", promoterv1alpha1.PullRequestOpen), metav1.CreateOptions{})
 	require.NoError(t, err)
 	startPromoter(t, env.Config, t.TempDir())
 
@@ -72,7 +72,7 @@ func TestAPromotionOnGiteaCostsOneCreateAndOneReadPerMerge(t *testing.T) {
 	proxy := newCountingProxy(t, srv.URL)
 	giteaRepositoryAt(t, f, srv, proxy.URL, cloneURL)
 	prs := env.Sluice.PromoterV1alpha1().PullRequests(f.ns)
-	_, err := prs.Create(ctx, appDevPullRequest(promoterv1alpha1.PullRequestOpen), metav1.CreateOptions{})
+	_, err := prs.Create(ctx, envPullRequest("dev", promoterv1alpha1.PullRequestOpen), metav1.CreateOptions{})
 	require.NoError(t, err)
 	m, _ := startPromoterManager(t, env.Config, setup.Config{CacheDir: t.TempDir()}, nil)
 	testenv.WaitForObject(t, time.Minute, prs, "app-dev", func(p *promoterv1alpha1.PullRequest) bool {
@@ -86,9 +86,7 @@ func TestAPromotionOnGiteaCostsOneCreateAndOneReadPerMerge(t *testing.T) {
 	settled("app-dev")
 
 	before := proxy.snapshot()["app"]
-	staging := appDevPullRequest(promoterv1alpha1.PullRequestOpen)
-	staging.Name, staging.Spec.Title, staging.Spec.SourceBranch, staging.Spec.TargetBranch = "app-staging", "Promote to staging", "staging-next", "staging"
-	_, err = prs.Create(ctx, staging, metav1.CreateOptions{})
+	_, err = prs.Create(ctx, envPullRequest("staging", promoterv1alpha1.PullRequestOpen), metav1.CreateOptions{})
 	require.NoError(t, err)
 	open := testenv.WaitForObject(t, time.Minute, prs, "app-staging", func(p *promoterv1alpha1.PullRequest) bool {
 		return p.Status.State == promoterv1alpha1.PullRequestOpen

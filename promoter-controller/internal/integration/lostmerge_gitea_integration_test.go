@@ -42,11 +42,9 @@ func TestMergeWhoseReplyWasLostOnGitea(t *testing.T) {
 
 	giteaRepository(t, f, srv, cloneURL)
 	prs := env.Sluice.PromoterV1alpha1().PullRequests(f.ns)
-	pr, err := prs.Create(ctx, &promoterv1alpha1.PullRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: "app-dev"},
-		Spec: promoterv1alpha1.PullRequestSpec{RepositoryRef: promoterv1alpha1.LocalReference{Name: "gitea-app"}, Title: "Promote to dev",
-			SourceBranch: "dev-next", TargetBranch: "dev", ExpectedHeadSHA: head, State: promoterv1alpha1.PullRequestMerged},
-	}, metav1.CreateOptions{})
+	asked := envPullRequest("dev", promoterv1alpha1.PullRequestMerged)
+	asked.Spec.ExpectedHeadSHA = head
+	pr, err := prs.Create(ctx, asked, metav1.CreateOptions{})
 	require.NoError(t, err)
 	// The number recorded before the merge was asked for.
 	pr.Status.ID = fmt.Sprint(opened.Number)
