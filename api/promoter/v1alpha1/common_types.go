@@ -16,6 +16,10 @@ const (
 	StrategyLabel = "promoter.sluice.dev/strategy"
 	// EnvironmentLabel names the environment branch on the ProposedCommits and PullRequests.
 	EnvironmentLabel = "promoter.sluice.dev/environment"
+	// StageLabel is the environment's place in its strategy, from 0, on the ProposedCommits and
+	// PullRequests: a promoter opens the pull requests of earlier stages first, so a wave of new
+	// commits reaches every first environment before it opens the later ones'.
+	StageLabel = "promoter.sluice.dev/stage"
 )
 
 // Defaults and bounds.

@@ -1,6 +1,7 @@
 // Package controller is the one queue runner every Sluice reconciler runs in: a typed
 // rate-limiting workqueue keyed by "namespace/name", a fixed pool of workers, requeue-after for
-// time-driven work, bounded exponential backoff on errors, and recovery from panics.
+// time-driven work, bounded exponential backoff on errors, recovery from panics, and urgent keys
+// first for a Reconciler that is a Prioritizer.
 package controller
 
 import (
@@ -110,6 +111,14 @@ func New(name string, r Reconciler, opts Options) *Controller {
 	if opts.Metrics != nil {
 		cfg.MetricsProvider = opts.Metrics.Workqueue
 		c.metrics = opts.Metrics.Reconcile
+	}
+	if p, ok := r.(Prioritizer); ok {
+		cfg.DelayingQueue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
+			Name: name, MetricsProvider: cfg.MetricsProvider,
+			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{
+				Name: name, MetricsProvider: cfg.MetricsProvider, Queue: newPriorityQueue(p.Priority),
+			}),
+		})
 	}
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(opts.RateLimiter, cfg)
 	return c

@@ -318,7 +318,7 @@ var decideCases = []decideCase{{
 		assert.Nil(t, d.Envs[1].PullRequest.Update, "its spec is already what is desired")
 	},
 }, {
-	name: "owned objects carry the strategy's labels, for a sharded promoter",
+	name: "owned objects carry the strategy's labels, for a sharded promoter, and their stage",
 	obs: func(t *testing.T) *observation {
 		ps := strategy()
 		ps.Labels = map[string]string{"shard": "a"}
@@ -332,6 +332,9 @@ var decideCases = []decideCase{{
 		require.NotNil(t, d.Envs[1].PullRequest.Update, "an existing pull request gets the label")
 		assert.Equal(t, "a", d.Envs[1].PullRequest.Update.Labels["shard"])
 		assert.Equal(t, "staging", d.Envs[1].PullRequest.Update.Labels[promoterv1alpha1.EnvironmentLabel])
+		assert.Equal(t, "0", d.Envs[0].PullRequest.Create.Labels[promoterv1alpha1.StageLabel])
+		assert.Equal(t, "0", d.Envs[0].ProposedCommit.New.Labels[promoterv1alpha1.StageLabel])
+		assert.Equal(t, "1", d.Envs[1].PullRequest.Update.Labels[promoterv1alpha1.StageLabel], "the pull requests opened before the stage label get it")
 	},
 }, {
 	name: "a proposed commit already in the environment branch proposes nothing",

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -163,14 +164,17 @@ func ownedMeta(ps *promoterv1alpha1.PromotionStrategy, branch string) metav1.Obj
 }
 
 // ownedLabels are the strategy's own labels, so the selector of a sharded promoter that matches
-// the strategy matches what it owns, plus the strategy and environment.
+// the strategy matches what it owns, plus the strategy, environment and stage.
 func ownedLabels(ps *promoterv1alpha1.PromotionStrategy, branch string) map[string]string {
-	out := make(map[string]string, len(ps.Labels)+2)
+	out := make(map[string]string, len(ps.Labels)+3)
 	for k, v := range ps.Labels {
 		out[k] = v
 	}
 	out[promoterv1alpha1.StrategyLabel] = ps.Name
 	out[promoterv1alpha1.EnvironmentLabel] = labelValue(branch)
+	if i := slices.IndexFunc(ps.Spec.Environments, func(e promoterv1alpha1.Environment) bool { return e.Branch == branch }); i >= 0 {
+		out[promoterv1alpha1.StageLabel] = strconv.Itoa(i)
+	}
 	return out
 }
 

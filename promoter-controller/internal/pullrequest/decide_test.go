@@ -5,8 +5,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
+	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/scm"
@@ -158,4 +161,39 @@ func TestAlignedSpec(t *testing.T) {
 	reopened := pr(promoterv1alpha1.PullRequestMerged)
 	reopened.Status.State = promoterv1alpha1.PullRequestClosed
 	assert.False(t, finished(reopened), "closed but asked to merge: not finished")
+}
+
+// A pull request asked to merge or close is served before one that only needs opening or
+// watching, and within each an earlier stage first; a finished one, or one the cache does not
+// hold, comes last. One with no stage (a revert's) counts as a first stage.
+func TestPriorityPutsMergesFirstThenEarlierStages(t *testing.T) {
+	prs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	add := func(name, stage string, want, got promoterv1alpha1.PullRequestState) {
+		labels := map[string]string{}
+		if stage != "" {
+			labels[promoterv1alpha1.StageLabel] = stage
+		}
+		require.NoError(t, prs.Add(&promoterv1alpha1.PullRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name, Labels: labels},
+			Spec: promoterv1alpha1.PullRequestSpec{State: want}, Status: promoterv1alpha1.PullRequestStatus{State: got}}))
+	}
+	add("dev-merge", "0", promoterv1alpha1.PullRequestMerged, "")
+	add("revert-merge", "", promoterv1alpha1.PullRequestMerged, promoterv1alpha1.PullRequestOpen)
+	add("prod-merge", "2", promoterv1alpha1.PullRequestMerged, promoterv1alpha1.PullRequestOpen)
+	add("prod-close", "2", promoterv1alpha1.PullRequestClosed, promoterv1alpha1.PullRequestOpen)
+	add("dev-open", "0", promoterv1alpha1.PullRequestOpen, "")
+	add("staging-open", "1", promoterv1alpha1.PullRequestOpen, "")
+	add("prod-open", "2", "", promoterv1alpha1.PullRequestOpen)
+	add("bad-stage-open", "-3", promoterv1alpha1.PullRequestOpen, "")
+	add("merged", "0", promoterv1alpha1.PullRequestMerged, promoterv1alpha1.PullRequestMerged)
+	r := &Reconciler{PullRequests: promoterlisters.NewPullRequestLister(prs)}
+	order := []string{"team/dev-merge", "team/prod-merge", "team/dev-open", "team/staging-open", "team/prod-open", "team/merged"}
+	for i := 1; i < len(order); i++ {
+		assert.Greater(t, r.Priority(order[i-1]), r.Priority(order[i]), "%s before %s", order[i-1], order[i])
+	}
+	assert.Equal(t, r.Priority("team/dev-merge"), r.Priority("team/revert-merge"), "no stage is a first stage")
+	assert.Equal(t, r.Priority("team/prod-merge"), r.Priority("team/prod-close"), "a close is as urgent as a merge")
+	assert.Equal(t, r.Priority("team/dev-open"), r.Priority("team/bad-stage-open"), "a stage that is not a number is a first stage")
+	for _, key := range []string{"team/merged", "team/gone", "not/a/key"} {
+		assert.Zero(t, r.Priority(key), key)
+	}
 }

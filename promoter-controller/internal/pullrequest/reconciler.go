@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -254,6 +255,37 @@ func (r *Reconciler) writeStatus(ctx context.Context, cur *promoterv1alpha1.Pull
 	next.Status = status
 	_, _, err := statusWriter.Write(ctx, r.Client.PromoterV1alpha1().PullRequests(cur.Namespace), cur, next)
 	return err
+}
+
+// Priority implements controller.Prioritizer. A wave of new dry commits makes every
+// environment's pull request at once, and on an SCM each opening and each merge is a slow call;
+// served first in, first out, the openings of later environments held the merges of the first
+// behind them. So a pull request asked to merge (or close) goes first, then one that only needs
+// opening or watching, and within each the earlier stage first. A pull request with no stage (a
+// revert's, a person's) counts as a first stage: nothing waits behind it.
+func (r *Reconciler) Priority(key string) int {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return 0
+	}
+	pr, err := r.get(namespace, name)
+	if err != nil || finished(pr) {
+		return 0
+	}
+	p := promoterv1alpha1.MaxEnvironments - stage(pr)
+	if pr.Spec.State == promoterv1alpha1.PullRequestMerged || pr.Spec.State == promoterv1alpha1.PullRequestClosed {
+		p += promoterv1alpha1.MaxEnvironments
+	}
+	return p
+}
+
+// stage is pr's place in its strategy (StageLabel), 0 when it has none.
+func stage(pr *promoterv1alpha1.PullRequest) int {
+	n, err := strconv.Atoi(pr.Labels[promoterv1alpha1.StageLabel])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return min(n, promoterv1alpha1.MaxEnvironments-1)
 }
 
 func (r *Reconciler) get(namespace, name string) (*promoterv1alpha1.PullRequest, error) {
