@@ -14,8 +14,11 @@
 // objects; go-git probes every pack index on each object lookup. So after a fetch, a repository
 // holding more than Maintenance.MaxPacks packs (32) or MaxLooseObjects loose objects (2,000) is
 // repacked, under its lock: what its refs and notes reach goes into one new pack, copied without
-// recompressing, which replaces the others. The new pack is complete and synced before anything is
-// removed, so a process killed at any step leaves a readable repository (see repack).
+// recompressing, which replaces the others. A repository whose history came in a large pack
+// (Maintenance.LargePackObjects, 50,000 objects) keeps it, and only the smaller packs and the
+// loose objects are rolled into one, so a long history costs its memory once, at the first fetch,
+// not at every repack. The new pack is complete and synced before anything is removed, so a
+// process killed at any step leaves a readable repository (see repack).
 //
 // Remote branches are kept as refs/remotes/origin/<branch>, the notes ref as
 // refs/remotes/origin-refs/notes/<name>. Fetch overwrites them with whatever the remote has,

@@ -31,6 +31,15 @@ type Maintenance struct {
 	// more in packs (a branch the remote rewrote) are dropped by a repack. Default
 	// DefaultKeepUnreachable.
 	KeepUnreachable time.Duration
+	// LargePackObjects is the size, in objects, from which a pack is kept as it is by a repack,
+	// when it also holds at least twice as many objects as the smaller packs and the loose
+	// objects together: the repack then rolls only those into one new pack, as git's geometric
+	// repack does. A full repack walks every object a ref reaches and its memory follows their
+	// number (about 1 KiB of RSS an object: 1 GiB for a history of a million objects); a roll-up
+	// follows the objects fetched since the large pack. Objects no ref reaches are dropped only
+	// by a full repack, which comes once the smaller packs hold half as many objects as the
+	// large one. Default DefaultLargePackObjects.
+	LargePackObjects int
 	// Disabled turns repacking off.
 	Disabled bool
 }
@@ -44,6 +53,9 @@ const (
 	DefaultMaxLooseObjects = 2000
 	// DefaultKeepUnreachable is git gc's own default (gc.pruneExpire).
 	DefaultKeepUnreachable = 14 * 24 * time.Hour
+	// DefaultLargePackObjects keeps a full repack's memory to about 50 MiB (see
+	// docs/benchmarks.md): a history of about 10,000 commits.
+	DefaultLargePackObjects = 50000
 )
 
 // retryMaintenanceAfter is how long a repository whose repack failed waits for the next attempt.
@@ -64,6 +76,9 @@ func (m Maintenance) withDefaults() Maintenance {
 	if m.KeepUnreachable <= 0 {
 		m.KeepUnreachable = DefaultKeepUnreachable
 	}
+	if m.LargePackObjects <= 0 {
+		m.LargePackObjects = DefaultLargePackObjects
+	}
 	return m
 }
 
@@ -83,7 +98,7 @@ func (c *Cache) maintainLocked(sh *shared) {
 	start := time.Now()
 	var res repackResult
 	if err == nil {
-		res, err = repack(sh.dir, m.KeepUnreachable, c.maintenanceStep)
+		res, err = repack(sh.dir, m, c.maintenanceStep)
 	}
 	if res.changedPacks {
 		sh.reopenStorage()
@@ -107,7 +122,7 @@ func (c *Cache) maintainLocked(sh *shared) {
 	c.log.Info("repacked a git cache repository", "url", redactURL(sh.url),
 		"packsBefore", before.packs, "looseBefore", before.loose,
 		"packsAfter", after.packs, "looseAfter", after.loose,
-		"objects", res.objects, "duration", time.Since(start).Round(time.Millisecond))
+		"objects", res.objects, "packsKept", res.keptPacks, "duration", time.Since(start).Round(time.Millisecond))
 }
 
 // objectCounts is what a repository's objects folder holds.

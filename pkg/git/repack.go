@@ -20,10 +20,14 @@ type repackResult struct {
 	objects int
 	// changedPacks is set once the pack folder changed: the storage must be opened again.
 	changedPacks bool
+	// keptPacks is how many large packs a roll-up left as they are; 0 for a full repack.
+	keptPacks int
 }
 
 // repack writes every object a ref reaches into one new pack, then removes the packs and loose
-// objects it replaces. Call it with the repository's lock held.
+// objects it replaces; or, when the repository holds large packs (m.LargePackObjects), it rolls
+// only the smaller packs and the loose objects into one, and keeps the large ones as they are.
+// Call it with the repository's lock held.
 //
 // go-git has Repository.RepackObjects, but it is not safe to kill: it deletes the loose objects
 // it packed before the new pack is in place, writes the index under its final name without
@@ -39,11 +43,24 @@ type repackResult struct {
 //  3. only then are the old packs removed, each pack before its index, and the loose objects
 //     the new pack holds. Until then every object is in the new pack, the old ones, or both.
 //
-// Objects no ref reaches are dropped from packs; loose ones are kept for keepUnreachable (a
-// commit Merge wrote and a caller may still push), as git gc keeps them.
-func repack(dir string, keepUnreachable time.Duration, hook func(string) error) (res repackResult, err error) {
+// A full repack drops objects no ref reaches from packs; loose ones are kept for
+// m.KeepUnreachable (a commit Merge wrote and a caller may still push), as git gc keeps them.
+func repack(dir string, m Maintenance, hook func(string) error) (res repackResult, err error) {
 	packDir := filepath.Join(dir, "objects", "pack")
-	w, err := writeReachable(dir, packDir)
+	kept, rolled, err := splitLargePacks(dir, packDir, m.LargePackObjects)
+	if err != nil {
+		return res, err
+	}
+	var w *repackWrite
+	if len(kept) > 0 {
+		w, err = writeRollUp(dir, packDir, rolled)
+		if err != nil {
+			kept = nil
+		}
+	}
+	if len(kept) == 0 {
+		w, err = writeReachable(dir, packDir)
+	}
 	if err != nil || w == nil {
 		return res, err
 	}
@@ -52,7 +69,7 @@ func repack(dir string, keepUnreachable time.Duration, hook func(string) error) 
 		_ = os.Remove(w.written.tempPack)
 		_ = os.Remove(w.written.tempIndex)
 	}()
-	res.objects = len(w.plan.objects)
+	res.objects, res.keptPacks = len(w.plan.objects), len(kept)
 	if err := runStep(hook, stepTempWritten); err != nil {
 		return res, err
 	}
@@ -62,7 +79,7 @@ func repack(dir string, keepUnreachable time.Duration, hook func(string) error) 
 	if err := removeOldPacks(packDir, w.oldPacks, w.written.checksum, hook); err != nil {
 		return res, err
 	}
-	if err := removePackedLoose(w.loose, w.plan.index, keepUnreachable, hook); err != nil {
+	if err := removePackedLoose(w.loose, w.plan.index, m.KeepUnreachable, hook); err != nil {
 		return res, err
 	}
 	removeEmptyFanout(filepath.Join(dir, "objects"))

@@ -76,7 +76,7 @@ func TestRepackCopiesRefDeltas(t *testing.T) {
 	require.Equal(t, map[plumbing.ObjectType]int{plumbing.REFDeltaObject: 4, plumbing.CommitObject: 6, plumbing.TreeObject: 6, plumbing.BlobObject: 2},
 		storedTypes(t, packDir), "the packs hold REF_DELTA blobs")
 
-	res, err := repack(dir, time.Hour, nil)
+	res, err := repack(dir, Maintenance{KeepUnreachable: time.Hour}.withDefaults(), nil)
 	require.NoError(t, err)
 	require.Equal(t, 18, res.objects)
 	require.Equal(t, map[plumbing.ObjectType]int{plumbing.OFSDeltaObject: 4, plumbing.CommitObject: 6, plumbing.TreeObject: 6, plumbing.BlobObject: 2},
