@@ -117,18 +117,25 @@ func openPack(base string, h plumbing.Hash) (*sourcePack, error) {
 
 // checkPackHeader checks the pack signature, version and object count against its index.
 func checkPackHeader(r io.ReaderAt, objects int) error {
+	n, err := packHeaderObjects(r)
+	if err == nil && n != objects {
+		err = fmt.Errorf("the pack holds %d objects and its index %d", n, objects)
+	}
+	return err
+}
+
+// packHeaderObjects checks the pack signature and version and returns the object count the
+// header gives.
+func packHeaderObjects(r io.ReaderAt) (int, error) {
 	var head [12]byte
 	if _, err := r.ReadAt(head[:], 0); err != nil {
-		return err
+		return 0, err
 	}
 	version := binary.BigEndian.Uint32(head[4:8])
 	if !bytes.Equal(head[:4], []byte("PACK")) || (version != 2 && version != 3) {
-		return errors.New("not a pack file")
+		return 0, errors.New("not a pack file")
 	}
-	if n := binary.BigEndian.Uint32(head[8:]); int(n) != objects {
-		return fmt.Errorf("the pack holds %d objects and its index %d", n, objects)
-	}
-	return nil
+	return int(binary.BigEndian.Uint32(head[8:])), nil
 }
 
 func closePacks(packs []*sourcePack) {

@@ -105,8 +105,7 @@ func writeReachable(dir, packDir string) (*repackWrite, error) {
 	// allocates its buffers, for each object it reads, and the walk reads every commit and tree.
 	// Its object cache is its own too: the walk reads every object once, and would only push
 	// every other repository's objects out of the shared one.
-	sto := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(objectCacheSize),
-		filesystem.Options{ExclusiveAccess: true, KeepDescriptors: true})
+	sto := repackStorage(dir)
 	defer sto.Close()
 	reachable, err := reachableObjects(sto)
 	if err != nil || len(reachable) == 0 {
@@ -137,6 +136,12 @@ func writeReachable(dir, packDir string) (*repackWrite, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// repackStorage is a storage of dir for a repack alone.
+func repackStorage(dir string) *filesystem.Storage {
+	return filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(objectCacheSize),
+		filesystem.Options{ExclusiveAccess: true, KeepDescriptors: true})
 }
 
 // putInPlace renames the new pack's index, then the pack, to their final names and syncs the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -79,13 +78,7 @@ func manyPacksCache(b *testing.B) (root, url string) {
 // copyCache copies the cache with many packs to a new folder and opens it with m.
 func copyCache(b *testing.B, name string, m git.Maintenance) *git.Repository {
 	src, url := manyPacksCache(b)
-	root := benchDir(b, name)
-	if err := os.RemoveAll(root); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.CopyFS(root, os.DirFS(src)); err != nil {
-		b.Fatal(err)
-	}
+	root := copyDir(b, src, name)
 	c, err := git.NewCache(root, quiet, git.WithMaintenance(m))
 	if err != nil {
 		b.Fatal(err)

@@ -68,6 +68,11 @@ func longHistoryCache(b *testing.B) (root, url string) {
 // copyOf copies the long-history cache to a new folder named name.
 func copyOf(b *testing.B, name string) string {
 	src, _ := longHistoryCache(b)
+	return copyDir(b, src, name)
+}
+
+// copyDir copies src to a new bench folder named name, emptied first.
+func copyDir(b *testing.B, src, name string) string {
 	root := benchDir(b, name)
 	if err := os.RemoveAll(root); err != nil {
 		b.Fatal(err)

@@ -1,7 +1,6 @@
 package git
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -11,10 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // packSize is a pack and the number of objects its header says it holds.
@@ -33,14 +29,11 @@ func splitLargePacks(dir, packDir string, largePack int) (kept, rolled []plumbin
 	if err != nil {
 		return nil, nil, err
 	}
-	rest := 0
-	err = forEachLooseObject(dir, func(plumbing.Hash, string) error {
-		rest++
-		return nil
-	})
+	counts, err := countObjects(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list loose objects: %w", err)
 	}
+	rest := counts.loose
 	for _, p := range sizes {
 		rest += p.objects
 	}
@@ -96,14 +89,7 @@ func packObjectCount(path string) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
-	var head [12]byte
-	if _, err := f.ReadAt(head[:], 0); err != nil {
-		return 0, err
-	}
-	if !bytes.Equal(head[:4], []byte("PACK")) {
-		return 0, errors.New("not a pack file")
-	}
-	return int(uint32(head[8])<<24 | uint32(head[9])<<16 | uint32(head[10])<<8 | uint32(head[11])), nil
+	return packHeaderObjects(f)
 }
 
 // writeRollUp writes every object of the rolled packs, and every loose object, into a new pack
@@ -113,8 +99,7 @@ func packObjectCount(path string) (int, error) {
 // repack does a full one instead.
 func writeRollUp(dir, packDir string, rolled []plumbing.Hash) (*repackWrite, error) {
 	// Read only for a delta whose chain of bases loops back to itself (fromStorage).
-	sto := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(objectCacheSize),
-		filesystem.Options{ExclusiveAccess: true, KeepDescriptors: true})
+	sto := repackStorage(dir)
 	defer sto.Close()
 	w := &repackWrite{loose: map[plumbing.Hash]string{}, oldPacks: rolled}
 	var want []plumbing.Hash

@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/pkg/git"
+	"github.com/sluicehq/sluice/pkg/git/gittest"
 )
 
 // A repository whose history came in one large pack: a repack rolls the later, smaller packs
 // into one and leaves the large pack as it is, so its memory follows what was fetched since, not
-// the history. Deltas the remote sent on bases in the large pack (thin packs) stay deltas on
-// them, and every object still reads, in this process and the next.
+// the history, and every object still reads, in this process and the next.
 func TestRepackRollsUpSmallPacksAndKeepsTheLargeOne(t *testing.T) {
 	for name, serve := range remotes {
 		t.Run(name, func(t *testing.T) {
@@ -32,20 +32,8 @@ func TestRepackRollsUpSmallPacksAndKeepsTheLargeOne(t *testing.T) {
 			repo, err := c.Open(url, git.Auth{}, git.Options{})
 			require.NoError(t, err)
 
-			var dev []string
-			hydrate := func() {
-				i := len(dev)
-				sha := remote.CommitFiles(t, "dev", map[string]string{
-					"hydrator.metadata":  string(git.HydratorNote(dry(i))),
-					"manifests/app.yaml": manifest(i),
-				}, fmt.Sprintf("hydrate %d\n", i))
-				remote.AddNote(t, git.DefaultNotesRef, sha, string(git.HydratorNote(dry(100+i))))
-				dev = append(dev, sha)
-			}
-			for range 20 {
-				hydrate()
-			}
-			remote.CommitFiles(t, "staging", map[string]string{"manifests/app.yaml": "staging"}, "staging\n")
+			h := &history{remote: remote}
+			h.start(t)
 			require.NoError(t, repo.Fetch(ctx(t), "dev", "staging"))
 			first, err := git.PackedTypes(repoDir(t, root))
 			require.NoError(t, err)
@@ -53,7 +41,7 @@ func TestRepackRollsUpSmallPacksAndKeepsTheLargeOne(t *testing.T) {
 			large := slices.Collect(maps.Keys(first))[0]
 
 			for i := range 5 {
-				hydrate()
+				h.hydrate(t)
 				require.NoError(t, repo.Fetch(ctx(t), "dev", "staging"))
 				if i < 4 {
 					require.NotContains(t, logs.String(), repackedLog, "6 packs are over the limit of 5; %d are not", i+2)
@@ -77,7 +65,7 @@ func TestRepackRollsUpSmallPacksAndKeepsTheLargeOne(t *testing.T) {
 			_, loose := objectCounts(t, root)
 			assert.Zero(t, loose)
 			for _, r := range []*git.Repository{repo, reopen(t, root, url, logs)} {
-				checkReads(t, r, remote, dev)
+				checkReads(t, r, remote, h.dev)
 			}
 			verifyRepository(t, repoDir(t, root))
 		})
@@ -92,16 +80,7 @@ func TestRollUpFailingAtAnyStepLeavesTheLargePackAndAReadableRepository(t *testi
 		t.Run(step, func(t *testing.T) {
 			remote, url := remotes["go-git server"](t)
 			root, logs := t.TempDir(), &syncBuffer{}
-			var dev []string
-			hydrate := func() {
-				i := len(dev)
-				sha := remote.CommitFiles(t, "dev", map[string]string{
-					"hydrator.metadata":  string(git.HydratorNote(dry(i))),
-					"manifests/app.yaml": manifest(i),
-				}, fmt.Sprintf("hydrate %d\n", i))
-				remote.AddNote(t, git.DefaultNotesRef, sha, string(git.HydratorNote(dry(100+i))))
-				dev = append(dev, sha)
-			}
+			h := &history{remote: remote}
 			open := func(opts ...git.CacheOption) *git.Repository {
 				c, err := git.NewCache(root, testLogger(logs), opts...)
 				require.NoError(t, err)
@@ -109,10 +88,7 @@ func TestRollUpFailingAtAnyStepLeavesTheLargePackAndAReadableRepository(t *testi
 				require.NoError(t, err)
 				return r
 			}
-			for range 20 {
-				hydrate()
-			}
-			remote.CommitFiles(t, "staging", map[string]string{"manifests/app.yaml": "staging"}, "staging\n")
+			h.start(t)
 			failing := open(git.WithMaintenance(m), git.WithMaintenanceStep(func(s string) error {
 				if s == step {
 					return errors.New("injected failure")
@@ -136,19 +112,19 @@ func TestRollUpFailingAtAnyStepLeavesTheLargePackAndAReadableRepository(t *testi
 			require.NoError(t, err)
 			require.NoError(t, sto.Close())
 			for range 3 {
-				hydrate()
+				h.hydrate(t)
 				require.NoError(t, failing.Fetch(ctx(t), "dev", "staging"))
 			}
 			require.Contains(t, logs.String(), "injected failure")
-			checkReads(t, failing, remote, dev)
+			checkReads(t, failing, remote, h.dev)
 
 			next := open(git.WithMaintenance(m))
-			checkReads(t, next, remote, dev)
+			checkReads(t, next, remote, h.dev)
 			repacks := strings.Count(logs.String(), repackedLog)
 			for range 3 {
 				// Fetched until over the limit again (a roll-up that failed after its new pack
 				// was in place left fewer packs).
-				hydrate()
+				h.hydrate(t)
 				require.NoError(t, next.Fetch(ctx(t), "dev", "staging"))
 				if strings.Count(logs.String(), repackedLog) > repacks {
 					break
@@ -159,10 +135,36 @@ func TestRollUpFailingAtAnyStepLeavesTheLargePackAndAReadableRepository(t *testi
 			require.NoError(t, err)
 			assert.Len(t, after, 2, "the large pack and one rolled up")
 			assert.Equal(t, first[large], after[large], "the large pack is left as it is")
-			checkReads(t, next, remote, dev)
+			checkReads(t, next, remote, h.dev)
 			_, loose := objectCounts(t, root)
 			assert.Zero(t, loose)
 			verifyRepository(t, repoDir(t, root))
 		})
 	}
+}
+
+// history is a remote's dev branch of hydrated commits, each with its note, as checkReads reads
+// them.
+type history struct {
+	remote *gittest.Repo
+	dev    []string
+}
+
+// start hydrates 20 commits on dev and one on staging: the first fetch's large pack.
+func (h *history) start(t *testing.T) {
+	for range 20 {
+		h.hydrate(t)
+	}
+	h.remote.CommitFiles(t, "staging", map[string]string{"manifests/app.yaml": "staging"}, "staging\n")
+}
+
+// hydrate adds one hydrated commit on dev.
+func (h *history) hydrate(t *testing.T) {
+	i := len(h.dev)
+	sha := h.remote.CommitFiles(t, "dev", map[string]string{
+		"hydrator.metadata":  string(git.HydratorNote(dry(i))),
+		"manifests/app.yaml": manifest(i),
+	}, fmt.Sprintf("hydrate %d\n", i))
+	h.remote.AddNote(t, git.DefaultNotesRef, sha, string(git.HydratorNote(dry(100+i))))
+	h.dev = append(h.dev, sha)
 }
