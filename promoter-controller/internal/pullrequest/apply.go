@@ -47,7 +47,7 @@ func (r *Reconciler) apply(ctx context.Context, repo *repository.Repository, pr 
 		var err error
 		switch a {
 		case actCreate:
-			err = r.create(ctx, repo, pr, &st)
+			p.Opened, err = r.create(ctx, repo, pr, &st)
 		case actUpdateText:
 			_, err = repo.Provider.UpdatePullRequest(ctx, repo.SCM, number(st), pr.Spec.Title, pr.Spec.Description)
 		case actClose:
@@ -76,7 +76,7 @@ func number(st promoterv1alpha1.PullRequestStatus) int64 {
 // one pull request per source and target, and refuses a second (Gitea and GitLab with 409,
 // GitHub with 422). A refusal is the create of an earlier attempt whose reply was lost (a crash,
 // a timeout): the open one is found then and recorded, so there is never a second.
-func (r *Reconciler) create(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest, st *promoterv1alpha1.PullRequestStatus) error {
+func (r *Reconciler) create(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest, st *promoterv1alpha1.PullRequestStatus) (*scm.PullRequest, error) {
 	opened, err := repo.Provider.CreatePullRequest(ctx, repo.SCM, scm.NewPullRequest{
 		Title: pr.Spec.Title, Body: pr.Spec.Description, Head: pr.Spec.SourceBranch, Base: pr.Spec.TargetBranch,
 	})
@@ -86,13 +86,13 @@ func (r *Reconciler) create(ctx context.Context, repo *repository.Repository, pr
 		}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	st.ID, st.URL, st.HeadSHA, st.State = strconv.FormatInt(opened.Number, 10), opened.URL, opened.HeadSHA, promoterv1alpha1.PullRequestOpen
 	if pr.Spec.State != promoterv1alpha1.PullRequestMerged {
 		conditions.MarkReady(&st.Conditions, pr.Generation, ReasonOpen, "open at "+opened.URL)
 	}
-	return nil
+	return opened, nil
 }
 
 func (r *Reconciler) mergeSCM(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest, st *promoterv1alpha1.PullRequestStatus, p *plan) error {

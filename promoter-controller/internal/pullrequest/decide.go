@@ -56,6 +56,8 @@ type plan struct {
 	Target string
 	// Err is an error to retry, found without acting.
 	Err error
+	// Opened is the pull request the create opened (or found open), as the SCM answered it.
+	Opened *scm.PullRequest
 }
 
 // merges reports whether the plan merges the pull request.
@@ -135,11 +137,8 @@ func decideSCM(o *observation) plan {
 			st.State = promoterv1alpha1.PullRequestClosed
 			return p
 		}
+		// One asked to merge is merged right after, once the number is recorded (mergeAfterCreate).
 		p.Actions = []action{actCreate}
-		if pr.Spec.State == promoterv1alpha1.PullRequestMerged {
-			// Open now, merged on the next look, once the number is recorded.
-			p.Requeue = time.Millisecond
-		}
 		return p
 	}
 	st.HeadSHA, st.URL = rp.HeadSHA, rp.URL

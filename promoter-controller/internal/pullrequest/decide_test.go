@@ -107,7 +107,8 @@ func TestDecideSCM(t *testing.T) {
 		requeue bool
 	}{
 		{name: "none yet: create, and wait", pr: pr(promoterv1alpha1.PullRequestOpen), actions: []action{actCreate}},
-		{name: "none yet, asked to merge: create, and look again to merge", pr: pr(promoterv1alpha1.PullRequestMerged), actions: []action{actCreate}, requeue: true},
+		{name: "none yet, asked to merge: create (the merge follows in the same reconcile)", pr: pr(promoterv1alpha1.PullRequestMerged), actions: []action{actCreate}},
+		{name: "open, and asked to merge: merge", pr: numbered(promoterv1alpha1.PullRequestMerged), remote: open, actions: []action{actMergeSCM}, state: promoterv1alpha1.PullRequestOpen, id: "7"},
 		{name: "none, and asked to close: closed", pr: pr(promoterv1alpha1.PullRequestClosed), state: promoterv1alpha1.PullRequestClosed},
 		{name: "open and in step", pr: numbered(promoterv1alpha1.PullRequestOpen), remote: open, state: promoterv1alpha1.PullRequestOpen, id: "7"},
 		{name: "title changed, and asked to merge", pr: numbered(promoterv1alpha1.PullRequestMerged), remote: with(scm.PullRequest{Number: 7, State: scm.PullRequestOpen, Title: "old"}),

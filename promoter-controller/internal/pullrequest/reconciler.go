@@ -63,7 +63,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, r.alignSpec(ctx, cur)
 	}
 	if l.ReportSuspend(&pr.Status.Conditions) {
-		return controller.Result{}, r.writeStatus(ctx, cur, pr.Status)
+		_, err := r.writeStatus(ctx, cur, pr.Status)
+		return controller.Result{}, err
 	}
 	if missing, ready := crds.Check(r.Kinds, crds.SCM...); missing != "" {
 		return controller.Result{}, r.stall(ctx, cur, pr, crds.ReasonCRDMissing, missing)
@@ -105,14 +106,35 @@ func (r *Reconciler) act(ctx, opCtx context.Context, cur, pr *promoterv1alpha1.P
 			return controller.Result{RequeueAfter: staleCacheRetry}, err
 		}
 	}
+	return r.applyAndRecord(ctx, opCtx, cur, pr, repo, pl)
+}
+
+// applyAndRecord applies a plan and writes the status it leads to; a pull request just opened
+// that is asked to merge is merged next, in the same reconcile.
+func (r *Reconciler) applyAndRecord(ctx, opCtx context.Context, cur, pr *promoterv1alpha1.PullRequest, repo *repository.Repository, pl plan) (controller.Result, error) {
 	status, err := r.apply(opCtx, repo, pr, &pl)
 	if err != nil {
 		return r.fail(ctx, cur, pr, status, err)
 	}
-	if err := r.writeStatus(ctx, cur, status); err != nil {
+	stored, err := r.writeStatus(ctx, cur, status)
+	if err != nil {
 		return controller.Result{}, err
 	}
+	if pl.Opened != nil && stored.Spec.State == promoterv1alpha1.PullRequestMerged {
+		return r.mergeAfterCreate(ctx, opCtx, stored, repo, pl.Opened)
+	}
 	return controller.Result{RequeueAfter: pl.Requeue}, nil
+}
+
+// mergeAfterCreate decides the merge of a pull request this reconcile has just opened and
+// recorded, on what the create answered rather than on a read of it: on Gitea that read was one
+// call in four per promotion, and it can tell nothing the create did not. The SCM checks the
+// head itself at the merge, and explains a refusal with a read. The number is recorded first
+// (stored is the object as that write left it, newer than the cache), so a merge whose reply is
+// lost is found by the next reconcile, not made twice.
+func (r *Reconciler) mergeAfterCreate(ctx, opCtx context.Context, stored *promoterv1alpha1.PullRequest, repo *repository.Repository, opened *scm.PullRequest) (controller.Result, error) {
+	next := stored.DeepCopy()
+	return r.applyAndRecord(ctx, opCtx, stored, next, repo, decideSCM(&observation{PR: next, Now: r.Clock.Now(), SCM: &remote{PR: opened}}))
 }
 
 // WakesOnStatus reports whether a PullRequest whose status alone changed has anything left to
@@ -230,7 +252,7 @@ func (r *Reconciler) stall(ctx context.Context, cur, pr *promoterv1alpha1.PullRe
 func (r *Reconciler) fail(ctx context.Context, cur, pr *promoterv1alpha1.PullRequest, status promoterv1alpha1.PullRequestStatus, problem error) (controller.Result, error) {
 	permanent := scm.IsPermanent(problem) || controller.IsPermanent(problem)
 	failed(&status, pr, problem, permanent)
-	if err := r.writeStatus(ctx, cur, status); err != nil {
+	if _, err := r.writeStatus(ctx, cur, status); err != nil {
 		return controller.Result{}, err
 	}
 	if permanent {
@@ -250,11 +272,12 @@ var statusWriter = reconcile.StatusWriter[*promoterv1alpha1.PullRequest, promote
 	Status: func(pr *promoterv1alpha1.PullRequest) *promoterv1alpha1.PullRequestStatus { return &pr.Status },
 }
 
-func (r *Reconciler) writeStatus(ctx context.Context, cur *promoterv1alpha1.PullRequest, status promoterv1alpha1.PullRequestStatus) error {
+// writeStatus writes status on cur and returns the object as stored.
+func (r *Reconciler) writeStatus(ctx context.Context, cur *promoterv1alpha1.PullRequest, status promoterv1alpha1.PullRequestStatus) (*promoterv1alpha1.PullRequest, error) {
 	next := cur.DeepCopy()
 	next.Status = status
-	_, _, err := statusWriter.Write(ctx, r.Client.PromoterV1alpha1().PullRequests(cur.Namespace), cur, next)
-	return err
+	stored, _, err := statusWriter.Write(ctx, r.Client.PromoterV1alpha1().PullRequests(cur.Namespace), cur, next)
+	return stored, err
 }
 
 // Priority implements controller.Prioritizer. A wave of new dry commits makes every
