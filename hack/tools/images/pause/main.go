@@ -28,6 +28,9 @@ func main() {
 	}
 	signals := make(chan os.Signal, 16)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
+	// Said once the signals are this process's to handle: the Go runtime catches SIGTERM from its
+	// start, but kills the process on it until Notify, so the handler mask alone proves nothing.
+	fmt.Fprintln(os.Stderr, "pause: waiting for SIGTERM")
 	for sig := range signals {
 		if sig == syscall.SIGCHLD {
 			reap()
