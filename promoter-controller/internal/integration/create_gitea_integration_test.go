@@ -97,14 +97,22 @@ func newGiteaCounted(t *testing.T) *giteaCounted {
 // since is what Gitea was asked for the repository since the fixture settled.
 func (g *giteaCounted) since() scmCalls { return g.proxy.snapshot()["app"].minus(g.beforeCounts) }
 
-// mergedStaging waits until app-staging is merged, and for its reconciles to settle.
-func (g *giteaCounted) mergedStaging(t *testing.T) {
+// mergedStaging waits until app-staging is merged and its reconciles settle, checks that Gitea
+// was asked for one create, no find and at least one merge since the fixture settled, and returns
+// those calls.
+func (g *giteaCounted) mergedStaging(t *testing.T) scmCalls {
 	merged := testenv.WaitForObject(t, 2*time.Minute, g.prs, "app-staging", func(p *promoterv1alpha1.PullRequest) bool {
 		return p.Status.State == promoterv1alpha1.PullRequestMerged
 	})
 	assert.Equal(t, g.stagingHead, merged.Status.MergedHeadSHA)
 	assert.NotEmpty(t, merged.Status.MergeSHA, "the merge commit, from the read Gitea's merge needs")
 	g.settled("app-staging")
+	calls := g.since()
+	t.Logf("Gitea was asked: %+v", calls)
+	assert.Zero(t, calls.Find, "nothing looked up")
+	assert.EqualValues(t, 1, calls.Create)
+	require.GreaterOrEqual(t, calls.Merge, int64(1))
+	return calls
 }
 
 // A pull request opened and merged on Gitea costs, counted as Gitea sees it, one create, and per
@@ -126,12 +134,7 @@ func TestAPromotionOnGiteaCostsOneCreateAndOneReadPerMerge(t *testing.T) {
 	open.Spec.State, open.Spec.ExpectedHeadSHA = promoterv1alpha1.PullRequestMerged, g.stagingHead
 	_, err = g.prs.Update(g.ctx, open, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	g.mergedStaging(t)
-	calls := g.since()
-	t.Logf("Gitea was asked, for the second pull request: %+v", calls)
-	assert.Zero(t, calls.Find, "nothing looked up")
-	assert.EqualValues(t, 1, calls.Create)
-	assert.GreaterOrEqual(t, calls.Merge, int64(1))
+	calls := g.mergedStaging(t)
 	assert.LessOrEqual(t, calls.Get, 2*calls.Merge, "a read before each merge attempt, and the one Gitea's merge needs to learn its merge commit; none more")
 }
 
@@ -145,11 +148,6 @@ func TestAPullRequestAskedToMergeOnGiteaIsMergedWithoutARereadOfItsCreate(t *tes
 	pr.Spec.ExpectedHeadSHA = g.stagingHead
 	_, err := g.prs.Create(g.ctx, pr, metav1.CreateOptions{})
 	require.NoError(t, err)
-	g.mergedStaging(t)
-	calls := g.since()
-	t.Logf("Gitea was asked: %+v", calls)
-	assert.Zero(t, calls.Find, "nothing looked up")
-	assert.EqualValues(t, 1, calls.Create)
-	require.GreaterOrEqual(t, calls.Merge, int64(1))
+	calls := g.mergedStaging(t)
 	assert.LessOrEqual(t, calls.Get, 2*calls.Merge-1, "no read between the create and the first merge")
 }
