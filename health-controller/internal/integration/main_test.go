@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -290,6 +291,21 @@ func scrape(t *testing.T, url string) string {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// scrapeUntil scrapes url until its metrics match pattern, for up to 30 s, and returns the last
+// scrape: metrics are recorded after the status write lands, so a test that has seen the status
+// can be a moment ahead of them.
+func scrapeUntil(t *testing.T, url, pattern string) string {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	var body string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if body = scrape(t, url); re.MatchString(body) {
+			break
+		}
+	}
+	return body
 }
 
 func repoRoot(t *testing.T) string {

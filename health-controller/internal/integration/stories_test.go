@@ -249,7 +249,7 @@ spec:
 	assert.Contains(t, r.Message, "current expression of the check for example.org/v1 Widget")
 	assert.Zero(t, hc.Status.Counts.Failed, "an evaluation error is not a failure")
 	assert.Equal(t, healthv1alpha1.ReasonProgressing, readyReason(hc))
-	assert.Regexp(t, `sluice_health_cel_errors_total\{phase="evaluation"\} [1-9]`, scrape(t, run.metrics))
+	assert.Regexp(t, `sluice_health_cel_errors_total\{phase="evaluation"\} [1-9]`, scrapeUntil(t, run.metrics, `sluice_health_cel_errors_total\{phase="evaluation"\} [1-9]`))
 
 	setStatus(t, widgets, ns, "w", `{replicas: 3}`)
 	waitHC(t, ns, "w", ready)
@@ -280,7 +280,7 @@ spec:
 	assert.Contains(t, stalled.Message, "undeclared reference to 'stauts'", "carries the CEL error")
 	assert.Equal(t, hc.Generation, hc.Status.ObservedGeneration)
 	assert.False(t, ready(hc))
-	assert.Regexp(t, `sluice_health_check_state\{name="w",namespace="`+ns+`",state="Stalled"\} 1`, scrape(t, run.metrics))
+	assert.Regexp(t, `sluice_health_check_state\{name="w",namespace="`+ns+`",state="Stalled"\} 1`, scrapeUntil(t, run.metrics, `sluice_health_check_state\{name="w",namespace="`+ns+`",state="Stalled"\} 1`))
 
 	updateHC(t, ns, "w", func(hc *healthv1alpha1.HealthCheck) { hc.Spec.HealthCheckExprs[0].Current = "status.ready == true" })
 	hc = waitHC(t, ns, "w", ready)
