@@ -52,7 +52,14 @@ func (f *fixture) tenant(name string) {
 	f.t.Helper()
 	_, err := env.Kube.CoreV1().ServiceAccounts(f.ns).Create(f.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	require.NoError(f.t, err)
-	_, err = env.Kube.RbacV1().Roles(f.ns).Create(f.ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
+	f.tenantRole(name)
+}
+
+// tenantRole grants ServiceAccount name, which exists or is created by the API server (the
+// namespace's default), the tenant's rights of tenant.
+func (f *fixture) tenantRole(name string) {
+	f.t.Helper()
+	_, err := env.Kube.RbacV1().Roles(f.ns).Create(f.ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "create", "delete"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
@@ -145,4 +152,22 @@ func TestTenantReleasesActWithTheirServiceAccountsRights(t *testing.T) {
 	mr = f.waitRelease("nobody", "the default ServiceAccount may not read the source", forbidden)
 	assert.Contains(t, condition(mr, conditions.Stalled).Message, "system:serviceaccount:"+f.ns+":default")
 	assert.Contains(t, condition(mr, conditions.Stalled).Message, `cannot get resource "configmaps"`)
+}
+
+// The binary as the README starts it, with an admin's kubeconfig and no flag: a release that
+// names no ServiceAccount acts as its namespace's default one, so a tenant who may create
+// ConfigMaps and ManifestReleases cannot make itself cluster-admin (issue 32, defect 0: the
+// default was once cluster-wide mode).
+func TestAReleaseWithoutServiceAccountCannotEscalateUnderTheBinarysDefaults(t *testing.T) {
+	f := newFixture(t)
+	f.tenantRole("default")
+	f.configMap("admin-src", map[string]string{"crb.yaml": escalation})
+	f.start(nil)
+	f.createRelease("admin", rollbackv1.ManifestReleaseSpec{Source: configMapSource("admin-src")})
+
+	mr := f.waitRelease("admin", "the ClusterRoleBinding refused", forbidden)
+	assert.Contains(t, condition(mr, conditions.Stalled).Message,
+		"ServiceAccount "+f.ns+"/default may not create ClusterRoleBinding.rbac.authorization.k8s.io/tenant-is-admin")
+	_, err := env.Kube.RbacV1().ClusterRoleBindings().Get(f.ctx, "tenant-is-admin", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "no ClusterRoleBinding: %v", err)
 }

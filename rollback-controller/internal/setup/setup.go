@@ -60,6 +60,9 @@ func Defaults() Config {
 		SnapshotMaxChunks:   snapshot.DefaultMaxChunks,
 		ManifestMaxBytes:    64 << 20,
 		ReleaseRecheck:      time.Minute,
+		// Locked down however the binary is started: a release that names no ServiceAccount acts
+		// as its namespace's "default", never with the controller's own rights.
+		DefaultServiceAccount: "default",
 	}
 }
 
@@ -83,7 +86,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		"How often a ManifestRelease stalled on the cluster (a CRD that still has objects) is looked at again.")
 	fs.StringVar(&c.DefaultServiceAccount, "default-service-account", c.DefaultServiceAccount,
 		"ServiceAccount, of its own namespace, that a ManifestRelease without spec.serviceAccountName acts as (impersonated). "+
-			"Empty lets such releases act with the controller's own rights.")
+			"Set it empty (--default-service-account=) only to let such releases act with the controller's own, cluster-wide rights: a warning is logged at start.")
 }
 
 // Validate rejects a configuration no reconciler could run with, in words a person can act on.
@@ -115,6 +118,10 @@ func (c *Config) Validate() error {
 func Setup(m *manager.Manager, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	if cfg.DefaultServiceAccount == "" {
+		m.Log.Warn("--default-service-account is empty: a ManifestRelease without spec.serviceAccountName acts with this controller's own rights, " +
+			"so anyone who may create one in any namespace may apply what this controller may (cluster-wide mode); set --default-service-account=default to lock it down")
 	}
 	w, err := newWiring(m, cfg)
 	if err != nil {

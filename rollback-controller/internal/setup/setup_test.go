@@ -26,8 +26,12 @@ func TestConfigFlagsAndValidate(t *testing.T) {
 	assert.Equal(t, Config{
 		GitCacheDir: "/var/cache/sluice-git", PollInterval: 30 * time.Second, StalledRecheck: 2 * time.Minute,
 		ManifestGitCacheDir: "/var/cache/sluice-manifests-git", SnapshotMaxChunks: 3, ManifestMaxBytes: 1 << 20,
-		ReleaseRecheck: 10 * time.Second,
+		ReleaseRecheck: 10 * time.Second, DefaultServiceAccount: "default",
 	}, cfg)
+	assert.Equal(t, "default", cfg.DefaultServiceAccount,
+		"a release that names no ServiceAccount acts as its namespace's default unless cluster-wide mode is asked for")
+	require.NoError(t, fs.Parse([]string{"--default-service-account="}))
+	assert.Empty(t, cfg.DefaultServiceAccount, "cluster-wide mode is an explicit, empty flag")
 	require.NoError(t, cfg.Validate())
 
 	for flagName, breakIt := range map[string]func(*Config){
