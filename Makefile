@@ -5,12 +5,12 @@ SHELL := /usr/bin/env bash
 MODULES     := api testenv pkg gate-controller health-controller promoter-controller commitstatus-controller rollback-controller ui dev
 # Tool modules outside go.work that have tests of their own; built and tested with GOWORK=off.
 # hack/monitoring runs the demo story and scrapes the controllers: it needs make build.
-TOOL_MODULES := hack/tools/images hack/chart-common/chartgen hack/monitoring
+TOOL_MODULES := hack/tools/images hack/tools/oidc-provider hack/chart-common/chartgen hack/monitoring
 CONTROLLERS := gate health promoter commitstatus rollback
 GOTEST_FLAGS ?= -count=1
 LOCK        := .cache/codegen.lock
 
-.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea demo controlplane clean e2e
+.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea testbin-oidc demo controlplane clean e2e
 
 all: build
 
@@ -37,8 +37,8 @@ build:
 images:
 	cd hack/tools/images && GOWORK=off go run . --out $(CURDIR)/bin/images
 
-## testbin: build kube-apiserver, etcd, kubectl, helm and gitea from Go modules into the cache (once).
-testbin: testbin-kube testbin-gitea
+## testbin: build kube-apiserver, etcd, kubectl, helm, gitea and the OpenID provider from Go modules into the cache (once).
+testbin: testbin-kube testbin-gitea testbin-oidc
 
 ## testbin-kube: only the control plane, kubectl and helm (all make controlplane needs).
 testbin-kube:
@@ -46,6 +46,10 @@ testbin-kube:
 
 testbin-gitea:
 	bash hack/tools/gitea/build.sh
+
+## testbin-oidc: the OpenID provider of the UI's login tests (hack/tools/oidc-provider; why not Dex is in its build.sh).
+testbin-oidc:
+	bash hack/tools/oidc-provider/build.sh
 
 ## test: unit and integration tests of every module, on the real local control plane.
 test: testbin build

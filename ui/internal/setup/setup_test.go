@@ -92,3 +92,17 @@ func TestTheProxySocketReplacesAStaleSocketOnlyAndIsNotWorldWritable(t *testing.
 	assert.ErrorContains(t, err, "is not a socket; refusing to replace it")
 	assert.FileExists(t, file)
 }
+
+func TestSetupRefusesAnInvalidConfigBeforeItStartsAnything(t *testing.T) {
+	// A nil manager: Setup must return Validate's reasons before it touches one.
+	err := Setup(nil, Config{Listen: "8092", Identity: "admin"})
+	assert.ErrorContains(t, err, "host:port")
+	assert.ErrorContains(t, err, "kubeconfig, proxy or none")
+}
+
+func TestAddFlagsStartsFromDefaults(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	cfg := Config{Listen: "stale:1", ProxySocket: "/stale.sock"}
+	cfg.AddFlags(flag.NewFlagSet("test", flag.ContinueOnError))
+	assert.Equal(t, Defaults(), cfg, "manager.Main starts from a zero Config; nothing from before survives")
+}
