@@ -2,7 +2,7 @@
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -o errexit -o nounset -o pipefail -c
 
-MODULES     := api testenv pkg gate-controller health-controller promoter-controller commitstatus-controller rollback-controller ui dev
+MODULES     := api testenv pkg gate-controller health-controller promoter-controller commitstatus-controller rollback-controller ui dev soak
 # Tool modules outside go.work that have tests of their own; built and tested with GOWORK=off.
 # hack/monitoring runs the demo story and scrapes the controllers: it needs make build.
 TOOL_MODULES := hack/tools/images hack/tools/oidc-provider hack/chart-common/chartgen hack/monitoring
@@ -92,6 +92,14 @@ monitoring: testbin build
 ## everything running at the end and prints the UI's URL.
 demo: testbin build
 	bin/sluice-demo $(if $(UI),--keep-running)
+
+## soak: every controller with two replicas, a workload and seeded faults for SOAK_DURATION
+## (default 30m), invariants checked on git and the cluster; a violation prints the seed that
+## replays it (docs/reliability.md). SOAK_SEED and SOAK_STRATEGIES choose the rest.
+soak: testbin build
+	@mkdir -p .cache/soak
+	go build -o bin/ ./soak/cmd/sluice-soak
+	bin/sluice-soak --report .cache/soak/report.md
 
 ## controlplane: run the local control plane in the foreground and write a kubeconfig for kubectl.
 controlplane: testbin-kube
