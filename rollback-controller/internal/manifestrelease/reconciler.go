@@ -32,12 +32,12 @@ import (
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/apply"
 	"github.com/sluicehq/sluice/pkg/manifest"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/snapshot"
 	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
 // Reconciler reconciles ManifestReleases. An operation (an upgrade with its tests, or a

@@ -26,11 +26,11 @@ import (
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/apply"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
 	"github.com/sluicehq/sluice/pkg/snapshot"
 	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
 var releases = rollbackv1.SchemeGroupVersion.WithResource("manifestreleases")

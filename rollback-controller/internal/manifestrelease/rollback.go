@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/apply"
 	"github.com/sluicehq/sluice/pkg/manifest"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
 // applyRollback applies the snapshot a rollback goes back to, deletes what only the version left

@@ -24,9 +24,9 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/sluicehq/sluice/pkg/apply"
 	"github.com/sluicehq/sluice/pkg/health"
 	"github.com/sluicehq/sluice/pkg/manifest"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
 var (
