@@ -351,6 +351,26 @@ func TestWaitForHealth(t *testing.T) {
 	assert.NoError(t, a.Wait(ctx, []manifest.Ref{manifest.RefOf(slow)}, owner, time.Minute, judge), "a judge replaces the health check")
 }
 
+// Pending is one round of Wait: what is not healthy yet, at once, without waiting.
+func TestPendingLooksOnce(t *testing.T) {
+	ctx := context.Background()
+	ready, slow, broken := configMap("ready", withState("ready")), configMap("slow", withState("")), configMap("broken", withState("broken"))
+	a := &apply.Applier{Dynamic: newDynamic(ready, slow, broken), Mapper: newMapper(nil), Health: readyByLabel, Poll: time.Hour}
+
+	pending, err := a.Pending(ctx, []manifest.Ref{manifest.RefOf(ready), manifest.RefOf(slow)}, owner, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []apply.Pending{{Object: manifest.RefOf(slow), Health: health.Result{Status: health.InProgress, Message: "rolling out"}}}, pending)
+
+	pending, err = a.Pending(ctx, []manifest.Ref{manifest.RefOf(ready)}, owner, nil)
+	require.NoError(t, err)
+	assert.Empty(t, pending)
+
+	_, err = a.Pending(ctx, []manifest.Ref{manifest.RefOf(slow), manifest.RefOf(broken)}, owner, nil)
+	var failed *apply.FailedError
+	require.ErrorAs(t, err, &failed)
+	assert.Equal(t, manifest.RefOf(broken), failed.Object)
+}
+
 func TestTimeoutErrorNamesFiveAndCountsTheRest(t *testing.T) {
 	e := &apply.TimeoutError{After: time.Minute}
 	for i := range 7 {

@@ -61,6 +61,7 @@ func (w *wiring) addManifestReleases() error {
 		Log:            m.Log.With("controller", ManifestReleaseControllerName),
 		Identities:     &manifestrelease.Identities{Config: m.RESTConfig, DefaultServiceAccount: cfg.DefaultServiceAccount},
 		SourceWatches:  watches,
+		Progress:       manifestrelease.NewProgress(),
 	})
 	watches.Enqueue = c.Enqueue
 	m.AddRunnable(watches.Run)
