@@ -121,6 +121,9 @@ func startController(t *testing.T, ns string, cfg *rest.Config, mutate func(*set
 	opts.LeaderElect = false
 	c := setup.Defaults()
 	c.LibraryNamespace = ns
+	// These tests are of evaluation, not of tenancy: HealthChecks read with the controller's own
+	// rights, as with --default-service-account=. tenancy_test.go runs the locked-down default.
+	c.DefaultServiceAccount = ""
 	if mutate != nil {
 		mutate(&c)
 	}
