@@ -116,7 +116,7 @@ func (s *store) addGroups(info *oidc.UserInfo, subject string) {
 	}
 }
 
-// GetClientByClientID answers the client with its redirect globs.
+// GetClientByClientID answers the client with its redirect globs, and its claims in the ID token.
 func (s *store) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
 	c, err := s.Storage.GetClientByClientID(ctx, id)
 	if err != nil {
@@ -132,6 +132,10 @@ type globClient struct {
 
 func (c globClient) RedirectURIGlobs() []string           { return c.globs }
 func (c globClient) PostLogoutRedirectURIGlobs() []string { return c.globs }
+
+// IDTokenUserinfoClaimsAssertion puts the profile, email and groups claims in the ID token, as
+// Dex does, not only in the userinfo answer.
+func (c globClient) IDTokenUserinfoClaimsAssertion() bool { return true }
 
 // userStore is the example storage's UserStore over the users of the config file; a user's ID
 // (the ID token's subject) is their user name.

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
+	"github.com/sluicehq/sluice/ui/internal/auth"
 	"github.com/sluicehq/sluice/ui/internal/store"
 	"github.com/sluicehq/sluice/ui/internal/web"
 )
@@ -34,9 +35,20 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 		identify = web.Proxy{UserHeader: cfg.UserHeader, GroupsHeader: cfg.GroupsHeader, Trusted: cfg.TrustedProxies}
 		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
 	}
+	var login *auth.Login
+	if cfg.Identity == IdentityOIDC {
+		if login, err = newLogin(m, cfg.OIDC); err != nil {
+			return nil, err
+		}
+		identify = login
+		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
+	}
 	srv, err := web.New(st, identify, actor, m.Log)
 	if err != nil {
 		return nil, err
+	}
+	if login != nil {
+		return login.Wrap(srv.Handler()), nil
 	}
 	return srv.Handler(), nil
 }

@@ -26,6 +26,7 @@ const (
 	// IdentityProxy: a trusted authenticating proxy (oauth2-proxy) names the user in headers;
 	// the UI impersonates them.
 	IdentityProxy = "proxy"
+	// IdentityOIDC (oidc.go): the UI signs people in itself and impersonates them.
 	// IdentityNone: read-only for everyone.
 	IdentityNone = "none"
 )
@@ -42,6 +43,8 @@ type Config struct {
 	// TrustedProxies are the addresses of a proxy in another pod, whose identity headers are
 	// believed. Never loopback: a port-forward to the UI's pod arrives from there too.
 	TrustedProxies []netip.Prefix
+	// OIDC configures --identity=oidc (oidc.go).
+	OIDC OIDC
 }
 
 // Defaults returns the configuration the flags start from: local mode on loopback outside a
@@ -52,6 +55,7 @@ func Defaults() Config {
 		Identity:     IdentityKubeconfig,
 		UserHeader:   "X-Forwarded-User",
 		GroupsHeader: "X-Forwarded-Groups",
+		OIDC:         defaultOIDC(),
 	}
 	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
 		c.Identity = IdentityNone
@@ -64,7 +68,7 @@ func Defaults() Config {
 func (c *Config) AddFlags(fs *flag.FlagSet) {
 	*c = Defaults()
 	fs.StringVar(&c.Listen, "listen", c.Listen, "Address the UI serves on.")
-	fs.StringVar(&c.Identity, "identity", c.Identity, "Who a request comes from: kubeconfig (local mode: you, acting with your kubeconfig; the default outside a cluster), proxy (the user an authenticating proxy names, impersonated), or none (read-only; the default in a cluster).")
+	fs.StringVar(&c.Identity, "identity", c.Identity, "Who a request comes from: kubeconfig (local mode: you, acting with your kubeconfig; the default outside a cluster), proxy (the user an authenticating proxy names, impersonated), oidc (the person who signed in with OpenID Connect, impersonated), or none (read-only; the default in a cluster).")
 	fs.StringVar(&c.UserHeader, "proxy-user-header", c.UserHeader, "With --identity=proxy: the header naming the user.")
 	fs.StringVar(&c.GroupsHeader, "proxy-groups-header", c.GroupsHeader, "With --identity=proxy: the header listing the user's groups, comma-separated.")
 	fs.StringVar(&c.ProxySocket, "proxy-socket", c.ProxySocket, "With --identity=proxy: also serve on this Unix socket (an absolute path in an emptyDir shared with a sidecar proxy, which forwards to unix://PATH); identity headers are believed on its connections only, and every request to --listen is anonymous and read-only.")
@@ -80,6 +84,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		c.TrustedProxies = out
 		return nil
 	})
+	c.OIDC.addFlags(fs)
 }
 
 // Validate rejects a configuration the UI cannot serve with, naming every problem.
@@ -89,14 +94,17 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--listen %q is not host:port: %w", c.Listen, err))
 	}
 	switch c.Identity {
-	case IdentityKubeconfig, IdentityNone:
+	case IdentityKubeconfig, IdentityNone, IdentityOIDC:
 		if c.ProxySocket != "" || len(c.TrustedProxies) > 0 {
 			errs = append(errs, fmt.Errorf("--proxy-socket and --trusted-proxies are for --identity=proxy only, not %s", c.Identity))
 		}
 	case IdentityProxy:
 		errs = append(errs, c.validateProxy()...)
 	default:
-		errs = append(errs, fmt.Errorf("--identity must be kubeconfig, proxy or none, got %q", c.Identity))
+		errs = append(errs, fmt.Errorf("--identity must be kubeconfig, proxy, oidc or none, got %q", c.Identity))
+	}
+	if c.Identity == IdentityOIDC {
+		errs = append(errs, c.OIDC.validate()...)
 	}
 	return errors.Join(errs...)
 }
