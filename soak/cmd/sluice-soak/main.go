@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/sluicehq/sluice/soak/internal/soak"
 )
 
@@ -42,6 +45,8 @@ func main() {
 }
 
 func run(cfg soak.Config, reportPath string) int {
+	// envtest logs through controller-runtime; the soak prints its own timeline instead.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := os.MkdirAll(filepath.Dir(reportPath), 0o755); err != nil {

@@ -37,7 +37,12 @@ type ControllerFigures struct {
 }
 
 func (r *soakRun) finishReport() {
+	r.reportMu.Lock()
+	defer r.reportMu.Unlock()
 	rep := r.report
+	if r.w == nil || r.fleet == nil {
+		return
+	}
 	o := r.w.ops
 	rep.Ops = map[string]int64{
 		"dry commits": o.dryCommits.Load(), "proposals": o.proposals.Load(), "health statuses": o.statuses.Load(),

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +50,20 @@ type soakRun struct {
 	check  *checker
 	events *eventLog
 	report *Report
+	// reportMu guards the report's fault figures, written by the fault loop and its recoveries.
+	reportMu sync.Mutex
+}
+
+func (r *soakRun) recordFault(k FaultKind) {
+	r.reportMu.Lock()
+	defer r.reportMu.Unlock()
+	r.report.Faults[k]++
+}
+
+func (r *soakRun) recordRecovery(d time.Duration) {
+	r.reportMu.Lock()
+	defer r.reportMu.Unlock()
+	r.report.Recoveries = append(r.report.Recoveries, d)
 }
 
 // Run soaks, prints progress to out and returns the report.
@@ -59,6 +74,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 		return nil, err
 	}
 	r.say("running %s with %d strategies, seed %d", cfg.Duration, cfg.Strategies, cfg.Seed)
+	defer r.finishReport()
 	if err := r.soak(ctx); err != nil {
 		return r.report, err
 	}
@@ -248,10 +264,13 @@ func (r *soakRun) faults(ctx context.Context) error {
 			r.say("fault %s could not be injected: %v", f, err)
 			continue
 		}
-		r.report.Faults[f.Kind]++
-		if d, ok := r.recovered(ctx, time.Now()); ok {
-			r.report.Recoveries = append(r.report.Recoveries, d)
-		}
+		r.recordFault(f.Kind)
+		// Measured aside, so that a slow recovery does not push the schedule back.
+		go func(ended time.Time) {
+			if d, ok := r.recovered(ctx, ended); ok {
+				r.recordRecovery(d)
+			}
+		}(time.Now())
 	}
 	<-ctx.Done()
 	return ctx.Err()

@@ -78,11 +78,7 @@ func (r *soakRun) settle(ctx context.Context) error {
 	if err := r.atRest(ctx); err != nil {
 		return err
 	}
-	if err := r.check.histories(); err != nil {
-		return err
-	}
-	r.finishReport()
-	return nil
+	return r.check.histories()
 }
 
 // fixForward makes a dry commit the health rule never fails, and proposes it everywhere.

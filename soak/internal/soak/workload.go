@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -66,11 +67,11 @@ type strategy struct {
 
 // workload drives the strategies: a hydrator, health, and people.
 type workload struct {
-	ns      string
-	seed    uint64
-	sluice  sluice.Interface
-	dyn     dynamic.Interface
-	ops     *ops
+	ns     string
+	seed   uint64
+	sluice sluice.Interface
+	dyn    dynamic.Interface
+	ops    *ops
 
 	mu      sync.Mutex
 	seq     map[string]int // dry SHA -> order made
@@ -301,20 +302,30 @@ func (h *hydrator) commit(ctx context.Context, branch, dry, msg string) (string,
 }
 
 func (h *hydrator) propose(ctx context.Context, env, dry, msg string) error {
-	if err := h.repo.Fetch(ctx, env); err != nil {
-		return err
+	next := env + "-next"
+	// A -next branch left from an earlier proposal gets the new one on top, as a hydrator
+	// pushes; a first proposal starts from the environment.
+	if err := h.repo.Fetch(ctx, env, next); err != nil {
+		var missing *git.BranchNotFoundError
+		if !errors.As(err, &missing) {
+			return err
+		}
 	}
-	tip, err := h.repo.Resolve(env)
+	if _, err := h.repo.Resolve(next); err != nil {
+		tip, err := h.repo.Resolve(env)
+		if err != nil {
+			return err
+		}
+		if err := h.repo.CreateBranch(ctx, next, tip); err != nil {
+			return err
+		}
+	}
+	sha, err := h.repo.CommitFiles(ctx, git.CommitRequest{
+		Branch: next, Message: msg,
+		Files: map[string][]byte{"app.yaml": []byte("# " + msg + "\n"), git.DefaultMetadataFile: git.HydratorNote(dry)},
+	})
 	if err != nil {
 		return err
 	}
-	if err := h.repo.CreateBranch(ctx, env+"-next", tip); err != nil {
-		return err
-	}
-	sha, err := h.commit(ctx, env+"-next", dry, msg)
-	if err != nil {
-		return err
-	}
-	_ = h.repo.Fetch(ctx, env+"-next")
 	return h.repo.AddNote(ctx, sha, git.HydratorNote(dry), git.Identity{Name: "hydrator", Email: "hydrator@example.com"})
 }
