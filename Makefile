@@ -10,7 +10,7 @@ CONTROLLERS := gate health promoter commitstatus rollback
 GOTEST_FLAGS ?= -count=1
 LOCK        := .cache/codegen.lock
 
-.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea testbin-oidc demo controlplane clean e2e
+.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy demo controlplane clean e2e
 
 all: build
 
@@ -37,8 +37,8 @@ build:
 images:
 	cd hack/tools/images && GOWORK=off go run . --out $(CURDIR)/bin/images
 
-## testbin: build kube-apiserver, etcd, kubectl, helm, gitea and the OpenID provider from Go modules into the cache (once).
-testbin: testbin-kube testbin-gitea testbin-oidc
+## testbin: build kube-apiserver, etcd, kubectl, helm, gitea, the OpenID provider and oauth2-proxy from Go modules into the cache (once).
+testbin: testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy
 
 ## testbin-kube: only the control plane, kubectl and helm (all make controlplane needs).
 testbin-kube:
@@ -50,6 +50,10 @@ testbin-gitea:
 ## testbin-oidc: the OpenID provider of the UI's login tests (hack/tools/oidc-provider; why not Dex is in its build.sh).
 testbin-oidc:
 	bash hack/tools/oidc-provider/build.sh
+
+## testbin-oauth2-proxy: oauth2-proxy, in front of the UI in its proxy-mode tests.
+testbin-oauth2-proxy:
+	bash hack/tools/oauth2-proxy/build.sh
 
 ## test: unit and integration tests of every module, on the real local control plane.
 test: testbin build

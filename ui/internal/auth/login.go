@@ -253,7 +253,11 @@ func (l *Login) serveLogout(w http.ResponseWriter, r *http.Request) {
 	if strings.Contains(l.endSession, "?") {
 		sep = "&"
 	}
-	http.Redirect(w, r, l.endSession+sep+q.Encode(), http.StatusSeeOther)
+	// A page that moves on, not a redirect: the UI's pages allow forms to post to this origin
+	// only (CSP form-action), which browsers apply to a form's redirects too.
+	end := html.EscapeString(l.endSession + sep + q.Encode())
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	page(w, http.StatusOK, `<meta http-equiv="refresh" content="0;url=`+end+`">Signing out of the identity provider… <a id="end-session" href="`+end+`">Continue</a>`)
 }
 
 // sameOrigin reports whether a browser says the request came from a page of this origin.

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"html"
 	"io"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -254,23 +256,27 @@ func TestOIDCSessionsRefreshRefuseTamperingAndSignOut(t *testing.T) {
 	assert.Equal(t, http.StatusFound, resp.StatusCode, "a changed cookie names nobody: sign in")
 	assert.True(t, strings.HasPrefix(resp.Header.Get("Location"), "/oidc/login"))
 
-	logout := func(header, value string) *http.Response {
+	logout := func(header, value string) (*http.Response, string) {
 		req, err := http.NewRequest(http.MethodPost, base+"/oidc/logout", strings.NewReader("csrf=x"))
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set(header, value)
 		resp, err := noRedirect(hc).Do(req)
 		require.NoError(t, err)
-		_ = resp.Body.Close()
-		return resp
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, string(body)
 	}
-	resp = logout("Sec-Fetch-Site", "cross-site")
+	resp, _ = logout("Sec-Fetch-Site", "cross-site")
 	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "another site cannot sign alice out")
 	assert.NotEmpty(t, sessionCookie(t, hc, base))
 
-	resp = logout("Origin", base)
-	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	end, err := url.Parse(resp.Header.Get("Location"))
+	resp, page := logout("Origin", base)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	m := regexp.MustCompile(`id="end-session" href="([^"]+)"`).FindStringSubmatch(page)
+	require.NotNil(t, m, page)
+	end, err := url.Parse(html.UnescapeString(m[1]))
 	require.NoError(t, err)
 	assert.Equal(t, provider.Issuer+"/end_session", end.Scheme+"://"+end.Host+end.Path)
 	assert.NotEmpty(t, end.Query().Get("id_token_hint"), "the provider is told whose session ends")

@@ -34,6 +34,11 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 	case IdentityProxy:
 		identify = web.Proxy{UserHeader: cfg.UserHeader, GroupsHeader: cfg.GroupsHeader, Trusted: cfg.TrustedProxies}
 		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
+		if cfg.OIDC.IssuerURL != "" {
+			if identify, err = newForwardedToken(m, cfg.OIDC); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var login *auth.Login
 	if cfg.Identity == IdentityOIDC {

@@ -42,8 +42,9 @@ func defaultOIDC() OIDC {
 }
 
 func (o *OIDC) addFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.IssuerURL, "oidc-issuer-url", o.IssuerURL, "With --identity=oidc: the OpenID provider's issuer URL (https; http only on loopback, for tests).")
-	fs.StringVar(&o.ClientID, "oidc-client-id", o.ClientID, "With --identity=oidc: the UI's client ID at the provider.")
+	fs.StringVar(&o.IssuerURL, "oidc-issuer-url", o.IssuerURL, "With --identity=oidc: the OpenID provider's issuer URL (https; http only on loopback, for tests). "+
+		"With --identity=proxy: the issuer of the ID token the proxy forwards (Authorization: Bearer), which alone then names the person: identity headers are never read.")
+	fs.StringVar(&o.ClientID, "oidc-client-id", o.ClientID, "With --identity=oidc: the UI's client ID at the provider. With --identity=proxy: the proxy's, the audience of the tokens it forwards.")
 	fs.StringVar(&o.ClientSecretFile, "oidc-client-secret-file", o.ClientSecretFile, "With --identity=oidc: a file holding the client secret (never a flag, so it reaches no process list or log).")
 	fs.StringVar(&o.RedirectURL, "oidc-redirect-url", o.RedirectURL, "With --identity=oidc: the UI's callback URL as registered at the provider, such as https://sluice.example.com/oidc/callback; https makes the cookies Secure.")
 	fs.StringVar(&o.Scopes, "oidc-scopes", o.Scopes, "With --identity=oidc: comma-separated scopes asked for; offline_access brings the refresh token sessions are renewed with.")
@@ -78,6 +79,32 @@ func (o *OIDC) validate() []error {
 		errs = append(errs, errors.New("--oidc-scopes must include openid"))
 	}
 	return errs
+}
+
+// validateForwarded checks --identity=proxy with --oidc-issuer-url: the proxy's ID token names
+// the person, so the issuer and the proxy's client ID (the tokens' audience) are needed.
+func (o *OIDC) validateForwarded() []error {
+	var errs []error
+	if err := secureURL("--oidc-issuer-url", o.IssuerURL); err != nil {
+		errs = append(errs, err)
+	}
+	if o.ClientID == "" {
+		errs = append(errs, errors.New("--identity=proxy with --oidc-issuer-url needs --oidc-client-id: the proxy's client ID, the audience of the ID tokens it forwards"))
+	}
+	return errs
+}
+
+// newForwardedToken reads the provider's discovery document for proxy mode.
+func newForwardedToken(m *manager.Manager, o OIDC) (auth.ForwardedToken, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	v, err := auth.NewTokenVerifier(ctx, o.IssuerURL, o.ClientID, o.claims())
+	return auth.ForwardedToken{Verifier: v, Log: m.Log}, err
+}
+
+func (o OIDC) claims() auth.Claims {
+	return auth.Claims{Issuer: o.IssuerURL, UsernameClaim: o.UsernameClaim, UsernamePrefix: o.UsernamePrefix,
+		GroupsClaim: o.GroupsClaim, GroupsPrefix: o.GroupsPrefix}
 }
 
 // secureURL accepts an absolute https URL, or http to a loopback host (a test's provider).
@@ -116,8 +143,7 @@ func newLogin(m *manager.Manager, o OIDC) (*auth.Login, error) {
 	return auth.NewLogin(ctx, auth.Config{
 		IssuerURL: o.IssuerURL, ClientID: o.ClientID, ClientSecret: strings.TrimSpace(string(secret)),
 		RedirectURL: o.RedirectURL, Scopes: scopes, CookieKey: key, SessionTTL: o.SessionTTL, SessionMaxAge: o.SessionMaxAge,
-		Claims: auth.Claims{Issuer: o.IssuerURL, UsernameClaim: o.UsernameClaim, UsernamePrefix: o.UsernamePrefix,
-			GroupsClaim: o.GroupsClaim, GroupsPrefix: o.GroupsPrefix},
+		Claims: o.claims(),
 	}, m.Log)
 }
 

@@ -111,11 +111,16 @@ func (c *Config) Validate() error {
 
 func (c *Config) validateProxy() []error {
 	var errs []error
-	if c.UserHeader == "" {
-		errs = append(errs, errors.New("--identity=proxy needs --proxy-user-header"))
-	}
-	if c.ProxySocket == "" && len(c.TrustedProxies) == 0 {
-		errs = append(errs, errors.New("--identity=proxy needs --proxy-socket (a sidecar proxy) or --trusted-proxies (a proxy in another pod)"))
+	if c.OIDC.IssuerURL != "" {
+		// The forwarded ID token names the person, wherever the request comes from.
+		errs = append(errs, c.OIDC.validateForwarded()...)
+	} else {
+		if c.UserHeader == "" {
+			errs = append(errs, errors.New("--identity=proxy needs --proxy-user-header"))
+		}
+		if c.ProxySocket == "" && len(c.TrustedProxies) == 0 {
+			errs = append(errs, errors.New("--identity=proxy needs --proxy-socket (a sidecar proxy) or --trusted-proxies (a proxy in another pod)"))
+		}
 	}
 	if c.ProxySocket != "" && !filepath.IsAbs(c.ProxySocket) {
 		errs = append(errs, fmt.Errorf("--proxy-socket %q must be an absolute path", c.ProxySocket))

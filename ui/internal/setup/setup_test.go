@@ -134,3 +134,16 @@ func TestOIDCModeValidationNamesEveryProblem(t *testing.T) {
 	}
 	assert.ErrorContains(t, parse("--proxy-socket", "/run/ui.sock").Validate(), "for --identity=proxy only, not oidc")
 }
+
+func TestProxyModeWithAnIssuerNeedsTheProxysClientIDAndNoTrustedAddress(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+	var cfg Config
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	cfg.AddFlags(fs)
+	require.NoError(t, fs.Parse([]string{"--listen", ":8092", "--identity", "proxy", "--oidc-issuer-url", "https://idp.example.com"}))
+	err := cfg.Validate()
+	assert.ErrorContains(t, err, "needs --oidc-client-id: the proxy's client ID")
+	assert.NotContains(t, err.Error(), "--proxy-socket", "a verified token needs no trusted source")
+	cfg.OIDC.ClientID = "oauth2-proxy"
+	require.NoError(t, cfg.Validate())
+}
