@@ -43,11 +43,15 @@ type Waker struct {
 	queue    workqueue.TypedRateLimitingInterface[branch]
 	log      *slog.Logger
 	clock    clock.PassiveClock
+	// fieldManager names the controller on the annotation it sets, in the GitRepository's
+	// managedFields: who asked for the fetch.
+	fieldManager string
 }
 
 // New reads GitRepositories in every namespace (Flux keeps them in flux-system, away from the
-// applications' namespaces) through client, and CRD metadata through crds.
-func New(client dynamic.Interface, crds metadata.Interface, log *slog.Logger) (*Waker, error) {
+// applications' namespaces) through client, and CRD metadata through crds. fieldManager is the
+// controller's name, recorded on the annotations it sets.
+func New(client dynamic.Interface, crds metadata.Interface, fieldManager string, log *slog.Logger) (*Waker, error) {
 	kinds, err := crdwatch.NewKinds(crds)
 	if err != nil {
 		return nil, err
@@ -59,7 +63,7 @@ func New(client dynamic.Interface, crds metadata.Interface, log *slog.Logger) (*
 		return fmt.Sprintf("the CRD %s (Flux's source-controller) is not installed: merges do not ask Flux to fetch, and Flux fetches at its interval; it is picked up once installed", GitRepositories.GroupResource())
 	})
 	return &Waker{
-		client: client, kinds: kinds, informer: informer, log: log, clock: clock.RealClock{},
+		client: client, kinds: kinds, informer: informer, log: log, clock: clock.RealClock{}, fieldManager: fieldManager,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[branch](),
 			workqueue.TypedRateLimitingQueueConfig[branch]{Name: "fluxwake"}),
 	}, nil
@@ -136,7 +140,7 @@ func (w *Waker) wake(ctx context.Context, b branch) error {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_, err := w.client.Resource(GitRepositories).Namespace(u.GetNamespace()).Patch(ctx, u.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+		_, err := w.client.Resource(GitRepositories).Namespace(u.GetNamespace()).Patch(ctx, u.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: w.fieldManager})
 		cancel()
 		switch {
 		case err == nil:
@@ -151,9 +155,6 @@ func (w *Waker) wake(ctx context.Context, b branch) error {
 	}
 	return failed
 }
-
-// FieldManager is the field manager of the annotation's patch.
-const FieldManager = "sluice-fluxwake"
 
 // requestPatch is the merge patch that sets requestedAt to now, as the flux CLI writes it.
 func requestPatch(now time.Time) []byte {

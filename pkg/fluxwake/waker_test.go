@@ -44,7 +44,7 @@ func startWaker(t *testing.T, crdInstalled bool, objs ...runtime.Object) (*Waker
 	meta := metadatafake.NewSimpleMetadataClient(scheme, crds...)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{GitRepositories: "GitRepositoryList"}, objs...)
-	w, err := New(dyn, meta, slog.New(slog.DiscardHandler))
+	w, err := New(dyn, meta, "promoter-controller", slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	w.clock = clocktesting.NewFakePassiveClock(time.Date(2026, 11, 29, 8, 30, 0, 123456789, time.UTC))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -103,7 +103,7 @@ func (w *wiring) providerLister() scmlisters.ScmProviderLister {
 // fluxSources runs the Waker of Flux's GitRepositories, whose informer starts once their CRD is
 // installed.
 func (w *wiring) fluxSources() (*fluxsources.Merges, error) {
-	waker, err := fluxwake.New(w.m.Dynamic, w.m.Metadata, w.m.Log)
+	waker, err := fluxwake.New(w.m.Dynamic, w.m.Metadata, w.m.Name, w.m.Log)
 	if err != nil {
 		return nil, err
 	}

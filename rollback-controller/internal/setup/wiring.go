@@ -52,7 +52,7 @@ func newWiring(m *manager.Manager, cfg Config) (*wiring, error) {
 		kinds:   kinds,
 		metrics: metrics.New(m.Metrics),
 	}
-	waker, err := fluxwake.New(m.Dynamic, m.Metadata, m.Log)
+	waker, err := fluxwake.New(m.Dynamic, m.Metadata, m.Name, m.Log)
 	if err != nil {
 		return nil, err
 	}
