@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -30,6 +31,11 @@ type replica struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	restarts int
+	// exits counts the incarnations that ended on their own (a lost Lease ends a controller),
+	// each restarted as a kubelet would.
+	exits int
+	// killed marks the incarnation the soak killed, which the fault restarts.
+	killed bool
 	// series holds the samples of each incarnation: a restart starts a new one.
 	series [][]sample
 	// cpu adds up the CPU seconds of the incarnations that ended.
@@ -52,6 +58,7 @@ func (r *replica) String() string { return fmt.Sprintf("%s-%d", r.name, r.index)
 type fleet struct {
 	binDir, kubeconfig, logDir, leaseNamespace string
 	replicas                                   []*replica
+	stopping                                   atomic.Bool
 }
 
 func (f *fleet) start() error {
@@ -103,21 +110,48 @@ func (f *fleet) run(r *replica) error {
 		_ = log.Close()
 		return fmt.Errorf("start %s: %w", r, err)
 	}
-	go func() { _ = cmd.Wait(); _ = log.Close() }()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.cmd, r.metrics = cmd, metrics
+	r.cmd, r.metrics, r.killed = cmd, metrics, false
 	r.series = append(r.series, nil)
+	r.mu.Unlock()
+	go f.supervise(r, cmd, log)
 	return nil
+}
+
+// supervise waits for an incarnation to end and, when it ended on its own, starts the next
+// one a second later, as a kubelet restarts a container.
+func (f *fleet) supervise(r *replica, cmd *exec.Cmd, log *os.File) {
+	_ = cmd.Wait()
+	_ = log.Close()
+	r.mu.Lock()
+	own := !r.killed && r.cmd == cmd
+	if own {
+		r.exits++
+		r.endIncarnation()
+	}
+	r.mu.Unlock()
+	if !own || f.stopping.Load() {
+		return
+	}
+	time.Sleep(time.Second)
+	if !f.stopping.Load() {
+		_ = f.run(r)
+	}
+}
+
+// endIncarnation adds the ended incarnation's CPU to the total; r.mu is held.
+func (r *replica) endIncarnation() {
+	if s := r.series[len(r.series)-1]; len(s) > 0 {
+		r.cpuEnded += s[len(s)-1].cpu
+	}
 }
 
 // kill sends SIGKILL to the replica and restarts it after d.
 func (f *fleet) kill(ctx context.Context, r *replica, d time.Duration) error {
 	r.mu.Lock()
 	cmd := r.cmd
-	if s := r.series[len(r.series)-1]; len(s) > 0 {
-		r.cpuEnded += s[len(s)-1].cpu
-	}
+	r.killed = true
+	r.endIncarnation()
 	r.restarts++
 	r.mu.Unlock()
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -131,6 +165,7 @@ func (f *fleet) kill(ctx context.Context, r *replica, d time.Duration) error {
 
 // stop ends every replica: SIGTERM, then SIGKILL after ten seconds.
 func (f *fleet) stop() {
+	f.stopping.Store(true)
 	for _, r := range f.replicas {
 		r.mu.Lock()
 		if r.cmd != nil && r.cmd.Process != nil {
@@ -173,7 +208,8 @@ func (f *fleet) sampleAll(ctx context.Context) {
 	}
 }
 
-// queueDepth and apiCalls add up the fleet's last samples.
+// totals adds up the queue depths and API requests of every replica, as they are now. A
+// replica that does not answer (restarting) is an error.
 func (f *fleet) totals(ctx context.Context) (depth, calls float64, err error) {
 	for _, r := range f.replicas {
 		r.mu.Lock()
@@ -181,12 +217,22 @@ func (f *fleet) totals(ctx context.Context) (depth, calls float64, err error) {
 		r.mu.Unlock()
 		s, serr := scrape(ctx, addr)
 		if serr != nil {
-			return 0, 0, fmt.Errorf("%s: %w", r, serr)
+			return 0, 0, fmt.Errorf("%s does not answer: %w", r, serr)
 		}
 		depth += s.queueDepth
 		calls += s.apiCalls
 	}
 	return depth, calls, nil
+}
+
+// restartsAndExits adds up the fleet's kills and exits.
+func (f *fleet) restartsAndExits() (restarts, exits int) {
+	for _, r := range f.replicas {
+		r.mu.Lock()
+		restarts, exits = restarts+r.restarts, exits+r.exits
+		r.mu.Unlock()
+	}
+	return restarts, exits
 }
 
 func scrape(ctx context.Context, addr string) (sample, error) {

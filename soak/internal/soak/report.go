@@ -62,7 +62,7 @@ func (r *soakRun) finishReport() {
 func figures(rp *replica) ControllerFigures {
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
-	f := ControllerFigures{Replica: rp.String(), Restarts: rp.restarts, CPUSeconds: rp.cpuEnded}
+	f := ControllerFigures{Replica: rp.String(), Restarts: rp.restarts, Exits: rp.exits, CPUSeconds: rp.cpuEnded}
 	var longest []sample
 	for _, s := range rp.series {
 		for _, x := range s {
@@ -140,9 +140,9 @@ func (rep *Report) Write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nConverged %s after the faults; at rest %.2f API requests a second (all %d replicas), %d git requests in %s.\n\n",
 		rep.ConvergedIn.Round(time.Second), rep.APICallsPerSecondAtRest, len(rep.Controllers), rep.GitRequestsAtRest, restWindow)
-	fmt.Fprintf(w, "| replica | restarts | max RSS MiB | CPU s | RSS slope MiB/min | goroutines/min | over min |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| replica | killed | exited | max RSS MiB | CPU s | RSS slope MiB/min | goroutines/min | over min |\n|---|---|---|---|---|---|---|---|\n")
 	for _, f := range rep.Controllers {
-		fmt.Fprintf(w, "| %s | %d | %.1f | %.1f | %+.3f | %+.2f | %.1f |\n", f.Replica, f.Restarts, f.MaxRSSMiB, f.CPUSeconds, f.RSSSlopeMiBPerMin, f.GoroutineSlopePerMin, f.LongestIncarnationMin)
+		fmt.Fprintf(w, "| %s | %d | %d | %.1f | %.1f | %+.3f | %+.2f | %.1f |\n", f.Replica, f.Restarts, f.Exits, f.MaxRSSMiB, f.CPUSeconds, f.RSSSlopeMiBPerMin, f.GoroutineSlopePerMin, f.LongestIncarnationMin)
 	}
 	for _, v := range rep.Violations {
 		fmt.Fprintf(w, "\n**%s**\n\n```\n%s\n```\n", v, strings.Join(rep.Context[v.String()], "\n"))
