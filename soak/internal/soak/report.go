@@ -29,7 +29,7 @@ type Report struct {
 // incarnation.
 type ControllerFigures struct {
 	Replica               string
-	Restarts              int
+	Restarts, Exits       int
 	MaxRSSMiB, CPUSeconds float64
 	RSSSlopeMiBPerMin     float64
 	GoroutineSlopePerMin  float64
