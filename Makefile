@@ -10,7 +10,7 @@ CONTROLLERS := gate health promoter commitstatus rollback
 GOTEST_FLAGS ?= -count=1
 LOCK        := .cache/codegen.lock
 
-.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy demo controlplane clean e2e
+.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux demo controlplane clean e2e soak
 
 all: build
 
@@ -37,8 +37,9 @@ build:
 images:
 	cd hack/tools/images && GOWORK=off go run . --out $(CURDIR)/bin/images
 
-## testbin: build kube-apiserver, etcd, kubectl, helm, gitea, the OpenID provider and oauth2-proxy from Go modules into the cache (once).
-testbin: testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy
+## testbin: build kube-apiserver, etcd, kubectl, helm, gitea, the OpenID provider, oauth2-proxy
+## and Flux's source-controller and kustomize-controller from Go modules into the cache (once).
+testbin: testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux
 
 ## testbin-kube: only the control plane, kubectl and helm (all make controlplane needs).
 testbin-kube:
@@ -54,6 +55,10 @@ testbin-oidc:
 ## testbin-oauth2-proxy: oauth2-proxy, in front of the UI in its proxy-mode tests.
 testbin-oauth2-proxy:
 	bash hack/tools/oauth2-proxy/build.sh
+
+## testbin-flux: only the real Flux controllers that integration tests run beside the control plane.
+testbin-flux:
+	bash hack/tools/flux/build.sh
 
 ## test: unit and integration tests of every module, on the real local control plane.
 test: testbin build

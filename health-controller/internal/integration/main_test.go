@@ -76,7 +76,8 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		for _, p := range paths {
-			if strings.HasSuffix(p, "kustomize.toolkit.fluxcd.io_kustomizations.yaml") {
+			// The source kinds too: the real source-controller (realflux_test.go) watches them all.
+			if strings.HasSuffix(p, "kustomize.toolkit.fluxcd.io_kustomizations.yaml") || strings.Contains(filepath.Base(p), "source.toolkit.fluxcd.io_") {
 				opts.CRDPaths = append(opts.CRDPaths, p)
 			}
 		}
