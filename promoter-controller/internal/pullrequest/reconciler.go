@@ -50,6 +50,11 @@ type Reconciler struct {
 	Metrics  *metrics.Metrics
 	Log      *slog.Logger
 	Clock    clock.PassiveClock
+	// Merges is told of each status write, and wakes Flux on a merge recorded (fluxsources); nil
+	// tells nothing.
+	Merges interface {
+		Recorded(cur, stored *promoterv1alpha1.PullRequest)
+	}
 }
 
 // Reconcile implements controller.Reconciler: observe, decide, apply.
@@ -119,6 +124,9 @@ func (r *Reconciler) applyAndRecord(ctx, opCtx context.Context, cur, pr *promote
 	stored, err := r.writeStatus(ctx, cur, status)
 	if err != nil {
 		return controller.Result{}, err
+	}
+	if r.Merges != nil {
+		r.Merges.Recorded(cur, stored)
 	}
 	if pl.Opened != nil && stored.Spec.State == promoterv1alpha1.PullRequestMerged {
 		return r.mergeAfterCreate(ctx, opCtx, stored, repo, pl.Opened)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -14,15 +15,18 @@ import (
 
 // found is what the acts of one reconcile found, each set once by its act.
 type found struct {
-	// Operating is true once this reconcile recorded or resumed the operation it carries.
+	// Operating is true once a step recorded or resumed the operation the observation carries.
 	Operating bool
-	Saved     *saved
-	Applied   *applied
-	Tested    *tested
-	Pruned    *pruned
-	Rolled    *rolled
-	Drift     *drift
-	Deleted   *deleted
+	// Awaiting is set by the last act, a look at health that found objects not healthy yet and
+	// time left: the next look comes after healthPoll.
+	Awaiting bool
+	Saved    *saved
+	Applied  *applied
+	Tested   *tested
+	Pruned   *pruned
+	Rolled   *rolled
+	Drift    *drift
+	Deleted  *deleted
 }
 
 type saved struct {
@@ -30,7 +34,13 @@ type saved struct {
 	Err  error
 }
 
-type applied struct{ Failure *failed }
+// applied is a version applied at At, from which spec.timeout counts; Healthy once every
+// object is.
+type applied struct {
+	Failure *failed
+	At      time.Time
+	Healthy bool
+}
 
 type tested struct {
 	Result  rollbackv1.TestResult
@@ -45,8 +55,12 @@ type pruned struct {
 	Events      []event
 }
 
+// rolled is a rollback applied at At; Settled once its objects are healthy or the time for
+// them ran out, which HealthNote then says.
 type rolled struct {
 	Refused    error
+	At         time.Time
+	Settled    bool
 	HealthNote string
 }
 
@@ -80,6 +94,7 @@ func (r *Reconciler) apply(ctx context.Context, o *observation, s step) error {
 	}
 	r.watchSource(o.Release, s.Watch)
 	o.Found.Operating = o.Found.Operating || s.Operating
+	o.Found.Awaiting = false
 	return r.act(ctx, o, s)
 }
 
@@ -107,13 +122,17 @@ func (r *Reconciler) act(ctx context.Context, o *observation, s step) error {
 	case actSaveSnapshot:
 		o.Found.Saved, err = r.saveSnapshot(ctx, mr, s)
 	case actApplyVersion:
-		o.Found.Applied, err = r.applyAndWait(ctx, mr, s.Objects)
+		o.Found.Applied, err = r.applyVersion(ctx, mr, s.Objects, o.Now)
+	case actAwaitVersion:
+		err = r.awaitVersion(ctx, o, s.Objects)
 	case actTest:
 		o.Found.Tested, err = r.runTests(ctx, mr)
 	case actPrune:
 		o.Found.Pruned, err = r.prune(ctx, mr, s.Stale)
 	case actApplyRollback:
-		o.Found.Rolled, err = r.applyRollback(ctx, mr, s)
+		o.Found.Rolled, err = r.applyRollback(ctx, mr, s, o.Now)
+	case actAwaitRollback:
+		err = r.awaitRollback(ctx, o, s.Objects)
 	}
 	return err
 }

@@ -24,6 +24,8 @@ func decideUpgradeOp(o *observation) step {
 		return step{Name: "apply snapshot", Act: actApplyVersion, Objects: t.Objects}
 	case f.Applied.Failure != nil:
 		return upgradeFailed(o, *f.Applied.Failure)
+	case !f.Applied.Healthy:
+		return step{Name: "wait for health", Act: actAwaitVersion, Objects: t.Objects}
 	case f.Tested == nil:
 		return step{Name: "test", Act: actTest}
 	case f.Tested.Result == rollbackv1.TestFailed && !mr.Spec.Test.IgnoreFailures:
@@ -172,6 +174,8 @@ func decideRollbackOp(o *observation) step {
 		return s
 	case f.Rolled.Refused != nil:
 		return abandonRollback(o, fmt.Sprintf("the rollback to %s was refused: %v", describe(op.Version, op.Number), f.Rolled.Refused))
+	case !f.Rolled.Settled:
+		return step{Name: "wait for health", Act: actAwaitRollback, Objects: t.Objects}
 	}
 	return finishRollback(o)
 }

@@ -151,6 +151,8 @@ func decideAsk(o *observation) step {
 	switch {
 	case ask.Refused != "":
 		return refuseRollback(o, ask.Refused, nil)
+	case mr.Status.UpgradeNumber == 0:
+		return refuseRollback(o, nothingDeployed(mr, ask.Number), nil)
 	case errors.Is(ask.LoadErr, snapshot.ErrNotOwned):
 		message := fmt.Sprintf("cannot roll back to snapshot %d: %v; kept snapshots: %s", ask.Number, ask.LoadErr, ask.Kept)
 		return refuseRollback(o, message, func(st *rollbackv1.ManifestReleaseStatus, gen int64) { markNotInChain(st, gen, ask.LoadErr.Error()) })
@@ -167,6 +169,17 @@ func decideAsk(o *observation) step {
 			st.LastHandledRollback = ask.Value
 			conditions.MarkReconciling(&st.Conditions, gen, ReasonRollingBack, message)
 		}}
+}
+
+// nothingDeployed says why a release that never deployed a version cannot be rolled back: a
+// rollback goes from the deployed version to an earlier one, and a first install that failed
+// leaves none (its snapshot stays applied, held, and is not what was deployed).
+func nothingDeployed(mr *rollbackv1.ManifestRelease, number int64) string {
+	message := fmt.Sprintf("cannot roll back to snapshot %d: no version of this release was ever deployed, so there is nothing to roll back from", number)
+	if mr.Status.LastAttemptFailed && mr.Status.LastAttemptedVersion != "" {
+		message += fmt.Sprintf("; its first install, %s, failed and stays as it is", mr.Status.LastAttemptedVersion)
+	}
+	return message + ". Change the source or spec.version to install a version that works"
 }
 
 // refuseRollback answers a rollback request that cannot be done with an Event, once.

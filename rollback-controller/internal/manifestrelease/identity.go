@@ -10,8 +10,8 @@ import (
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/apply"
 	"github.com/sluicehq/sluice/pkg/snapshot"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
 // Identities gives each release the clients of the ServiceAccount it acts as, impersonated (as

@@ -16,7 +16,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
-// observation is everything a step is decided from. One reconcile keeps it from step to step:
+// observation is everything a step is decided from. It is kept from step to step (Progress):
 // observe reads what the next decision needs and is not known yet, and each act adds what it
 // found to Found.
 type observation struct {
@@ -41,6 +41,8 @@ type observation struct {
 	deletionChecked bool
 
 	Found found
+	// Steps counts the steps taken since the observation was started, to stop a circle.
+	Steps int
 }
 
 // sourceRead is the source as read, parsed and measured.

@@ -12,16 +12,20 @@
 //     written), then its Events and metrics once that write landed, then its act, whose findings
 //     the next decision reads.
 //
-// An operation runs within one reconcile. The step that records it writes the status before it
-// acts, so a crash at any point resumes from what the status records.
+// Each reconcile carries out one step and asks for the next, so an operation of hundreds of
+// objects, or one waiting for health, never holds a worker from start to end. The step that
+// records an operation writes the status before it acts, so a crash at any point resumes from
+// what the status records.
 package manifestrelease
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
@@ -32,16 +36,15 @@ import (
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/apply"
 	"github.com/sluicehq/sluice/pkg/manifest"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/snapshot"
 	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
-// Reconciler reconciles ManifestReleases. An operation (an upgrade with its tests, or a
-// rollback) runs within one reconcile, holding one worker until it ends.
+// Reconciler reconciles ManifestReleases, one step per reconcile.
 type Reconciler struct {
 	Releases  rollbacklisters.ManifestReleaseLister
 	Client    sluice.Interface
@@ -67,6 +70,9 @@ type Reconciler struct {
 	// Log records upgrades, test results and rollbacks (INFO) and failures (ERROR).
 	Log *slog.Logger
 
+	// Progress keeps what the steps of each release found until its next step.
+	Progress *Progress
+
 	// reviewer asks what the identity a release acts as may do (set by actingFor).
 	reviewer apply.Reviewer
 }
@@ -81,37 +87,97 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		r.Metrics.Forget(ns, name)
 		r.SourceWatches.Forget(key)
+		r.Progress.forget(key)
 		return controller.Result{}, nil
 	}
 	return r.sync(ctx, l.Next, l.Suspend)
 }
 
-// maxSteps bounds the steps of one reconcile; the longest, a failed upgrade rolled back, takes
-// nine.
-const maxSteps = 16
+// maxSteps bounds the steps of one operation, not counting the looks at its health: the
+// longest, a failed upgrade rolled back, takes eleven. More means decide goes round in a circle.
+const maxSteps = 24
 
-// sync observes, decides and applies, one step after another, until a step ends the reconcile.
-// An operation (an upgrade with its tests, or a rollback) runs within one reconcile, holding one
-// worker until it ends; an error leaves it recorded, and the next reconcile resumes it.
+// Delays between two steps of a release: the next step comes at once, behind the other releases
+// waiting in the queue; a look at health that found objects not ready yet comes back later.
+const (
+	nextStep   = time.Millisecond
+	healthPoll = 500 * time.Millisecond
+)
+
+// sync observes, decides and applies one step, then asks for the next: no reconcile holds a
+// worker for a whole operation, so the other releases take their turns between its steps. What
+// the earlier steps observed and found is kept in Progress while the release is as the last step
+// left it; an error, a restart or a status not this controller's last write starts afresh, and
+// the operation the status records resumes.
 func (r *Reconciler) sync(ctx context.Context, mr *rollbackv1.ManifestRelease, suspended suspend.State) (controller.Result, error) {
+	key := mr.Namespace + "/" + mr.Name
 	acting, err := r.actingFor(mr)
 	if err != nil {
 		return controller.Result{}, err
 	}
-	o := &observation{Release: mr, Suspend: suspended, Actor: acting.reviewer.User}
-	for range maxSteps {
-		if err := acting.observe(ctx, o); err != nil {
-			return acting.failed(o, "observe", err)
-		}
-		next := decide(o)
-		if err := acting.apply(ctx, o, next); err != nil {
-			return acting.failed(o, next.Name, err)
-		}
-		if next.Done {
-			return controller.Result{RequeueAfter: next.Requeue}, nil
-		}
+	o := r.Progress.take(key, mr)
+	if o == nil {
+		o = &observation{Release: mr, Actor: acting.reviewer.User}
 	}
-	return controller.Result{}, fmt.Errorf("ManifestRelease %s/%s took more than %d steps in one reconcile", mr.Namespace, mr.Name, maxSteps)
+	o.Suspend = suspended
+	if err := acting.observe(ctx, o); err != nil {
+		return acting.failed(o, "observe", err)
+	}
+	next := decide(o)
+	if err := acting.apply(ctx, o, next); err != nil {
+		return acting.failed(o, next.Name, err)
+	}
+	if next.Done {
+		return controller.Result{RequeueAfter: next.Requeue}, nil
+	}
+	if !o.Found.Awaiting {
+		o.Steps++
+	}
+	if o.Steps > maxSteps {
+		return acting.failed(o, next.Name, fmt.Errorf("ManifestRelease %s took more than %d steps", key, maxSteps))
+	}
+	r.Progress.keep(key, o)
+	if o.Found.Awaiting {
+		return controller.Result{RequeueAfter: healthPoll}, nil
+	}
+	return controller.Result{RequeueAfter: nextStep}, nil
+}
+
+// Progress keeps, between the reconciles of each release, the observation its earlier steps
+// built: the source read, the snapshot loaded, what the acts found. It lives only in this
+// process; what must survive a crash is in the status.
+type Progress struct {
+	mu      sync.Mutex
+	pending map[string]*observation
+}
+
+// NewProgress keeps nothing yet.
+func NewProgress() *Progress { return &Progress{pending: map[string]*observation{}} }
+
+// take hands out, once, the observation kept for key, if the release still holds the status
+// the last step left; it then sees mr, with any change to its spec or metadata since.
+func (p *Progress) take(key string, mr *rollbackv1.ManifestRelease) *observation {
+	p.mu.Lock()
+	o := p.pending[key]
+	delete(p.pending, key)
+	p.mu.Unlock()
+	if o == nil || o.Release.UID != mr.UID || !equality.Semantic.DeepEqual(o.Release.Status, mr.Status) {
+		return nil
+	}
+	o.Release = mr
+	return o
+}
+
+func (p *Progress) forget(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.pending, key)
+}
+
+func (p *Progress) keep(key string, o *observation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pending[key] = o
 }
 
 // failed logs a reconcile that failed, at ERROR, and returns its error to be retried with

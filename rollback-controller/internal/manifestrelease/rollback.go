@@ -11,16 +11,16 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/apply"
-	"github.com/sluicehq/sluice/pkg/manifest"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
-// applyRollback applies the snapshot a rollback goes back to, deletes what only the version left
-// behind had (s.Stale), and waits for health. A refusal by the API server, or objects that do not
-// become healthy, are findings; other errors are returned, and the rollback is resumed.
-func (r *Reconciler) applyRollback(ctx context.Context, mr *rollbackv1.ManifestRelease, s step) (*rolled, error) {
+// applyRollback applies, at now, the snapshot a rollback goes back to, and deletes what only the
+// version left behind had (s.Stale). A refusal by the API server is a finding; other errors are
+// returned, and the rollback is resumed.
+func (r *Reconciler) applyRollback(ctx context.Context, mr *rollbackv1.ManifestRelease, s step, now time.Time) (*rolled, error) {
 	labels := ownerLabels(mr, false)
 	if err := r.Applier.Apply(ctx, s.Objects, labels); err != nil {
 		if refusedByServer(err) {
@@ -32,14 +32,19 @@ func (r *Reconciler) applyRollback(ctx context.Context, mr *rollbackv1.ManifestR
 		op := mr.Status.Operation
 		return nil, fmt.Errorf("the rollback to %s: delete what only %s had: %w", describe(op.Version, op.Number), describe("the version left", op.From), err)
 	}
-	err := r.Applier.Wait(ctx, manifest.Inventory(s.Objects), labels, durationOr(mr.Spec.Timeout, 5*time.Minute), nil)
-	if err != nil && !unhealthy(err) {
-		return nil, err
+	return &rolled{At: now}, nil
+}
+
+// awaitRollback looks once at the health of the rolled back version. Objects that do not become
+// healthy do not stop the rollback: what it reports says so.
+func (r *Reconciler) awaitRollback(ctx context.Context, o *observation, objs []*unstructured.Unstructured) error {
+	rb := o.Found.Rolled
+	done, bad, err := r.awaitHealth(ctx, o, objs, rb.At)
+	if bad != nil {
+		rb.HealthNote = "; but it is not healthy: " + bad.Error()
 	}
-	if err != nil {
-		return &rolled{HealthNote: "; but it is not healthy: " + err.Error()}, nil
-	}
-	return &rolled{}, nil
+	rb.Settled = done
+	return err
 }
 
 // refusedByServer tells a version the API server refuses (invalid, forbidden, unknown kind) from

@@ -28,8 +28,8 @@ type step struct {
 	Act      act
 	// Operating marks the step that records or resumes the operation this reconcile carries.
 	Operating bool
-	// Done ends the reconcile once the step is carried out. It looks again after Requeue, or
-	// after spec.interval with Poll.
+	// Done ends the steps once this one is carried out: the release is looked at again after
+	// Requeue, or after spec.interval with Poll. Otherwise the next step follows at once.
 	Done    bool
 	Poll    bool
 	Requeue time.Duration
@@ -56,9 +56,11 @@ const (
 	actCorrectDrift
 	actSaveSnapshot
 	actApplyVersion
+	actAwaitVersion
 	actTest
 	actPrune
 	actApplyRollback
+	actAwaitRollback
 )
 
 // problem is something a person must fix, which stops the release where it is.

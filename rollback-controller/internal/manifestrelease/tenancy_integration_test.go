@@ -164,7 +164,7 @@ func TestAReleaseWithoutServiceAccountCannotEscalateUnderTheBinarysDefaults(t *t
 	f := newFixture(t)
 	f.tenantRole("default")
 	f.configMap("admin-src", map[string]string{"crb.yaml": escalation})
-	f.start(nil)
+	f.start(func(c *setup.Config) { c.DefaultServiceAccount = setup.Defaults().DefaultServiceAccount })
 	f.createRelease("admin", rollbackv1.ManifestReleaseSpec{Source: configMapSource("admin-src")})
 
 	mr := f.waitRelease("admin", "the ClusterRoleBinding refused", forbidden)

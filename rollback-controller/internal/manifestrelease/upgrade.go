@@ -14,23 +14,52 @@ import (
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/manifest"
 	"github.com/sluicehq/sluice/pkg/snapshot"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
-// applyAndWait applies objs and waits for their health. A refusal by the API server or an
-// unhealthy object is a failure of the version; other errors are returned.
-func (r *Reconciler) applyAndWait(ctx context.Context, mr *rollbackv1.ManifestRelease, objs []*unstructured.Unstructured) (*applied, error) {
-	labels := ownerLabels(mr, false)
-	if err := r.Applier.Apply(ctx, objs, labels); err != nil {
+// applyVersion applies objs, at now. A refusal by the API server is a failure of the version;
+// other errors are returned.
+func (r *Reconciler) applyVersion(ctx context.Context, mr *rollbackv1.ManifestRelease, objs []*unstructured.Unstructured, now time.Time) (*applied, error) {
+	if err := r.Applier.Apply(ctx, objs, ownerLabels(mr, false)); err != nil {
 		if refusedByServer(err) {
 			return &applied{Failure: &failed{Reason: ReasonApplyFailed, Message: "apply: " + err.Error()}}, nil
 		}
 		return nil, err
 	}
-	err := r.Applier.Wait(ctx, manifest.Inventory(objs), labels, durationOr(mr.Spec.Timeout, 5*time.Minute), nil)
-	if unhealthy(err) {
-		return &applied{Failure: &failed{Reason: ReasonHealthCheckFailed, Message: "health: " + err.Error()}}, nil
+	return &applied{At: now}, nil
+}
+
+// awaitVersion looks once at the health of the version applied: an object that failed, or
+// spec.timeout run out, fails the version.
+func (r *Reconciler) awaitVersion(ctx context.Context, o *observation, objs []*unstructured.Unstructured) error {
+	a := o.Found.Applied
+	done, bad, err := r.awaitHealth(ctx, o, objs, a.At)
+	if bad != nil {
+		a.Failure = &failed{Reason: ReasonHealthCheckFailed, Message: "health: " + bad.Error()}
 	}
-	return &applied{}, err
+	a.Healthy = done && bad == nil
+	return err
+}
+
+// awaitHealth looks once at the health of objs, applied at since. It is done when every one is
+// healthy, or, with the reason as unhealthy, when one failed or spec.timeout ran out; otherwise
+// it marks the observation Awaiting, to look again later. Other errors are returned.
+func (r *Reconciler) awaitHealth(ctx context.Context, o *observation, objs []*unstructured.Unstructured, since time.Time) (done bool, unhealthy, err error) {
+	timeout := durationOr(o.Release.Spec.Timeout, 5*time.Minute)
+	pending, err := r.Applier.Pending(ctx, manifest.Inventory(objs), ownerLabels(o.Release, false), nil)
+	var bad *apply.FailedError
+	switch {
+	case errors.As(err, &bad):
+		return true, err, nil
+	case err != nil:
+		return false, nil, err
+	case len(pending) == 0:
+		return true, nil, nil
+	case !o.Now.Before(since.Add(timeout)):
+		return true, &apply.TimeoutError{After: timeout, Pending: pending}, nil
+	}
+	o.Found.Awaiting = true
+	return false, nil, nil
 }
 
 // prune deletes what the upgraded version dropped, keeping CRDs that still have objects, then

@@ -56,32 +56,19 @@ func (e *FailedError) Error() string {
 // Wait returns once judge says every ref is Current, a *FailedError as soon as one is Failed,
 // or a *TimeoutError after timeout. Objects carry labels, which select them when listing.
 func (a *Applier) Wait(ctx context.Context, refs []manifest.Ref, labels map[string]string, timeout time.Duration, judge Judge) error {
-	if judge == nil {
-		judge = a.judgeHealth
-	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pending := slices.Clone(refs)
 	var last []Pending
 	err := a.poll(ctx, func() (bool, error) {
-		live, err := a.read(ctx, pending, labels)
-		if err != nil {
+		var err error
+		if last, err = a.Pending(ctx, pending, labels, judge); err != nil {
 			return false, err
 		}
-		last = last[:0]
-		var next []manifest.Ref
-		for _, ref := range pending {
-			res := judge(ref, live[ref.ID()])
-			switch res.Status {
-			case health.Current:
-				continue
-			case health.Failed:
-				return false, &FailedError{Object: ref, Health: res}
-			}
-			next = append(next, ref)
-			last = append(last, Pending{Object: ref, Health: res})
+		pending = pending[:0]
+		for _, p := range last {
+			pending = append(pending, p.Object)
 		}
-		pending = next
 		return len(pending) == 0, nil
 	})
 	if ctx.Err() != nil && len(pending) > 0 {
@@ -90,6 +77,31 @@ func (a *Applier) Wait(ctx context.Context, refs []manifest.Ref, labels map[stri
 		}
 	}
 	return err
+}
+
+// Pending reads refs once and returns those judge does not call Current yet, or a
+// *FailedError for the first that is Failed: one round of Wait, for a caller that waits between
+// rounds itself (a release looks again in a later reconcile rather than hold a worker).
+func (a *Applier) Pending(ctx context.Context, refs []manifest.Ref, labels map[string]string, judge Judge) ([]Pending, error) {
+	if judge == nil {
+		judge = a.judgeHealth
+	}
+	live, err := a.read(ctx, refs, labels)
+	if err != nil {
+		return nil, err
+	}
+	var pending []Pending
+	for _, ref := range refs {
+		res := judge(ref, live[ref.ID()])
+		switch res.Status {
+		case health.Current:
+			continue
+		case health.Failed:
+			return nil, &FailedError{Object: ref, Health: res}
+		}
+		pending = append(pending, Pending{Object: ref, Health: res})
+	}
+	return pending, nil
 }
 
 func (a *Applier) judgeHealth(_ manifest.Ref, obj *unstructured.Unstructured) health.Result {

@@ -24,9 +24,9 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/sluicehq/sluice/pkg/apply"
 	"github.com/sluicehq/sluice/pkg/health"
 	"github.com/sluicehq/sluice/pkg/manifest"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
 var (
@@ -349,6 +349,26 @@ func TestWaitForHealth(t *testing.T) {
 		return health.Result{Status: health.Current}
 	}
 	assert.NoError(t, a.Wait(ctx, []manifest.Ref{manifest.RefOf(slow)}, owner, time.Minute, judge), "a judge replaces the health check")
+}
+
+// Pending is one round of Wait: what is not healthy yet, at once, without waiting.
+func TestPendingLooksOnce(t *testing.T) {
+	ctx := context.Background()
+	ready, slow, broken := configMap("ready", withState("ready")), configMap("slow", withState("")), configMap("broken", withState("broken"))
+	a := &apply.Applier{Dynamic: newDynamic(ready, slow, broken), Mapper: newMapper(nil), Health: readyByLabel, Poll: time.Hour}
+
+	pending, err := a.Pending(ctx, []manifest.Ref{manifest.RefOf(ready), manifest.RefOf(slow)}, owner, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []apply.Pending{{Object: manifest.RefOf(slow), Health: health.Result{Status: health.InProgress, Message: "rolling out"}}}, pending)
+
+	pending, err = a.Pending(ctx, []manifest.Ref{manifest.RefOf(ready)}, owner, nil)
+	require.NoError(t, err)
+	assert.Empty(t, pending)
+
+	_, err = a.Pending(ctx, []manifest.Ref{manifest.RefOf(slow), manifest.RefOf(broken)}, owner, nil)
+	var failed *apply.FailedError
+	require.ErrorAs(t, err, &failed)
+	assert.Equal(t, manifest.RefOf(broken), failed.Object)
 }
 
 func TestTimeoutErrorNamesFiveAndCountsTheRest(t *testing.T) {
