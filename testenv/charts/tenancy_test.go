@@ -60,3 +60,59 @@ func TestHealthChartReadsAsTheTenantByDefault(t *testing.T) {
 	assert.Contains(t, a, "--default-service-account=")
 	assertRefused(t, helm, dir, "defaultServiceAccount", "defaultServiceAccount=Not_A_Name")
 }
+
+// impersonationGrants returns where the rendered chart lets its ServiceAccount impersonate
+// ServiceAccounts: "*" for a ClusterRoleBinding, else each RoleBinding's namespace.
+func impersonationGrants(t *testing.T, rendered string) []string {
+	t.Helper()
+	objs, err := Objects(rendered)
+	require.NoError(t, err)
+	impersonating := map[string]bool{}
+	for _, o := range OfKind(objs, "ClusterRole") {
+		var role rbacv1.ClusterRole
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role))
+		if grants(role.Rules, "", "serviceaccounts", "impersonate") {
+			impersonating[role.Name] = true
+		}
+	}
+	var where []string
+	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
+		for _, o := range OfKind(objs, kind) {
+			var b rbacv1.RoleBinding
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &b))
+			if b.RoleRef.Kind != "ClusterRole" || !impersonating[b.RoleRef.Name] {
+				continue
+			}
+			if kind == "ClusterRoleBinding" {
+				where = append(where, "*")
+			} else {
+				where = append(where, b.Namespace)
+			}
+		}
+	}
+	return where
+}
+
+// The rollback-controller chart lets its ServiceAccount impersonate ServiceAccounts only in the
+// tenant namespaces listed (or the watchNamespace), none by default, and in every namespace only
+// with manifestReleases.impersonateClusterWide.
+func TestRollbackChartImpersonatesPerTenantNamespace(t *testing.T) {
+	helm := renderer(t)
+	dir := chartDir(t, "rollback-controller")
+	for _, c := range []struct {
+		set  []string
+		want []string
+	}{
+		{nil, nil},
+		{[]string{"manifestReleases.tenantNamespaces={team-a,team-b}"}, []string{"team-a", "team-b"}},
+		{[]string{"watchNamespace=apps"}, []string{"apps"}},
+		{[]string{"watchNamespace=apps", "manifestReleases.tenantNamespaces={team-a}"}, []string{"team-a"}},
+		{[]string{"manifestReleases.impersonateClusterWide=true", "manifestReleases.tenantNamespaces={team-a}"}, []string{"*"}},
+	} {
+		out, err := helm.Template(context.Background(), "rollback-controller", "sluice-system", dir, nil, c.set...)
+		require.NoError(t, err, "%v", c.set)
+		assert.Equal(t, c.want, impersonationGrants(t, out), "%v", c.set)
+	}
+	assertRefused(t, helm, dir, "tenantNamespaces", "manifestReleases.tenantNamespaces={Team_A}")
+	assertRefused(t, helm, dir, "impersonateClusterWide", "manifestReleases.impersonateClusterWide=maybe")
+}
