@@ -110,7 +110,7 @@ func upgradeFailed(o *observation, why failed) step {
 }
 
 // testResult is what the tests of this reconcile found; NotRun when they did not run.
-func testResult(f found) (rollbackv1.TestResult, string) {
+func testResult(f findings) (rollbackv1.TestResult, string) {
 	if f.Tested == nil {
 		return rollbackv1.TestNotRun, ""
 	}
@@ -118,7 +118,7 @@ func testResult(f found) (rollbackv1.TestResult, string) {
 }
 
 // testCounts counts a test run that passed or failed.
-func testCounts(f found) []count {
+func testCounts(f findings) []count {
 	switch result, _ := testResult(f); result {
 	case rollbackv1.TestPassed:
 		return []count{{"tests", "passed"}}
@@ -228,29 +228,4 @@ func abandonRollback(o *observation, message string) step {
 			st.LastAttemptFailed = true
 			conditions.MarkStalled(&st.Conditions, gen, ReasonRollbackFailed, message)
 		}}
-}
-
-func toInventory(refs []manifest.Ref) []rollbackv1.InventoryEntry {
-	out := make([]rollbackv1.InventoryEntry, len(refs))
-	for i, r := range refs {
-		out[i] = rollbackv1.InventoryEntry{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-	}
-	return out
-}
-
-// union is every object of a and b, identified as pkg/manifest does, b's version winning.
-func union(a, b []manifest.Ref) []manifest.Ref {
-	seen := map[string]int{}
-	var out []manifest.Ref
-	for _, list := range [][]manifest.Ref{a, b} {
-		for _, r := range list {
-			if i, ok := seen[r.ID()]; ok {
-				out[i] = r
-				continue
-			}
-			seen[r.ID()] = len(out)
-			out = append(out, r)
-		}
-	}
-	return out
 }
