@@ -63,7 +63,7 @@ func suspendAction(resume bool) *action {
 				return "", fmt.Errorf("choose the kind of %s/%s", ns, name)
 			}
 			if resume {
-				return fmt.Sprintf("%s %s/%s: the annotation %s (and spec.suspend, where true) is removed, so its controller resumes it", f.Get("kind"), ns, name, suspend.Annotation), nil
+				return fmt.Sprintf("%s %s/%s: the annotation %s is removed, and spec.suspend where it is true, so its controller resumes it", f.Get("kind"), ns, name, suspend.Annotation), nil
 			}
 			if f.Get("reason") == "" {
 				return "", fmt.Errorf("say why: the reason is what others see on the object")
