@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
-	"github.com/sluicehq/sluice/gate-controller/internal/plugin"
+	"github.com/sluicehq/sluice/gate-controller/gatecli"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/suspend"
 	"github.com/sluicehq/sluice/testenv"
@@ -196,6 +196,6 @@ func TestPluginApprovesOneRevisionAndKubectlGetShowsIt(t *testing.T) {
 
 	out, err = kubectlGate(t, ns, "approve", "nonexistent", "--revision", r1)
 	require.Error(t, err)
-	assert.Equal(t, plugin.ExitFailed, plugin.ExitCode(err))
+	assert.Equal(t, gatecli.ExitFailed, gatecli.ExitCode(err))
 	assert.Contains(t, out, "gate "+ns+"/nonexistent not found")
 }

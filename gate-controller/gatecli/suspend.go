@@ -1,4 +1,4 @@
-package plugin
+package gatecli
 
 import (
 	"context"
@@ -8,20 +8,22 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
+	"github.com/sluicehq/sluice/pkg/actions"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
 // DefaultSuspendReason is the annotation's value when suspend is given no message: a sentence a
 // person reads in the object's status, rather than a bare "true".
-const DefaultSuspendReason = "suspended with kubectl gate suspend; no reason was given"
+const DefaultSuspendReason = "suspended with kubectl sluice gate suspend; no reason was given"
 
 // selection names the objects a command acts on.
 type selection struct {
@@ -42,7 +44,7 @@ to the message. The annotation is metadata, so the object's generation does not 
 Sluice kind honours it. Flux kinds honour only spec.suspend today, so on them the command sets
 spec.suspend: true too, as the gate-controller's hold does, with the reason in the annotation.
 
-The change is a server-side apply by kubectl-gate, so the plugin co-owns what it sets: an object
+The change is a server-side apply by the plugin, so the plugin co-owns what it sets: an object
 suspended while a gate holds it stays suspended when the gate releases it. (A plain
 ` + "`kubectl patch ... spec.suspend: true`" + ` on an object the gate already holds changes nothing the API
 server records, so it is undone when the gate releases; use this command instead.)
@@ -119,24 +121,28 @@ time, the object is still resumed: the command says so and exits 3.
 
 // suspend sets the annotation, and spec.suspend on kinds held by it (Flux's), and says which.
 func (o *options) suspend(ctx context.Context, info *resource.Info, reason string) (string, error) {
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetGroupVersionKind(info.Mapping.GroupVersionKind)
-	u.SetNamespace(info.Namespace)
-	u.SetName(info.Name)
-	u.SetAnnotations(map[string]string{suspend.Annotation: reason})
-	how := "the annotation"
-	if bySpec(info) {
-		u.Object["spec"] = map[string]any{"suspend": true}
-		how = "spec.suspend and the annotation"
-	}
-	data, err := json.Marshal(u)
+	objects, err := o.objectsOf(info)
 	if err != nil {
 		return "", err
 	}
-	force := true
-	_, err = resource.NewHelper(info.Client, info.Mapping).WithFieldManager(FieldManager).
-		Patch(info.Namespace, info.Name, types.ApplyPatchType, data, &metav1.PatchOptions{Force: &force})
+	_, how, err := actions.Suspend(ctx, objects, info.Mapping.GroupVersionKind, info.Name, reason, bySpec(info), o.fieldManager)
 	return how, err
+}
+
+// objectsOf is the dynamic client of info's kind, in its namespace.
+func (o *options) objectsOf(info *resource.Info) (dynamic.ResourceInterface, error) {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if info.Mapping.Scope.Name() == meta.RESTScopeNameRoot {
+		return dyn.Resource(info.Mapping.Resource), nil
+	}
+	return dyn.Resource(info.Mapping.Resource).Namespace(info.Namespace), nil
 }
 
 // bySpec reports whether the gate-controller's default targets hold info's kind by spec.suspend:
@@ -151,24 +157,19 @@ func bySpec(info *resource.Info) bool {
 // resumeOne resumes one object and, with a wait, confirms it runs. It reports whether the
 // resume was applied, and whether it is confirmed.
 func (o *options) resumeOne(ctx context.Context, info *resource.Info, waitFor time.Duration) (bool, bool) {
-	obj, ok := info.Object.(*unstructured.Unstructured)
-	if !ok {
-		fmt.Fprintf(o.ErrOut, "error: %s: not readable as an object\n", o.describe(info))
-		return false, false
-	}
-	patch, undone := resumePatch(obj)
-	if patch == nil {
-		fmt.Fprintf(o.Out, "%s has no %s annotation and spec.suspend is not true; nothing to resume\n", o.describe(info), suspend.Annotation)
-		return true, true
-	}
-	data, err := json.Marshal(patch)
+	objects, err := o.objectsOf(info)
+	var obj *unstructured.Unstructured
+	var undone string
 	if err == nil {
-		_, err = resource.NewHelper(info.Client, info.Mapping).WithFieldManager(FieldManager).
-			Patch(info.Namespace, info.Name, types.MergePatchType, data, nil)
+		obj, undone, err = actions.Resume(ctx, objects, info.Name, o.fieldManager)
 	}
 	if err != nil {
 		fmt.Fprintf(o.ErrOut, "error: %s: %v\n", o.describe(info), err)
 		return false, false
+	}
+	if undone == "" {
+		fmt.Fprintf(o.Out, "%s has no %s annotation and spec.suspend is not true; nothing to resume\n", o.describe(info), suspend.Annotation)
+		return true, true
 	}
 	fmt.Fprintf(o.Out, "%s resumed (removed %s)\n", o.describe(info), undone)
 	if rec, held := heldByGates(obj); held {
@@ -178,24 +179,6 @@ func (o *options) resumeOne(ctx context.Context, info *resource.Info, waitFor ti
 		return true, true
 	}
 	return true, o.confirmRunning(ctx, info, waitFor)
-}
-
-// resumePatch removes what suspends obj, and says what.
-func resumePatch(obj *unstructured.Unstructured) (map[string]any, string) {
-	patch := map[string]any{}
-	var undone []string
-	if _, ok := suspend.Reason(obj); ok {
-		patch["metadata"] = map[string]any{"annotations": map[string]any{suspend.Annotation: nil}}
-		undone = append(undone, "the "+suspend.Annotation+" annotation")
-	}
-	if v, _, _ := unstructured.NestedBool(obj.Object, "spec", "suspend"); v {
-		patch["spec"] = map[string]any{"suspend": nil}
-		undone = append(undone, "spec.suspend")
-	}
-	if len(undone) == 0 {
-		return nil, ""
-	}
-	return patch, strings.Join(undone, " and ")
 }
 
 // heldByGates returns the gate-controller's hold record on obj while the controller holds it.

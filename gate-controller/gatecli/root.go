@@ -1,28 +1,36 @@
-// Package plugin is kubectl-gate: open, close and list Gates, and suspend or resume any object
+// Package gatecli is `kubectl sluice gate` (and its deprecated alias `kubectl gate`): open, close and list Gates, and suspend or resume any object
 // with a reason (RFC-0006), with kubectl's own connection flags.
-package plugin
+package gatecli
 
 import (
 	goflag "flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	"github.com/sluicehq/sluice/pkg/version"
 )
 
-// FieldManager names the plugin's changes in managedFields.
-const FieldManager = "kubectl-gate"
+// The field managers that name the plugin's changes in managedFields, by the command run.
+const (
+	FieldManager      = "kubectl-sluice"
+	AliasFieldManager = "kubectl-gate"
+)
 
 // options are shared by every command.
 type options struct {
 	flags *genericclioptions.ConfigFlags
+	// command is how the person runs it, e.g. "kubectl sluice gate", for help and hints.
+	command      string
+	fieldManager string
 	// allNamespaces is -A: select across every namespace, as kubectl does.
 	allNamespaces bool
 	genericiooptions.IOStreams
@@ -40,7 +48,7 @@ func (o *options) namespace() (string, error) {
 // that waits for the controller cannot hang on an API server that stopped answering.
 const defaultRequestTimeout = 30 * time.Second
 
-func (o *options) sluice() (sluice.Interface, error) {
+func (o *options) restConfig() (*rest.Config, error) {
 	cfg, err := o.flags.ToRESTConfig()
 	if err != nil {
 		return nil, err
@@ -48,18 +56,36 @@ func (o *options) sluice() (sluice.Interface, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = defaultRequestTimeout
 	}
+	return cfg, nil
+}
+
+func (o *options) sluice() (sluice.Interface, error) {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
 	return sluice.NewForConfig(cfg)
 }
 
-// hint is a kubectl gate command to suggest, in the namespace the command ran in, so that
+// hint is a command of this plugin to suggest, in the namespace the command ran in, so that
 // pasting it acts on the same objects.
-func hint(ns, command string) string {
-	return fmt.Sprintf("`kubectl gate %s -n %s`", command, ns)
+func (o *options) hint(ns, command string) string {
+	return fmt.Sprintf("`%s %s -n %s`", o.command, command, ns)
 }
 
-// NewCommand returns the kubectl-gate command; kubectl runs it as `kubectl gate`.
+// NewCommand returns the gate commands as `kubectl sluice gate` runs them.
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &options{flags: genericclioptions.NewConfigFlags(true), IOStreams: streams}
+	return newCommand(streams, "kubectl sluice gate", FieldManager)
+}
+
+// NewAliasCommand returns the same commands as the deprecated `kubectl gate` runs them: only
+// the name in help and hints, and the field manager, differ.
+func NewAliasCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return newCommand(streams, "kubectl gate", AliasFieldManager)
+}
+
+func newCommand(streams genericiooptions.IOStreams, command, fieldManager string) *cobra.Command {
+	o := &options{flags: genericclioptions.NewConfigFlags(true), command: command, fieldManager: fieldManager, IOStreams: streams}
 	root := &cobra.Command{
 		Use:   "gate",
 		Short: "Open, close, approve revisions through and list Sluice Gates; suspend or resume any object with a reason",
@@ -76,7 +102,7 @@ annotation; the gate-controller suspends them and resumes them when the gate ope
   kubectl gate approve prod --revision main@sha1:<sha> -m "signed off"   # that revision only
   kubectl gate suspend kustomization/apps -m "migrating the database, ask #platform"
   kubectl gate resume kustomization/apps --wait`,
-		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl gate"},
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: command},
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// --version: the release workflow stamps pkg/version as it does for the controllers.
@@ -91,7 +117,17 @@ annotation; the gate-controller suspends them and resumes them when the gate ope
 	addVerbosity(root.PersistentFlags())
 	root.AddCommand(newOpenCloseCommand(o, true), newOpenCloseCommand(o, false), newListCommand(o),
 		newSuspendCommand(o), newResumeCommand(o), newApproveCommand(o))
+	nameExamples(root, command)
 	return root
+}
+
+// nameExamples writes the help's examples with the command as it is run.
+func nameExamples(cmd *cobra.Command, command string) {
+	cmd.Example = strings.ReplaceAll(cmd.Example, "kubectl gate ", command+" ")
+	cmd.Long = strings.ReplaceAll(cmd.Long, "`kubectl gate ", "`"+command+" ")
+	for _, sub := range cmd.Commands() {
+		nameExamples(sub, command)
+	}
 }
 
 // addVerbosity adds kubectl's -v: the client's log level, so -v=6 shows each request as with kubectl.

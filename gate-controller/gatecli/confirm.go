@@ -1,4 +1,4 @@
-package plugin
+package gatecli
 
 import (
 	"context"
@@ -68,11 +68,11 @@ func (o *options) confirm(ctx context.Context, gates gatingclient.GateInterface,
 			why = "last error: " + lastErr.Error()
 		}
 		fmt.Fprintf(o.Out, "%s applied, but not yet confirmed: the gate-controller has not evaluated it within %s (%s); check with %s\n",
-			o.gateName(g), timeout, why, hint(g.Namespace, "list"))
+			o.gateName(g), timeout, why, o.hint(g.Namespace, "list"))
 		return false
 	case g.Status.Reason == gatingv1alpha1.ReasonSuspended:
 		fmt.Fprintf(o.Out, "%s applied, but the gate is suspended and keeps its state, %s: %s; resume it with %s\n",
-			o.gateName(g), stateName(g), g.Status.Message, hint(g.Namespace, "resume gate/"+g.Name))
+			o.gateName(g), stateName(g), g.Status.Message, o.hint(g.Namespace, "resume gate/"+g.Name))
 		return false
 	}
 	fmt.Fprintf(o.Out, "%s %s (%s): %s\n", o.gateName(g), stateName(g), g.Status.Reason, g.Status.Message)

@@ -1,4 +1,4 @@
-package plugin
+package gatecli
 
 import (
 	"bytes"
@@ -14,12 +14,13 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/actions"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
 func run(args ...string) (string, error) {
 	var out bytes.Buffer
-	cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	cmd := NewAliasCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	return out.String(), err
@@ -79,7 +80,7 @@ func TestExitCode(t *testing.T) {
 func TestResumePatchUndoesWhatSuspends(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"suspend": true}}}
 	u.SetAnnotations(map[string]string{suspend.Annotation: "why"})
-	patch, undone := resumePatch(u)
+	patch, undone := actions.ResumePatch(u)
 	assert.Equal(t, map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{suspend.Annotation: nil}},
 		"spec":     map[string]any{"suspend": nil},
@@ -87,7 +88,7 @@ func TestResumePatchUndoesWhatSuspends(t *testing.T) {
 	assert.Equal(t, "the reconcile.fluxcd.io/suspended annotation and spec.suspend", undone)
 
 	plain := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"k": "v"}}}
-	patch, _ = resumePatch(plain)
+	patch, _ = actions.ResumePatch(plain)
 	assert.Nil(t, patch, "a ConfigMap gets no spec")
 }
 
@@ -138,11 +139,21 @@ func TestListPrintsWideAndNameAndCapsTheMessage(t *testing.T) {
 
 // -v is kubectl's verbosity, not taken by any command.
 func TestVerbosityFlagIsKubectls(t *testing.T) {
-	cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
+	cmd := NewAliasCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}})
 	for _, verb := range []string{"list", "open", "close", "suspend", "resume", "approve"} {
 		sub, _, err := cmd.Find([]string{verb})
 		require.NoError(t, err)
 		require.NoError(t, sub.ParseFlags([]string{"-v=6"}), verb)
 		assert.Equal(t, "6", sub.Flag("v").Value.String(), verb)
 	}
+}
+
+func TestSluiceGateNamesItselfInHelpAndHints(t *testing.T) {
+	var out bytes.Buffer
+	cmd := NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+	cmd.SetArgs([]string{"close", "--help"})
+	require.NoError(t, cmd.Execute())
+	assert.Contains(t, out.String(), "kubectl sluice gate close (NAME... | --all | -l SELECTOR)")
+	assert.Contains(t, out.String(), "  kubectl sluice gate close prod -m \"reason\"")
+	assert.NotContains(t, out.String(), "kubectl gate ")
 }

@@ -1,9 +1,8 @@
-package plugin
+package gatecli
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -11,10 +10,10 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	gatingclient "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/actions"
 	"github.com/sluicehq/sluice/pkg/gate"
 )
 
@@ -87,9 +86,9 @@ func (o *options) approve(ctx context.Context, f *approval, names []string) erro
 	for _, ref := range refs {
 		t.total++
 		gates := client.GatingV1alpha1().Gates(ref.Namespace)
-		g, err := addApproval(ctx, gates, ref.Name, a, now)
+		g, err := actions.Approve(ctx, gates, ref.Name, a, now, o.fieldManager)
 		if err != nil {
-			fmt.Fprintf(o.ErrOut, "error: %s\n", describeGateError(err, ref.Namespace, ref.Name))
+			fmt.Fprintf(o.ErrOut, "error: %s\n", o.describeGateError(err, ref.Namespace, ref.Name))
 			t.failed++
 			continue
 		}
@@ -125,33 +124,6 @@ func (o *options) user(ctx context.Context) string {
 	return ""
 }
 
-// addApproval adds a to the gate, replacing an earlier approval of the same revision and making
-// room by dropping expired ones, reading the gate again when someone else changed it meanwhile.
-func addApproval(ctx context.Context, gates gatingclient.GateInterface, name string, a gatingv1alpha1.GateApproval, now time.Time) (*gatingv1alpha1.Gate, error) {
-	var updated *gatingv1alpha1.Gate
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		g, err := gates.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		next := g.DeepCopy()
-		next.Spec.Approvals = slices.DeleteFunc(next.Spec.Approvals, func(old gatingv1alpha1.GateApproval) bool {
-			return old.Revision == a.Revision || (old.Until != nil && !now.Before(old.Until.Time))
-		})
-		if len(next.Spec.Approvals) >= maxApprovals {
-			return usageError("gate %s/%s approves %d revisions already, the most it can; remove some from spec.approvals with `kubectl edit gate %s -n %s`",
-				g.Namespace, g.Name, len(next.Spec.Approvals), g.Name, g.Namespace)
-		}
-		next.Spec.Approvals = append(next.Spec.Approvals, a)
-		updated, err = gates.Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
-		return err
-	})
-	return updated, err
-}
-
-// maxApprovals is the CRD's bound on spec.approvals.
-const maxApprovals = 32
-
 // confirmApproval waits until the gate-controller has evaluated the gate with the approval,
 // then says what it lets through. It reports false, having said why, when it has not yet.
 func (o *options) confirmApproval(ctx context.Context, gates gatingclient.GateInterface, g *gatingv1alpha1.Gate, a gatingv1alpha1.GateApproval, timeout time.Duration) bool {
@@ -174,7 +146,7 @@ func (o *options) confirmApproval(ctx context.Context, gates gatingclient.GateIn
 			why = "last error: " + lastErr.Error()
 		}
 		fmt.Fprintf(o.Out, "%s approves %s, but not yet confirmed: the gate-controller has not evaluated it within %s (%s); check with %s\n",
-			o.gateName(g), a.Revision, timeout, why, hint(g.Namespace, "list"))
+			o.gateName(g), a.Revision, timeout, why, o.hint(g.Namespace, "list"))
 		return false
 	}
 	who := ""

@@ -1,4 +1,4 @@
-package plugin
+package gatecli
 
 import (
 	"context"
@@ -9,10 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
-	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	gatingclient "github.com/sluicehq/sluice/api/generated/clientset/versioned/typed/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/actions"
 	"github.com/sluicehq/sluice/pkg/gate"
 )
 
@@ -70,13 +69,6 @@ func (f *openClose) verb() string {
 	return "close"
 }
 
-func (f *openClose) state() gatingv1alpha1.GateState {
-	if f.open {
-		return gatingv1alpha1.StateOpen
-	}
-	return gatingv1alpha1.StateClosed
-}
-
 func (o *options) openClose(ctx context.Context, f *openClose, names []string) error {
 	client, err := o.sluice()
 	if err != nil {
@@ -90,9 +82,10 @@ func (o *options) openClose(ctx context.Context, f *openClose, names []string) e
 	for _, ref := range refs {
 		t.total++
 		gates := client.GatingV1alpha1().Gates(ref.Namespace)
-		g, err := f.apply(ctx, gates, ref.Name, time.Now())
+		change := actions.GateChange{Open: f.open, For: f.forDuration, Message: f.message}
+		g, err := actions.SetGate(ctx, gates, ref.Name, change, time.Now(), o.fieldManager)
 		if err != nil {
-			fmt.Fprintf(o.ErrOut, "error: %s\n", describeGateError(err, ref.Namespace, ref.Name))
+			fmt.Fprintf(o.ErrOut, "error: %s\n", o.describeGateError(err, ref.Namespace, ref.Name))
 			t.failed++
 			continue
 		}
@@ -143,33 +136,9 @@ func (o *options) selectGates(ctx context.Context, client gatingclient.GatingV1a
 	return refs, nil
 }
 
-// apply changes one gate, reading it again when someone else changed it in between, so an
-// override records exactly the state it replaces.
-func (f *openClose) apply(ctx context.Context, gates gatingclient.GateInterface, name string, now time.Time) (*gatingv1alpha1.Gate, error) {
-	var updated *gatingv1alpha1.Gate
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		g, err := gates.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		next := g.DeepCopy()
-		if f.forDuration > 0 {
-			until := now.Add(f.forDuration).UTC().Truncate(time.Second)
-			next.Spec.Override = gate.NewOverride(g.Spec, f.state(), until, f.message, now)
-		} else {
-			next.Spec.Closed = !f.open
-			next.Spec.Message = f.message
-			next.Spec.Override = nil
-		}
-		updated, err = gates.Update(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
-		return err
-	})
-	return updated, err
-}
-
-func describeGateError(err error, ns, name string) error {
+func (o *options) describeGateError(err error, ns, name string) error {
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("gate %s/%s not found; list gates with %s", ns, name, hint(ns, "list"))
+		return fmt.Errorf("gate %s/%s not found; list gates with %s", ns, name, o.hint(ns, "list"))
 	}
 	return err
 }
