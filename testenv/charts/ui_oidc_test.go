@@ -1,0 +1,75 @@
+package charts
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sluicehq/sluice/testenv"
+)
+
+// The UI's chart in OIDC mode: it refuses to render without the groups a person may be
+// impersonated into, in proxy mode too; installed, its ServiceAccount may impersonate those
+// groups only, never system:masters nor another admin group, as SubjectAccessReviews of the
+// chart's own ServiceAccount prove; the client secret and cookie key come from Secrets as files.
+func TestUIChartOIDCModeImpersonatesOnlyTheListedGroups(t *testing.T) {
+	testenv.SkipIfShort(t)
+	ctx := context.Background()
+	dir, err := UI()
+	require.NoError(t, err)
+	oidc := []string{"identity.mode=oidc", "identity.oidc.issuerURL=https://idp.example.com", "identity.oidc.clientID=sluice-ui",
+		"identity.oidc.redirectURL=https://sluice.example.com/oidc/callback", "identity.oidc.clientSecret.name=sluice-ui-oidc",
+		"identity.oidc.cookieKey.name=sluice-ui-oidc"}
+	withGroups := append([]string{"identity.impersonate.groups[0]=team-a", "identity.impersonate.groups[1]=release-managers"}, oidc...)
+
+	renderer := renderer(t)
+	assertRefused(t, renderer, dir, "groups", oidc...)
+	for mode, set := range map[string][]string{
+		"oidc":  oidc,
+		"proxy": {"identity.mode=proxy", "identity.proxy.trustedProxies[0]=10.244.0.7/32"},
+	} {
+		out, err := renderer.Template(ctx, "sluice-ui", "sluice-system", dir, []string{"--skip-schema-validation"}, set...)
+		if assert.Error(t, err, "%s mode without groups renders nothing", mode) {
+			assert.Contains(t, out, "identity.mode "+mode+" needs identity.impersonate.groups", "the template refuses too, when the schema is skipped")
+		}
+	}
+	assertRefused(t, renderer, dir, "issuerURL", append(withGroups, "identity.oidc.issuerURL=http://idp.example.com")...)
+
+	env := startEmpty(t)
+	helm := newHelm(t, env)
+	require.NoError(t, helm.Lint(ctx, dir, withGroups...))
+	require.NoError(t, helm.Install(ctx, "sluice-ui", "sluice-system", dir, withGroups...))
+	t.Cleanup(func() { _ = helm.Uninstall(context.Background(), "sluice-ui", "sluice-system") })
+	client, err := kubernetes.NewForConfig(env.Impersonate("sluice-system", "sluice-ui"))
+	require.NoError(t, err)
+	for _, a := range []authorizationv1.ResourceAttributes{
+		{Verb: "impersonate", Resource: "groups", Name: "team-a"},
+		{Verb: "impersonate", Resource: "groups", Name: "release-managers"},
+		{Verb: "impersonate", Resource: "users", Name: "alice@example.com"},
+	} {
+		ok, err := Can(ctx, client, a)
+		require.NoError(t, err)
+		assert.True(t, ok, "sluice-ui may %s", describe(a))
+	}
+	for _, a := range []authorizationv1.ResourceAttributes{
+		{Verb: "impersonate", Resource: "groups", Name: "system:masters"},
+		{Verb: "impersonate", Resource: "groups", Name: "kubeadm:cluster-admins"},
+		{Verb: "impersonate", Resource: "groups", Name: "cluster-admins"},
+		{Verb: "impersonate", Resource: "serviceaccounts", Namespace: "kube-system", Name: "default"},
+		{Verb: "list", Resource: "secrets"},
+	} {
+		ok, err := Can(ctx, client, a)
+		require.NoError(t, err)
+		assert.False(t, ok, "sluice-ui must not %s", describe(a))
+	}
+	args := uiArgs(t, env, "sluice-ui")
+	for flag, want := range map[string]string{"identity": "oidc", "oidc-issuer-url": "https://idp.example.com",
+		"oidc-client-secret-file": "/etc/sluice-ui/oidc/client-secret/client-secret", "oidc-cookie-key-file": "/etc/sluice-ui/oidc/cookie-key/cookie-key"} {
+		got, _ := Flag(args, flag)
+		assert.Equal(t, want, got, "--%s", flag)
+	}
+}
