@@ -37,6 +37,13 @@ func TestUIChartOIDCModeImpersonatesOnlyTheListedGroups(t *testing.T) {
 			assert.Contains(t, out, "identity.mode "+mode+" needs identity.impersonate.groups", "the template refuses too, when the schema is skipped")
 		}
 	}
+	proxy := []string{"identity.mode=proxy", "identity.proxy.trustedProxies[0]=10.244.0.7/32", "identity.impersonate.groups[0]=team-a"}
+	out, err := renderer.Template(ctx, "sluice-ui", "sluice-system", dir, nil, proxy...)
+	require.NoError(t, err)
+	assert.Contains(t, out, "kind: NetworkPolicy\nmetadata:\n  name: sluice-ui-proxy", "proxy mode admits only the proxy")
+	assert.Contains(t, out, "- ipBlock:\n            cidr: \"10.244.0.7/32\"\n      ports: [{port: http, protocol: TCP}]")
+	_, err = renderer.Template(ctx, "sluice-ui", "sluice-system", dir, nil, append(proxy, "networkPolicy.enabled=true")...)
+	assert.ErrorContains(t, err, "would undo identity.proxy.networkPolicy", "the shared policy would admit everyone to the pages")
 	assertRefused(t, renderer, dir, "issuerURL", append(withGroups, "identity.oidc.issuerURL=http://idp.example.com")...)
 
 	env := startEmpty(t)
