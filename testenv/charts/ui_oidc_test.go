@@ -80,3 +80,28 @@ func TestUIChartOIDCModeImpersonatesOnlyTheListedGroups(t *testing.T) {
 		assert.Equal(t, want, got, "--%s", flag)
 	}
 }
+
+// The UI README's OIDC-mode and oauth2-proxy blocks work pasted whole, and install what they
+// say: the UI signing people in itself, with its secrets as files; and the UI believing only the
+// proxy's verified ID token, behind a NetworkPolicy.
+func TestUIReadmeOIDCAndProxyBlocks(t *testing.T) {
+	testenv.SkipIfShort(t)
+	ctx := context.Background()
+	env := startEmpty(t)
+	helm := newHelm(t, env)
+	shell(t, env, readmeBlock(t, "ui", "### OIDC mode, in one paste"))
+	args := uiArgs(t, env, "sluice-ui")
+	for flag, want := range map[string]string{"identity": "oidc", "oidc-issuer-url": "https://dex.example.com", "oidc-username-claim": "email",
+		"oidc-redirect-url": "https://sluice.example.com/oidc/callback", "oidc-client-secret-file": "/etc/sluice-ui/oidc/client-secret/client-secret"} {
+		got, _ := Flag(args, flag)
+		assert.Equal(t, want, got, "--%s", flag)
+	}
+	require.NoError(t, helm.Uninstall(ctx, "sluice-ui", "sluice-system"))
+
+	shell(t, env, readmeBlock(t, "ui", "### Behind oauth2-proxy, in one paste"))
+	args = uiArgs(t, env, "sluice-ui")
+	for flag, want := range map[string]string{"identity": "proxy", "oidc-issuer-url": "https://dex.example.com", "oidc-client-id": "oauth2-proxy"} {
+		got, _ := Flag(args, flag)
+		assert.Equal(t, want, got, "--%s", flag)
+	}
+}
