@@ -50,6 +50,9 @@ type sample struct {
 	cpu        float64
 	queueDepth float64
 	apiCalls   float64
+	// leader: the replica holds its Lease (leader_election_master_status); a standby's queues
+	// fill from its informers and drain only once it leads.
+	leader bool
 }
 
 func (r *replica) String() string { return fmt.Sprintf("%s-%d", r.name, r.index) }
@@ -219,7 +222,9 @@ func (f *fleet) totals(ctx context.Context) (depth, calls float64, err error) {
 		if serr != nil {
 			return 0, 0, fmt.Errorf("%s does not answer: %w", r, serr)
 		}
-		depth += s.queueDepth
+		if s.leader {
+			depth += s.queueDepth
+		}
 		calls += s.apiCalls
 	}
 	return depth, calls, nil
@@ -270,6 +275,8 @@ func scrape(ctx context.Context, addr string) (sample, error) {
 			s.queueDepth += value
 		case "rest_client_requests_total":
 			s.apiCalls += value
+		case "leader_election_master_status":
+			s.leader = s.leader || value > 0
 		}
 	}
 	return s, sc.Err()

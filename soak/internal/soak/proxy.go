@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -142,12 +143,32 @@ type gitFaults struct {
 	refused     atomic.Int64
 	requests    atomic.Int64
 	lastRequest atomic.Int64
+
+	mu     sync.Mutex
+	recent []string
+}
+
+// remember keeps the last requests, named in a violation of "no git request at rest".
+func (g *gitFaults) remember(r *http.Request) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.recent = append(g.recent, fmt.Sprintf("%s %s %s?%s (%s)", time.Now().Format("15:04:05.000"), r.Method, r.URL.Path, r.URL.RawQuery, r.UserAgent()))
+	if len(g.recent) > 20 {
+		g.recent = g.recent[len(g.recent)-20:]
+	}
+}
+
+func (g *gitFaults) last(n int) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.recent[max(0, len(g.recent)-n):]...)
 }
 
 func (g *gitFaults) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now().UnixNano()
 	g.requests.Add(1)
 	g.lastRequest.Store(now)
+	g.remember(r)
 	if now < g.slowUntil.Load() {
 		time.Sleep(time.Second)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -175,7 +176,8 @@ func (r *soakRun) atRest(ctx context.Context) error {
 		r.check.violate(Violation{9, "all", fmt.Sprintf("%.1f API requests a second at rest, more than %.0f", r.report.APICallsPerSecondAtRest, limit)})
 	}
 	if r.report.GitRequestsAtRest > 0 {
-		r.check.violate(Violation{9, "all", fmt.Sprintf("%d git requests in %s at rest", r.report.GitRequestsAtRest, restWindow)})
+		r.check.violate(Violation{9, "all", fmt.Sprintf("%d git requests in %s at rest; the last: %s",
+			r.report.GitRequestsAtRest, restWindow, strings.Join(r.in.git.last(int(min(r.report.GitRequestsAtRest, 5))), "; "))})
 	}
 	return nil
 }
