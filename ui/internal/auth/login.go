@@ -217,9 +217,6 @@ func (l *Login) sessionFrom(ctx context.Context, tok *oauth2.Token, nonce string
 
 // refresh confirms s with its refresh token and returns the session that follows it.
 func (l *Login) refresh(ctx context.Context, s session) (session, error) {
-	if s.RefreshToken == "" {
-		return session{}, errors.New("the session has no refresh token (is offline_access among the scopes?)")
-	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	tok, err := l.oauth.TokenSource(ctx, &oauth2.Token{RefreshToken: s.RefreshToken}).Token()

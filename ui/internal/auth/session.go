@@ -78,6 +78,10 @@ func (l *Login) current(w http.ResponseWriter, r *http.Request) (web.Identity, b
 	if now.Before(time.Unix(s.Refresh, 0)) {
 		return s.identity(), true
 	}
+	if s.RefreshToken == "" {
+		http.SetCookie(w, l.cookie(sessionCookie, "/", "", now))
+		return web.Identity{}, false
+	}
 	fresh, err := l.refreshes.do(s.RefreshToken, func() (session, error) { return l.refresh(r.Context(), s) })
 	if err != nil {
 		l.log.Info("a session could not be refreshed; the person signs in again", "user", s.User, "error", err)
