@@ -10,7 +10,7 @@ CONTROLLERS := gate health promoter commitstatus rollback
 GOTEST_FLAGS ?= -count=1
 LOCK        := .cache/codegen.lock
 
-.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux demo controlplane clean e2e soak
+.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux demo controlplane flux clean e2e soak
 
 all: build
 
@@ -113,6 +113,11 @@ soak: testbin build
 ## controlplane: run the local control plane in the foreground and write a kubeconfig for kubectl.
 controlplane: testbin-kube
 	go run ./dev/cmd/sluice-controlplane
+
+## flux: beside make controlplane (another shell), install the Flux CRDs and run the real
+## source-controller and kustomize-controller v1.9.6 in the foreground (no pods, no DNS).
+flux: testbin-flux
+	go run ./dev/cmd/sluice-flux
 
 clean:
 	rm -rf bin .cache

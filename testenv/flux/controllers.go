@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/sluicehq/sluice/testenv"
 )
@@ -112,6 +113,12 @@ func Start(t testing.TB, env *testenv.Env, opts Options) *Controllers {
 // StartControllers runs both controllers with their files (logs, artifacts) in dir until Stop.
 // On error the controllers already started are returned too, so their logs can be shown.
 func StartControllers(ctx context.Context, env *testenv.Env, opts Options, dir string) (*Controllers, error) {
+	return Run(ctx, env.Kube, env.Kubeconfig, opts, dir)
+}
+
+// Run is StartControllers against any cluster: kube is an admin client of it and kubeconfig the
+// file the controllers read, such as the one `make controlplane` writes (see `make flux`).
+func Run(ctx context.Context, kube kubernetes.Interface, kubeconfig string, opts Options, dir string) (*Controllers, error) {
 	bin, err := ControllerBinaries()
 	if err != nil {
 		return nil, err
@@ -120,7 +127,7 @@ func StartControllers(ctx context.Context, env *testenv.Env, opts Options, dir s
 	if ns == "" {
 		ns = SystemNamespace
 	}
-	if err := ensureNamespace(ctx, env, ns); err != nil {
+	if err := ensureNamespace(ctx, kube, ns); err != nil {
 		return nil, err
 	}
 	storagePort, err := freePort()
@@ -142,7 +149,7 @@ func StartControllers(ctx context.Context, env *testenv.Env, opts Options, dir s
 		{"kustomize-controller", []string{"--requeue-dependency=2s"}},
 	}
 	for _, r := range runs {
-		p, err := startProcess(filepath.Join(bin, r.name), r.name, dir, env.Kubeconfig, ns, opts.Namespace == "", r.extra)
+		p, err := startProcess(filepath.Join(bin, r.name), r.name, dir, kubeconfig, ns, opts.Namespace == "", r.extra)
 		if p != nil {
 			c.procs = append(c.procs, p)
 		}
@@ -180,8 +187,8 @@ func (c *Controllers) Logs(name string) string {
 	return ""
 }
 
-func ensureNamespace(ctx context.Context, env *testenv.Env, name string) error {
-	_, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+func ensureNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
+	_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s for the Flux controllers: %w", name, err)
 	}
