@@ -162,5 +162,5 @@ func requestPatch(now time.Time) []byte {
 }
 
 // HasSynced reports whether the CRDs were listed and, when Flux's is installed, its
-// GitRepositories read. Add it with manager.WaitFor.
+// GitRepositories read. Controllers do not make readiness wait for it (see their wiring).
 func (w *Waker) HasSynced() bool { return w.kinds.HasSynced() }

@@ -101,13 +101,14 @@ func (w *wiring) providerLister() scmlisters.ScmProviderLister {
 }
 
 // fluxSources runs the Waker of Flux's GitRepositories, whose informer starts once their CRD is
-// installed.
+// installed. Readiness does not wait for it: waking Flux is an optimisation, and a GitRepository
+// the controller may not list (RBAC of an older chart) must not keep promotions from running; a
+// merge recorded before its cache synced is fetched at Flux's interval.
 func (w *wiring) fluxSources() (*fluxsources.Merges, error) {
 	waker, err := fluxwake.New(w.m.Dynamic, w.m.Metadata, w.m.Name, w.m.Log)
 	if err != nil {
 		return nil, err
 	}
-	w.m.WaitFor(waker.HasSynced)
 	w.m.AddServer(waker.Run)
 	return &fluxsources.Merges{Waker: waker, Strategies: w.m.SluiceInformers.Promoter().V1alpha1().PromotionStrategies().Lister(),
 		Repositories: w.repoLister()}, nil

@@ -56,7 +56,8 @@ func newWiring(m *manager.Manager, cfg Config) (*wiring, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.WaitFor(waker.HasSynced)
+	// Readiness does not wait for the Waker: a GitRepository the controller may not list must not
+	// keep reverts from running; Flux then fetches at its interval.
 	m.AddServer(waker.Run)
 	w.fluxSources = &fluxsources.Reverts{Waker: waker,
 		Strategies: w.peers.Promoter().V1alpha1().PromotionStrategies().Lister(), Repositories: w.peers.Scm().V1alpha1().ScmRepositories().Lister()}
