@@ -20,7 +20,7 @@ import (
 
 // carryOut carries out one step: its status write, its announcements once the write landed, then
 // its act, whose findings go into o.Found for the next decision.
-func (r *Reconciler) carryOut(ctx context.Context, o *observation, s step) error {
+func (r *Reconciler) carryOut(ctx context.Context, as *identity, o *observation, s step) error {
 	if s.Status != nil {
 		stored, wrote, err := r.writeStatus(ctx, o.Release, s.Status)
 		if err != nil {
@@ -33,14 +33,14 @@ func (r *Reconciler) carryOut(ctx context.Context, o *observation, s step) error
 	} else if s.Act != actRemoveFinalizer {
 		r.announce(o.Release, s)
 	}
-	r.watchSource(o.Release, s.Watch)
+	r.watchSource(as, o.Release, s.Watch)
 	o.Found.Operating = o.Found.Operating || s.Operating
 	o.Found.Awaiting = false
-	return r.act(ctx, o, s)
+	return r.act(ctx, as, o, s)
 }
 
 // act does what the step does to the cluster, as the identity the release acts as.
-func (r *Reconciler) act(ctx context.Context, o *observation, s step) error {
+func (r *Reconciler) act(ctx context.Context, as *identity, o *observation, s step) error {
 	mr := o.Release
 	var err error
 	switch s.Act {
@@ -53,27 +53,27 @@ func (r *Reconciler) act(ctx context.Context, o *observation, s step) error {
 		return r.removeFinalizer(ctx, mr, s)
 	case actPruneAll:
 		d := &deleted{}
-		d.Deleted, err = r.Applier.Delete(ctx, manifest.Stale(s.Stale, nil), ownerLabels(mr, false))
+		d.Deleted, err = as.Applier.Delete(ctx, manifest.Stale(s.Stale, nil), ownerLabels(mr, false))
 		d.Left, d.Err = notOwned(err)
 		o.Found.Deleted, err = d, nil
 	case actCorrectDrift:
-		if err = r.Applier.Apply(ctx, s.Objects, ownerLabels(mr, false)); err == nil || refusedByServer(err) {
+		if err = as.Applier.Apply(ctx, s.Objects, ownerLabels(mr, false)); err == nil || refusedByServer(err) {
 			o.Found.Drift, err = &drift{Err: err}, nil
 		}
 	case actSaveSnapshot:
-		o.Found.Saved, err = r.saveSnapshot(ctx, mr, s)
+		o.Found.Saved, err = r.saveSnapshot(ctx, as, mr, s)
 	case actApplyVersion:
-		o.Found.Applied, err = r.applyVersion(ctx, mr, s.Objects, o.Now)
+		o.Found.Applied, err = r.applyVersion(ctx, as, mr, s.Objects, o.Now)
 	case actAwaitVersion:
-		err = r.awaitVersion(ctx, o, s.Objects)
+		err = r.awaitVersion(ctx, as, o, s.Objects)
 	case actTest:
-		o.Found.Tested, err = r.runTests(ctx, mr)
+		o.Found.Tested, err = r.runTests(ctx, as, mr)
 	case actPrune:
-		o.Found.Pruned, err = r.prune(ctx, mr, s.Stale)
+		o.Found.Pruned, err = r.prune(ctx, as, mr, s.Stale)
 	case actApplyRollback:
-		o.Found.Rolled, err = r.applyRollback(ctx, mr, s, o.Now)
+		o.Found.Rolled, err = r.applyRollback(ctx, as, mr, s, o.Now)
 	case actAwaitRollback:
-		err = r.awaitRollback(ctx, o, s.Objects)
+		err = r.awaitRollback(ctx, as, o, s.Objects)
 	}
 	return err
 }
@@ -91,8 +91,8 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, mr *rollbackv1.Manifes
 // saveSnapshot saves the snapshot of the version to upgrade to, and records the content of each
 // object about to be taken over on the object itself. A snapshot too large or a name taken is a
 // finding; other errors are returned.
-func (r *Reconciler) saveSnapshot(ctx context.Context, mr *rollbackv1.ManifestRelease, s step) (*saved, error) {
-	info, err := r.writeSnapshot(ctx, mr, s.Number, s.Fetched)
+func (r *Reconciler) saveSnapshot(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, s step) (*saved, error) {
+	info, err := r.writeSnapshot(ctx, as, mr, s.Number, s.Fetched)
 	var tooLarge *snapshot.TooLargeError
 	if errors.As(err, &tooLarge) || errors.Is(err, snapshot.ErrNotOwned) {
 		return &saved{Err: err}, nil
@@ -101,7 +101,7 @@ func (r *Reconciler) saveSnapshot(ctx context.Context, mr *rollbackv1.ManifestRe
 		return nil, err
 	}
 	for _, live := range s.Adopt {
-		if err := r.Applier.RecordPrevious(ctx, live); err != nil {
+		if err := as.Applier.RecordPrevious(ctx, live); err != nil {
 			return nil, err
 		}
 	}
@@ -110,11 +110,11 @@ func (r *Reconciler) saveSnapshot(ctx context.Context, mr *rollbackv1.ManifestRe
 
 // watchSource watches for the missing source ConfigMap of mr, as the identity mr acts as, or
 // ends that watch once the source is read or fails otherwise.
-func (r *Reconciler) watchSource(mr *rollbackv1.ManifestRelease, w watchOrder) {
+func (r *Reconciler) watchSource(as *identity, mr *rollbackv1.ManifestRelease, w watchOrder) {
 	key := mr.Namespace + "/" + mr.Name
 	switch {
 	case w.Await != "":
-		r.SourceWatches.Await(key, r.Sources.Kube.CoreV1(), r.Identities.ServiceAccountOf(mr), mr.Namespace, w.Await)
+		r.SourceWatches.Await(key, as.Sources.Kube.CoreV1(), r.Identities.ServiceAccountOf(mr), mr.Namespace, w.Await)
 	case w.Forget:
 		r.SourceWatches.Forget(key)
 	}

@@ -21,8 +21,8 @@ import (
 
 // applyVersion applies objs, at now. A refusal by the API server is a failure of the version;
 // other errors are returned.
-func (r *Reconciler) applyVersion(ctx context.Context, mr *rollbackv1.ManifestRelease, objs []*unstructured.Unstructured, now time.Time) (*applied, error) {
-	if err := r.Applier.Apply(ctx, objs, ownerLabels(mr, false)); err != nil {
+func (r *Reconciler) applyVersion(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, objs []*unstructured.Unstructured, now time.Time) (*applied, error) {
+	if err := as.Applier.Apply(ctx, objs, ownerLabels(mr, false)); err != nil {
 		if refusedByServer(err) {
 			return &applied{Failure: &failed{Reason: ReasonApplyFailed, Message: "apply: " + err.Error()}}, nil
 		}
@@ -33,9 +33,9 @@ func (r *Reconciler) applyVersion(ctx context.Context, mr *rollbackv1.ManifestRe
 
 // awaitVersion looks once at the health of the version applied: an object that failed, or
 // spec.timeout run out, fails the version.
-func (r *Reconciler) awaitVersion(ctx context.Context, o *observation, objs []*unstructured.Unstructured) error {
+func (r *Reconciler) awaitVersion(ctx context.Context, as *identity, o *observation, objs []*unstructured.Unstructured) error {
 	a := o.Found.Applied
-	done, bad, err := r.awaitHealth(ctx, o, objs, a.At)
+	done, bad, err := r.awaitHealth(ctx, as, o, objs, a.At)
 	if bad != nil {
 		a.Failure = &failed{Reason: ReasonHealthCheckFailed, Message: "health: " + bad.Error()}
 	}
@@ -46,9 +46,9 @@ func (r *Reconciler) awaitVersion(ctx context.Context, o *observation, objs []*u
 // awaitHealth looks once at the health of objs, applied at since. It is done when every one is
 // healthy, or, with the reason as unhealthy, when one failed or spec.timeout ran out; otherwise
 // it marks the observation Awaiting, to look again later. Other errors are returned.
-func (r *Reconciler) awaitHealth(ctx context.Context, o *observation, objs []*unstructured.Unstructured, since time.Time) (done bool, unhealthy, err error) {
+func (r *Reconciler) awaitHealth(ctx context.Context, as *identity, o *observation, objs []*unstructured.Unstructured, since time.Time) (done bool, unhealthy, err error) {
 	timeout := durationOr(o.Release.Spec.Timeout, 5*time.Minute)
-	pending, err := r.Applier.Pending(ctx, manifest.Inventory(objs), ownerLabels(o.Release, false), nil)
+	pending, err := as.Applier.Pending(ctx, manifest.Inventory(objs), ownerLabels(o.Release, false), nil)
 	var bad *apply.FailedError
 	switch {
 	case errors.As(err, &bad):
@@ -68,23 +68,23 @@ func (r *Reconciler) awaitHealth(ctx context.Context, o *observation, objs []*un
 // the snapshots beyond the history limit. It does so before the status says the upgrade is done,
 // so that whoever sees it done sees the history pruned too; the operation's From stays in case a
 // crash here sends the upgrade back to a rollback.
-func (r *Reconciler) prune(ctx context.Context, mr *rollbackv1.ManifestRelease, stale []manifest.Ref) (*pruned, error) {
+func (r *Reconciler) prune(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, stale []manifest.Ref) (*pruned, error) {
 	op := mr.Status.Operation
 	p := &pruned{}
 	if pruneEnabled(mr) && len(stale) > 0 {
-		if err := r.pruneObjects(ctx, op.Version, stale, ownerLabels(mr, false), p); err != nil {
+		if err := r.pruneObjects(ctx, as, op.Version, stale, ownerLabels(mr, false), p); err != nil {
 			return nil, err
 		}
 	}
 	var err error
-	p.KeptNumbers, p.Foreign, err = r.pruneSnapshots(ctx, mr, op.Number, op.From)
+	p.KeptNumbers, p.Foreign, err = r.pruneSnapshots(ctx, as, mr, op.Number, op.From)
 	return p, err
 }
 
 // pruneObjects deletes stale objects, except CRDs that still have objects. What it keeps stays
 // in the inventory, and is announced.
-func (r *Reconciler) pruneObjects(ctx context.Context, version string, stale []manifest.Ref, labels map[string]string, p *pruned) error {
-	live, err := r.Applier.CRDStates(ctx, manifest.CRDsToInspect(nil, stale), stale)
+func (r *Reconciler) pruneObjects(ctx context.Context, as *identity, version string, stale []manifest.Ref, labels map[string]string, p *pruned) error {
+	live, err := as.Applier.CRDStates(ctx, manifest.CRDsToInspect(nil, stale), stale)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (r *Reconciler) pruneObjects(ctx context.Context, version string, stale []m
 			deletable = append(deletable, ref)
 		}
 	}
-	deleted, err := r.Applier.Delete(ctx, deletable, labels)
+	deleted, err := as.Applier.Delete(ctx, deletable, labels)
 	if len(deleted) > 0 {
 		p.Message = fmt.Sprintf("; pruned %d objects", len(deleted))
 	}
@@ -117,15 +117,15 @@ func (r *Reconciler) pruneObjects(ctx context.Context, version string, stale []m
 
 // writeSnapshot writes the snapshot. A head already there under that number holds other
 // manifests from an attempt a crash kept out of the status: nothing refers to it, so it goes.
-func (r *Reconciler) writeSnapshot(ctx context.Context, mr *rollbackv1.ManifestRelease, number int64, fetched Fetched) (snapshot.Info, error) {
+func (r *Reconciler) writeSnapshot(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, number int64, fetched Fetched) (snapshot.Info, error) {
 	meta := snapshot.Meta{Namespace: mr.Namespace, Release: mr.Name, Number: number, Owner: ownerReference(mr),
 		Annotations: map[string]string{rollbackv1.VersionAnnotation: fetched.Version, rollbackv1.RevisionAnnotation: fetched.Revision}}
-	info, err := r.Snapshots.Save(ctx, meta, fetched.Files)
+	info, err := as.Snapshots.Save(ctx, meta, fetched.Files)
 	if errors.Is(err, snapshot.ErrNumberTaken) {
-		if err := r.Snapshots.Delete(ctx, mr.Namespace, mr.Name, number); err != nil {
+		if err := as.Snapshots.Delete(ctx, mr.Namespace, mr.Name, number); err != nil {
 			return snapshot.Info{}, err
 		}
-		info, err = r.Snapshots.Save(ctx, meta, fetched.Files)
+		info, err = as.Snapshots.Save(ctx, meta, fetched.Files)
 	}
 	return info, err
 }
@@ -133,7 +133,7 @@ func (r *Reconciler) writeSnapshot(ctx context.Context, mr *rollbackv1.ManifestR
 // pruneSnapshots keeps the newest historyLimit snapshots the history knows, and always those
 // named; it deletes the others by name, and returns the numbers kept. A Secret outside the
 // digest chain under a number it deletes is left alone, and returned as foreign.
-func (r *Reconciler) pruneSnapshots(ctx context.Context, mr *rollbackv1.ManifestRelease, always ...int64) (kept []int64, foreign, err error) {
+func (r *Reconciler) pruneSnapshots(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, always ...int64) (kept []int64, foreign, err error) {
 	limit := 5
 	if mr.Spec.HistoryLimit != nil {
 		limit = int(*mr.Spec.HistoryLimit)
@@ -145,7 +145,7 @@ func (r *Reconciler) pruneSnapshots(ctx context.Context, mr *rollbackv1.Manifest
 		if slices.Contains(keep, n) {
 			continue
 		}
-		err := r.Snapshots.Delete(ctx, mr.Namespace, mr.Name, n)
+		err := as.Snapshots.Delete(ctx, mr.Namespace, mr.Name, n)
 		switch {
 		case errors.Is(err, snapshot.ErrNotOwned):
 			foreign = err
@@ -159,15 +159,15 @@ func (r *Reconciler) pruneSnapshots(ctx context.Context, mr *rollbackv1.Manifest
 // applyRollback applies, at now, the snapshot a rollback goes back to, and deletes what only the
 // version left behind had (s.Stale). A refusal by the API server is a finding; other errors are
 // returned, and the rollback is resumed.
-func (r *Reconciler) applyRollback(ctx context.Context, mr *rollbackv1.ManifestRelease, s step, now time.Time) (*rolled, error) {
+func (r *Reconciler) applyRollback(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, s step, now time.Time) (*rolled, error) {
 	labels := ownerLabels(mr, false)
-	if err := r.Applier.Apply(ctx, s.Objects, labels); err != nil {
+	if err := as.Applier.Apply(ctx, s.Objects, labels); err != nil {
 		if refusedByServer(err) {
 			return &rolled{Refused: err}, nil
 		}
 		return nil, err
 	}
-	if _, err := r.Applier.Delete(ctx, s.Stale, labels); err != nil {
+	if _, err := as.Applier.Delete(ctx, s.Stale, labels); err != nil {
 		op := mr.Status.Operation
 		return nil, fmt.Errorf("the rollback to %s: delete what only %s had: %w", describe(op.Version, op.Number), describe("the version left", op.From), err)
 	}
@@ -176,9 +176,9 @@ func (r *Reconciler) applyRollback(ctx context.Context, mr *rollbackv1.ManifestR
 
 // awaitRollback looks once at the health of the rolled back version. Objects that do not become
 // healthy do not stop the rollback: what it reports says so.
-func (r *Reconciler) awaitRollback(ctx context.Context, o *observation, objs []*unstructured.Unstructured) error {
+func (r *Reconciler) awaitRollback(ctx context.Context, as *identity, o *observation, objs []*unstructured.Unstructured) error {
 	rb := o.Found.Rolled
-	done, bad, err := r.awaitHealth(ctx, o, objs, rb.At)
+	done, bad, err := r.awaitHealth(ctx, as, o, objs, rb.At)
 	if bad != nil {
 		rb.HealthNote = "; but it is not healthy: " + bad.Error()
 	}
@@ -210,8 +210,8 @@ func unhealthy(err error) bool {
 // runTests applies the selected test objects, waits until each passes or one fails, and always
 // deletes them. Problems with the definitions themselves fail the tests: an upgrade is not
 // accepted on tests that could not run. The result is logged at INFO.
-func (r *Reconciler) runTests(ctx context.Context, mr *rollbackv1.ManifestRelease) (*tested, error) {
-	result, message, err := r.test(ctx, mr)
+func (r *Reconciler) runTests(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) (*tested, error) {
+	result, message, err := r.test(ctx, as, mr)
 	if err != nil {
 		return nil, err
 	}
@@ -221,12 +221,12 @@ func (r *Reconciler) runTests(ctx context.Context, mr *rollbackv1.ManifestReleas
 	return &tested{Result: result, Message: message}, nil
 }
 
-func (r *Reconciler) test(ctx context.Context, mr *rollbackv1.ManifestRelease) (rollbackv1.TestResult, string, error) {
+func (r *Reconciler) test(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) (rollbackv1.TestResult, string, error) {
 	t := mr.Spec.Test
 	if t == nil || !t.Enable {
 		return rollbackv1.TestNotRun, "", nil
 	}
-	objs, err := r.testObjects(ctx, mr)
+	objs, err := r.testObjects(ctx, as, mr)
 	if err != nil {
 		var defErr *definitionError
 		if errors.As(err, &defErr) {
@@ -241,21 +241,21 @@ func (r *Reconciler) test(ctx context.Context, mr *rollbackv1.ManifestRelease) (
 	refs := manifest.Inventory(objs)
 	timeout := durationOr(mr.Spec.Timeout, 5*time.Minute)
 	// A test left by a run that did not finish would report its old result: start clean.
-	if err := r.deleteTests(ctx, refs, labels, timeout); err != nil {
+	if err := r.deleteTests(ctx, as, refs, labels, timeout); err != nil {
 		return "", "", err
 	}
 	defer func() {
 		cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		_, _ = r.Applier.Delete(cleanup, refs, labels)
+		_, _ = as.Applier.Delete(cleanup, refs, labels)
 	}()
-	if err := r.Applier.Apply(ctx, objs, labels); err != nil {
+	if err := as.Applier.Apply(ctx, objs, labels); err != nil {
 		if refusedByServer(err) {
 			return rollbackv1.TestFailed, "the tests could not be created: " + err.Error(), nil
 		}
 		return "", "", err
 	}
-	err = r.Applier.Wait(ctx, refs, labels, timeout, judgeTest(r.Applier.Health))
+	err = as.Applier.Wait(ctx, refs, labels, timeout, judgeTest(as.Applier.Health))
 	var bad *apply.FailedError
 	var timedOut *apply.TimeoutError
 	switch {
@@ -270,11 +270,11 @@ func (r *Reconciler) test(ctx context.Context, mr *rollbackv1.ManifestRelease) (
 }
 
 // deleteTests deletes earlier test objects and waits until they are gone.
-func (r *Reconciler) deleteTests(ctx context.Context, refs []manifest.Ref, labels map[string]string, timeout time.Duration) error {
-	if _, err := r.Applier.Delete(ctx, refs, labels); err != nil && !errors.Is(err, apply.ErrNotOwned) {
+func (r *Reconciler) deleteTests(ctx context.Context, as *identity, refs []manifest.Ref, labels map[string]string, timeout time.Duration) error {
+	if _, err := as.Applier.Delete(ctx, refs, labels); err != nil && !errors.Is(err, apply.ErrNotOwned) {
 		return err
 	}
-	return r.Applier.Wait(ctx, refs, labels, timeout, func(_ manifest.Ref, obj *unstructured.Unstructured) health.Result {
+	return as.Applier.Wait(ctx, refs, labels, timeout, func(_ manifest.Ref, obj *unstructured.Unstructured) health.Result {
 		if obj == nil {
 			return health.Result{Status: health.Current}
 		}

@@ -50,8 +50,8 @@ func (p plan) needs(mr *rollbackv1.ManifestRelease) []apply.Need {
 // release acts as lacks; the message names the ServiceAccount, the verb and the object. The
 // release is looked at again with a growing delay (the RBAC is not watched) and on any change to
 // it, such as reconcile.fluxcd.io/requestedAt.
-func (r *Reconciler) checkAccess(ctx context.Context, mr *rollbackv1.ManifestRelease, action string, p plan) (*problem, error) {
-	err := r.Applier.Check(ctx, r.reviewer, p.needs(mr), manifest.CRDNamesOf(p.apply))
+func (r *Reconciler) checkAccess(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, action string, p plan) (*problem, error) {
+	err := as.Applier.Check(ctx, as.Reviewer, p.needs(mr), manifest.CRDNamesOf(p.apply))
 	var denied *apply.DeniedError
 	switch {
 	case err == nil:
@@ -76,7 +76,7 @@ const (
 // release's. Its owner may let it go with the adopt annotation, unless another release holds it.
 // Test objects that are release objects stop it too: the tests would overwrite and then delete
 // them. It returns the objects to adopt, whose content is recorded before they are applied.
-func (r *Reconciler) checkOwnership(ctx context.Context, mr *rollbackv1.ManifestRelease, action string, objs []*unstructured.Unstructured, tests []manifest.Ref) ([]*unstructured.Unstructured, *problem, error) {
+func (r *Reconciler) checkOwnership(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, action string, objs []*unstructured.Unstructured, tests []manifest.Ref) ([]*unstructured.Unstructured, *problem, error) {
 	refs := manifest.Inventory(objs)
 	if clash := collisions(tests, refs); len(clash) > 0 {
 		message := fmt.Sprintf("%s was not started, nothing was applied: test objects are also objects of the release: %s; rename the tests",
@@ -92,7 +92,7 @@ func (r *Reconciler) checkOwnership(ctx context.Context, mr *rollbackv1.Manifest
 		if known[ref.ID()] {
 			continue
 		}
-		live, err := r.Applier.Get(ctx, ref)
+		live, err := as.Applier.Get(ctx, ref)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -148,8 +148,8 @@ func collisions(a, b []manifest.Ref) []manifest.Ref {
 
 // checkCRDs finds what in the plan would lose data: CRDs removed or changed while objects of
 // theirs remain.
-func (r *Reconciler) checkCRDs(ctx context.Context, action string, objs []*unstructured.Unstructured, stale []manifest.Ref) (*problem, error) {
-	live, err := r.Applier.CRDStates(ctx, manifest.CRDsToInspect(objs, stale), stale)
+func (r *Reconciler) checkCRDs(ctx context.Context, as *identity, action string, objs []*unstructured.Unstructured, stale []manifest.Ref) (*problem, error) {
+	live, err := as.Applier.CRDStates(ctx, manifest.CRDsToInspect(objs, stale), stale)
 	if err != nil {
 		return nil, err
 	}
@@ -169,8 +169,8 @@ func (r *Reconciler) checkCRDs(ctx context.Context, action string, objs []*unstr
 
 // checkDeletion finds a right the identity lacks to delete the objects of a deleted release,
 // before any is deleted.
-func (r *Reconciler) checkDeletion(ctx context.Context, mr *rollbackv1.ManifestRelease) (*problem, error) {
-	err := r.Applier.Check(ctx, r.reviewer, plan{stale: fromInventory(mr.Status.Inventory)}.needs(mr), nil)
+func (r *Reconciler) checkDeletion(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) (*problem, error) {
+	err := as.Applier.Check(ctx, as.Reviewer, plan{stale: fromInventory(mr.Status.Inventory)}.needs(mr), nil)
 	var denied *apply.DeniedError
 	if errors.As(err, &denied) || apierrors.IsForbidden(err) {
 		return &problem{Reason: ReasonForbidden, Message: err.Error(), Backoff: true}, nil
@@ -179,10 +179,10 @@ func (r *Reconciler) checkDeletion(ctx context.Context, mr *rollbackv1.ManifestR
 }
 
 // keptNumbers lists the snapshots of the history that still exist, for messages.
-func (r *Reconciler) keptNumbers(ctx context.Context, mr *rollbackv1.ManifestRelease) string {
+func (r *Reconciler) keptNumbers(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) string {
 	var kept []string
 	for _, n := range knownNumbers(mr.Status) {
-		if _, err := r.Snapshots.Head(ctx, mr.Namespace, mr.Name, n); err == nil {
+		if _, err := as.Snapshots.Head(ctx, mr.Namespace, mr.Name, n); err == nil {
 			kept = append(kept, strconv.FormatInt(n, 10))
 		}
 	}
@@ -194,11 +194,11 @@ func (r *Reconciler) keptNumbers(ctx context.Context, mr *rollbackv1.ManifestRel
 
 // plannedTests are the test objects an upgrade will create, for the access check; definitions
 // that cannot be read are left to the tests, which fail on them.
-func (r *Reconciler) plannedTests(ctx context.Context, mr *rollbackv1.ManifestRelease) []manifest.Ref {
+func (r *Reconciler) plannedTests(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) []manifest.Ref {
 	if t := mr.Spec.Test; t == nil || !t.Enable {
 		return nil
 	}
-	objs, err := r.testObjects(ctx, mr)
+	objs, err := r.testObjects(ctx, as, mr)
 	if err != nil {
 		return nil
 	}

@@ -69,9 +69,6 @@ type Reconciler struct {
 
 	// Progress keeps what the steps of each release found until its next step.
 	Progress *Progress
-
-	// reviewer asks what the identity a release acts as may do (set by actingFor).
-	reviewer apply.Reviewer
 }
 
 func validateSpec(mr *rollbackv1.ManifestRelease) error {
@@ -160,11 +157,21 @@ func (ids *Identities) clientsFor(namespace, serviceAccount string) (*identityCl
 	return c, nil
 }
 
-// actingFor returns a copy of the reconciler whose every read and write of the cluster on behalf
-// of mr (source, snapshots, apply, tests, waits, prune, rollback) goes through the clients of
-// the ServiceAccount mr acts as. Status writes, Events and metrics stay the controller's own.
-func (r *Reconciler) actingFor(mr *rollbackv1.ManifestRelease) (*Reconciler, error) {
-	acting := *r
+// identity is what a release acts as: the clients of the ServiceAccount it acts as,
+// impersonated (or the controller's own), its snapshots bound to it, and who it is, for access
+// reviews and messages. Every read and write on the release's behalf (source, snapshots, apply,
+// tests, waits, prune, rollback) takes it as a parameter; status writes, Events and metrics stay
+// the controller's own.
+type identity struct {
+	Sources   *Sources
+	Snapshots *snapshot.Store
+	Applier   *apply.Applier
+	Kube      kubernetes.Interface
+	Reviewer  apply.Reviewer
+}
+
+// identityOf builds the identity mr acts as.
+func (r *Reconciler) identityOf(mr *rollbackv1.ManifestRelease) (*identity, error) {
 	// Snapshots are bound to this release's UID: a Secret it did not write is never read,
 	// reused or deleted.
 	var owned snapshot.Store
@@ -175,13 +182,13 @@ func (r *Reconciler) actingFor(mr *rollbackv1.ManifestRelease) (*Reconciler, err
 	// And to the digest chain its status records, which only this controller writes: a
 	// Secret that claims the release's UID but holds other manifests is not its snapshot.
 	owned.Digests = chainDigests(mr.Status)
-	acting.Snapshots = &owned
+	as := &identity{Sources: r.Sources, Snapshots: &owned, Applier: r.Applier, Kube: r.Kube}
 	sa := r.Identities.ServiceAccountOf(mr)
 	if sa == "" {
 		if r.Kube != nil {
-			acting.reviewer = apply.Reviewer{Reviews: r.Kube.AuthorizationV1().SelfSubjectAccessReviews(), User: "the rollback-controller"}
+			as.Reviewer = apply.Reviewer{Reviews: r.Kube.AuthorizationV1().SelfSubjectAccessReviews(), User: "the rollback-controller"}
 		}
-		return &acting, nil
+		return as, nil
 	}
 	if r.Identities == nil || r.Identities.Config == nil {
 		return nil, fmt.Errorf("release names ServiceAccount %q but the controller was started without a config to impersonate it", sa)
@@ -192,14 +199,13 @@ func (r *Reconciler) actingFor(mr *rollbackv1.ManifestRelease) (*Reconciler, err
 	}
 	sources := *r.Sources
 	sources.Kube, sources.Sluice = c.kube, c.sluice
-	snapshots := owned
-	snapshots.Client = c.kube.CoreV1()
+	owned.Client = c.kube.CoreV1()
 	applier := *r.Applier
 	applier.Dynamic = c.dynamic
-	acting.Kube, acting.Sources, acting.Snapshots, acting.Applier = c.kube, &sources, &snapshots, &applier
-	acting.reviewer = apply.Reviewer{Reviews: c.kube.AuthorizationV1().SelfSubjectAccessReviews(),
+	as.Kube, as.Sources, as.Applier = c.kube, &sources, &applier
+	as.Reviewer = apply.Reviewer{Reviews: c.kube.AuthorizationV1().SelfSubjectAccessReviews(),
 		User: fmt.Sprintf("ServiceAccount %s/%s", mr.Namespace, sa)}
-	return &acting, nil
+	return as, nil
 }
 
 func (r *Reconciler) logger() *slog.Logger {

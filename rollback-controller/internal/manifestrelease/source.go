@@ -239,12 +239,12 @@ type definitionError struct{ msg string }
 func (e *definitionError) Error() string { return e.msg }
 
 // testObjects reads the definitions and keeps the objects the filters select.
-func (r *Reconciler) testObjects(ctx context.Context, mr *rollbackv1.ManifestRelease) ([]*unstructured.Unstructured, error) {
+func (r *Reconciler) testObjects(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) ([]*unstructured.Unstructured, error) {
 	t := mr.Spec.Test
 	var selected []*unstructured.Unstructured
 	scopeObjs := []*unstructured.Unstructured{}
 	for _, def := range t.DefinitionsFrom {
-		cm, err := r.Kube.CoreV1().ConfigMaps(mr.Namespace).Get(ctx, def.Name, metav1.GetOptions{})
+		cm, err := as.Kube.CoreV1().ConfigMaps(mr.Namespace).Get(ctx, def.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil, &definitionError{fmt.Sprintf("test definitions ConfigMap %q does not exist in namespace %q", def.Name, mr.Namespace)}
 		}
@@ -265,7 +265,7 @@ func (r *Reconciler) testObjects(ctx context.Context, mr *rollbackv1.ManifestRel
 			}
 		}
 	}
-	scope := manifest.ScopeFrom(r.Applier.Mapper, scopeObjs)
+	scope := manifest.ScopeFrom(as.Applier.Mapper, scopeObjs)
 	for _, obj := range selected {
 		namespaced, err := scope(obj.GroupVersionKind())
 		if err != nil {

@@ -51,21 +51,21 @@ const (
 // the operation the status records resumes.
 func (r *Reconciler) takeStep(ctx context.Context, mr *rollbackv1.ManifestRelease, suspended suspend.State) (controller.Result, error) {
 	key := mr.Namespace + "/" + mr.Name
-	acting, err := r.actingFor(mr)
+	as, err := r.identityOf(mr)
 	if err != nil {
 		return controller.Result{}, err
 	}
 	o := r.Progress.take(key, mr)
 	if o == nil {
-		o = &observation{Release: mr, Actor: acting.reviewer.User}
+		o = &observation{Release: mr, Actor: as.Reviewer.User}
 	}
 	o.Suspend = suspended
-	if err := acting.observe(ctx, o); err != nil {
-		return acting.giveUp(o, "observe", err)
+	if err := r.observe(ctx, as, o); err != nil {
+		return r.giveUp(o, "observe", err)
 	}
 	next := decide(o)
-	if err := acting.carryOut(ctx, o, next); err != nil {
-		return acting.giveUp(o, next.Name, err)
+	if err := r.carryOut(ctx, as, o, next); err != nil {
+		return r.giveUp(o, next.Name, err)
 	}
 	if next.Done {
 		return controller.Result{RequeueAfter: next.Requeue}, nil
@@ -74,7 +74,7 @@ func (r *Reconciler) takeStep(ctx context.Context, mr *rollbackv1.ManifestReleas
 		o.Steps++
 	}
 	if o.Steps > maxSteps {
-		return acting.giveUp(o, next.Name, fmt.Errorf("ManifestRelease %s took more than %d steps", key, maxSteps))
+		return r.giveUp(o, next.Name, fmt.Errorf("ManifestRelease %s took more than %d steps", key, maxSteps))
 	}
 	r.Progress.remember(key, o)
 	if o.Found.Awaiting {
