@@ -58,6 +58,9 @@ func (r *Reconciler) apply(ctx, opCtx context.Context, cur, pr *promoterv1alpha1
 	if err != nil {
 		return controller.Result{}, nil, err
 	}
+	if r.Merges != nil {
+		r.Merges.Recorded(cur, stored)
+	}
 	if opened != nil && stored.Spec.State == promoterv1alpha1.PullRequestMerged {
 		return controller.Result{}, &observation{PR: stored, Now: r.Clock.Now(), SCM: &remote{PR: opened}}, nil
 	}

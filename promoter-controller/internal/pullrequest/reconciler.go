@@ -43,6 +43,11 @@ type Reconciler struct {
 	Metrics  *metrics.Metrics
 	Log      *slog.Logger
 	Clock    clock.PassiveClock
+	// Merges is told of each status write, and wakes Flux on a merge recorded (fluxsources); nil
+	// tells nothing.
+	Merges interface {
+		Recorded(cur, stored *promoterv1alpha1.PullRequest)
+	}
 }
 
 // Reconcile implements controller.Reconciler: observe, decide, apply. A pull request that this
