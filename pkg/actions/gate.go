@@ -40,6 +40,20 @@ func (c GateChange) Until(now time.Time) time.Time {
 // SetGate applies change to the gate name at now, reading it again when someone else changed
 // it in between, so an override records exactly the state it replaces.
 func SetGate(ctx context.Context, gates gatingclient.GateInterface, name string, change GateChange, now time.Time, fieldManager string) (*gatingv1alpha1.Gate, error) {
+	return updateGate(ctx, gates, name, fieldManager, func(g *gatingv1alpha1.Gate) error {
+		if change.For > 0 {
+			g.Spec.Override = gate.NewOverride(g.Spec, change.State(), change.Until(now), change.Message, now)
+		} else {
+			g.Spec.Closed, g.Spec.Message, g.Spec.Override = !change.Open, change.Message, nil
+		}
+		return nil
+	})
+}
+
+// updateGate applies change to a fresh copy of the gate and writes it, reading it again when
+// someone else changed it in between, so a change (an override above all) builds on exactly the
+// state it replaces. An error from change stops it without a write.
+func updateGate(ctx context.Context, gates gatingclient.GateInterface, name, fieldManager string, change func(*gatingv1alpha1.Gate) error) (*gatingv1alpha1.Gate, error) {
 	var updated *gatingv1alpha1.Gate
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		g, err := gates.Get(ctx, name, metav1.GetOptions{})
@@ -47,10 +61,9 @@ func SetGate(ctx context.Context, gates gatingclient.GateInterface, name string,
 			return err
 		}
 		next := g.DeepCopy()
-		if change.For > 0 {
-			next.Spec.Override = gate.NewOverride(g.Spec, change.State(), change.Until(now), change.Message, now)
-		} else {
-			next.Spec.Closed, next.Spec.Message, next.Spec.Override = !change.Open, change.Message, nil
+		if err := change(next); err != nil {
+			updated = g
+			return err
 		}
 		updated, err = gates.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
 		return err

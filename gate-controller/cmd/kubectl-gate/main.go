@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -17,12 +18,19 @@ import (
 const deprecation = "kubectl gate is deprecated and will be removed in the next release: run `kubectl sluice gate` instead, with the same arguments\n"
 
 func main() {
-	fmt.Fprint(os.Stderr, deprecation)
-	cmd := gatecli.NewAliasCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run says that the alias is deprecated, runs the gate commands with args, and returns the
+// exit code.
+func run(args []string, in io.Reader, out, errOut io.Writer) int {
+	fmt.Fprint(errOut, deprecation)
+	cmd := gatecli.NewAliasCommand(genericiooptions.IOStreams{In: in, Out: out, ErrOut: errOut})
+	cmd.SetArgs(args)
 	err := cmd.Execute()
 	var exitErr *gatecli.ExitError
 	if err != nil && !(errors.As(err, &exitErr) && exitErr.Printed) {
-		fmt.Fprintln(os.Stderr, "error:", err)
+		fmt.Fprintln(errOut, "error:", err)
 	}
-	os.Exit(gatecli.ExitCode(err))
+	return gatecli.ExitCode(err)
 }

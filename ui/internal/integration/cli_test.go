@@ -88,9 +88,9 @@ func TestKubectlSluiceGateSuspendsAndResumesWithAReason(t *testing.T) {
 	assert.NotContains(t, g.Annotations, suspend.Annotation)
 }
 
-// strategyWithStatus creates PromotionStrategy checkout whose env/dev runs newSHA, ran oldSHA
-// healthy an hour ago, and is offered a third commit that a gate holds.
-func strategyWithStatus(t *testing.T, ns string) {
+// createStrategy creates PromotionStrategy checkout with one environment, env/dev, and writes
+// the status its controller would report, with envs.
+func createStrategy(t *testing.T, ns string, envs ...promoterv1alpha1.EnvironmentStatus) {
 	t.Helper()
 	ctx := context.Background()
 	ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(ns).Create(ctx, &promoterv1alpha1.PromotionStrategy{
@@ -99,14 +99,21 @@ func strategyWithStatus(t *testing.T, ns string) {
 			Environments: []promoterv1alpha1.Environment{{Branch: "env/dev"}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	ps.Status.Environments = []promoterv1alpha1.EnvironmentStatus{{Branch: "env/dev",
+	ps.Status.Environments = envs
+	_, err = env.Sluice.PromoterV1alpha1().PromotionStrategies(ns).UpdateStatus(ctx, ps, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// strategyWithStatus creates PromotionStrategy checkout whose env/dev runs newSHA, ran oldSHA
+// healthy an hour ago, and is offered a third commit that a gate holds.
+func strategyWithStatus(t *testing.T, ns string) {
+	t.Helper()
+	createStrategy(t, ns, promoterv1alpha1.EnvironmentStatus{Branch: "env/dev",
 		Active:             promoterv1alpha1.CommitState{DrySHA: newSHA, Phase: "success"},
 		Proposed:           promoterv1alpha1.CommitState{DrySHA: strings.Repeat("3", 40)},
 		Blocks:             []promoterv1alpha1.PromotionBlock{{Rule: promoterv1alpha1.BlockGates, Environment: "env/dev", Message: "gate freeze is closed: audit"}},
 		LastHealthyDrySHAs: []promoterv1alpha1.HealthyDrySHA{{SHA: newSHA, Time: metav1.Now()}, {SHA: oldSHA, Time: metav1.NewTime(time.Now().Add(-time.Hour))}},
-	}}
-	_, err = env.Sluice.PromoterV1alpha1().PromotionStrategies(ns).UpdateStatus(ctx, ps, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	})
 }
 
 func TestKubectlSluiceRevertCreatesTheRevertCommitTheUIWould(t *testing.T) {

@@ -36,15 +36,39 @@ func (c *cluster) namespace() (string, error) {
 	return ns, nil
 }
 
-func (c *cluster) sluice() (sluice.Interface, error) {
+// client is the namespace the command acts in, and a Sluice client with the kubeconfig's identity.
+func (c *cluster) client() (string, sluice.Interface, error) {
+	ns, err := c.namespace()
+	if err != nil {
+		return "", nil, err
+	}
 	cfg, err := c.flags.ToRESTConfig()
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = defaultRequestTimeout
 	}
-	return sluice.NewForConfig(cfg)
+	client, err := sluice.NewForConfig(cfg)
+	return ns, client, err
+}
+
+// newGroupCommand is a command that only holds others, such as release and promote.
+func newGroupCommand(use, short string, commands ...*cobra.Command) *cobra.Command {
+	var names []string
+	for _, cmd := range commands {
+		names = append(names, cmd.Name())
+	}
+	group := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(*cobra.Command, []string) error {
+			return usageError("name a command: %s", strings.Join(names, " or "))
+		},
+	}
+	group.AddCommand(commands...)
+	return group
 }
 
 // newRootCommand is `kubectl sluice` with its kubectl verbs: gate, revert, release and promote.

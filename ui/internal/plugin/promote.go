@@ -13,14 +13,7 @@ import (
 )
 
 func newPromoteCommand(c *cluster) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "promote",
-		Short: "Show where a PromotionStrategy's changes are, and what holds them",
-		Args:  usageArgs(cobra.NoArgs),
-		RunE:  func(cmd *cobra.Command, _ []string) error { return usageError("name a command: status") },
-	}
-	cmd.AddCommand(newPromoteStatusCommand(c))
-	return cmd
+	return newGroupCommand("promote", "Show where a PromotionStrategy's changes are, and what holds them", newPromoteStatusCommand(c))
 }
 
 func newPromoteStatusCommand(c *cluster) *cobra.Command {
@@ -34,11 +27,7 @@ reverted to with ` + "`kubectl sluice revert STRATEGY/BRANCH --to SHA`" + `.`,
 		Example: `  kubectl sluice promote status webapp`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := c.namespace()
-			if err != nil {
-				return err
-			}
-			client, err := c.sluice()
+			ns, client, err := c.client()
 			if err != nil {
 				return err
 			}

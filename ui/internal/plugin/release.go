@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -14,14 +15,8 @@ import (
 )
 
 func newReleaseCommand(c *cluster) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "release",
-		Short: "Show a ManifestRelease's snapshots, or roll it back to one",
-		Args:  usageArgs(cobra.NoArgs),
-		RunE:  func(cmd *cobra.Command, _ []string) error { return usageError("name a command: rollback or history") },
-	}
-	cmd.AddCommand(newReleaseRollbackCommand(c), newReleaseHistoryCommand(c))
-	return cmd
+	return newGroupCommand("release", "Show a ManifestRelease's snapshots, or roll it back to one",
+		newReleaseRollbackCommand(c), newReleaseHistoryCommand(c))
 }
 
 func newReleaseRollbackCommand(c *cluster) *cobra.Command {
@@ -40,13 +35,9 @@ Exit codes: 0 requested, 1 not requested (not found, forbidden, no such snapshot
 			if to <= 0 {
 				return usageError("--to is required: the snapshot number to roll back to (see `kubectl sluice release history %s`)", args[0])
 			}
-			ns, releases, err := c.releases()
+			ns, releases, mr, err := c.release(cmd.Context(), args[0])
 			if err != nil {
 				return err
-			}
-			mr, err := releases.Get(cmd.Context(), args[0], metav1.GetOptions{})
-			if err != nil {
-				return fmt.Errorf("ManifestRelease %s/%s: %w", ns, args[0], err)
 			}
 			if err := actions.CheckRollback(mr, to); err != nil {
 				return err
@@ -69,13 +60,9 @@ func newReleaseHistoryCommand(c *cluster) *cobra.Command {
 		Example: `  kubectl sluice release history shop`,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, releases, err := c.releases()
+			_, _, mr, err := c.release(cmd.Context(), args[0])
 			if err != nil {
 				return err
-			}
-			mr, err := releases.Get(cmd.Context(), args[0], metav1.GetOptions{})
-			if err != nil {
-				return fmt.Errorf("ManifestRelease %s/%s: %w", ns, args[0], err)
 			}
 			if len(mr.Status.History) == 0 {
 				fmt.Fprintf(c.out, "manifestrelease/%s has applied nothing yet\n", mr.Name)
@@ -92,17 +79,18 @@ func newReleaseHistoryCommand(c *cluster) *cobra.Command {
 	}
 }
 
-// releases is the namespace and the ManifestReleases in it.
-func (c *cluster) releases() (string, rollbackclient.ManifestReleaseInterface, error) {
-	ns, err := c.namespace()
+// release reads the ManifestRelease name, and returns it with its namespace and client.
+func (c *cluster) release(ctx context.Context, name string) (string, rollbackclient.ManifestReleaseInterface, *rollbackv1alpha1.ManifestRelease, error) {
+	ns, client, err := c.client()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	client, err := c.sluice()
+	releases := client.RollbackV1alpha1().ManifestReleases(ns)
+	mr, err := releases.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, fmt.Errorf("ManifestRelease %s/%s: %w", ns, name, err)
 	}
-	return ns, client.RollbackV1alpha1().ManifestReleases(ns), nil
+	return ns, releases, mr, nil
 }
 
 // outcome says what became of a snapshot: deployed now, rolled back, or replaced.

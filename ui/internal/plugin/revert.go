@@ -36,11 +36,7 @@ Exit codes: 0 created, 1 not created (not found, forbidden, no such SHA), 2 wron
 			if len(strings.TrimSpace(to)) < 7 {
 				return usageError("--to is required: the dry SHA to go back to, at least 7 characters")
 			}
-			ns, err := c.namespace()
-			if err != nil {
-				return err
-			}
-			client, err := c.sluice()
+			ns, client, err := c.client()
 			if err != nil {
 				return err
 			}
