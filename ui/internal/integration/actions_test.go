@@ -27,19 +27,11 @@ func TestRevertFromThePipelinePageCreatesARevertCommit(t *testing.T) {
 	url := startUI(t, env.Config, setup.Config{Identity: setup.IdentityKubeconfig})
 	ns := newNamespace(t)
 	ctx := context.Background()
-	ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(ns).Create(ctx, &promoterv1alpha1.PromotionStrategy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "checkout"},
-		Spec: promoterv1alpha1.PromotionStrategySpec{RepositoryRef: promoterv1alpha1.LocalReference{Name: "repo"}, DryBranch: "main",
-			Environments: []promoterv1alpha1.Environment{{Branch: "env/dev"}}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
 	// dev runs the new commit; the old one was healthy there an hour ago.
-	ps.Status.Environments = []promoterv1alpha1.EnvironmentStatus{{Branch: "env/dev",
+	createStrategy(t, ns, promoterv1alpha1.EnvironmentStatus{Branch: "env/dev",
 		Active:             promoterv1alpha1.CommitState{DrySHA: newSHA, Phase: "failure"},
 		LastHealthyDrySHAs: []promoterv1alpha1.HealthyDrySHA{{SHA: newSHA, Time: metav1.Now()}, {SHA: oldSHA, Time: metav1.NewTime(time.Now().Add(-time.Hour))}},
-	}}
-	_, err = env.Sluice.PromoterV1alpha1().PromotionStrategies(ns).UpdateStatus(ctx, ps, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	})
 
 	b := browser(t)
 	within(b, t, chromedp.Navigate(url+"/pipelines/"+ns+"/checkout"), chromedp.WaitVisible(css(`#live.on`)),
