@@ -43,7 +43,10 @@ func TestPromotionUnderTheChartsServiceAccount(t *testing.T) {
 	for _, a := range []authorizationv1.ResourceAttributes{{Verb: "list", Resource: "secrets"}, {Verb: "watch", Resource: "secrets"},
 		{Verb: "get", Resource: "secrets", Namespace: "kube-system"},
 		// Only the webhook receiver writes a strategy (its refresh annotation).
-		{Verb: "patch", Group: promoterv1alpha1.GroupName, Resource: "promotionstrategies"}} {
+		{Verb: "patch", Group: promoterv1alpha1.GroupName, Resource: "promotionstrategies"},
+		// It asks GitRepositories to fetch, and touches no other Flux kind.
+		{Verb: "patch", Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations"},
+		{Verb: "patch", Group: "source.toolkit.fluxcd.io", Resource: "ocirepositories"}} {
 		ok, err := charts.Can(ctx, saClient, a)
 		require.NoError(t, err)
 		assert.False(t, ok, "the chart must not allow %s %s", a.Verb, a.Resource)
@@ -63,6 +66,9 @@ func TestPromotionUnderTheChartsServiceAccount(t *testing.T) {
 	require.NoError(t, err)
 
 	f.bootstrap("dev", "prod")
+	installFluxCRDs(t)
+	f.createGitRepository("prod", authed.URL("app"), map[string]any{"branch": "prod"})
+	requested := f.watchRequestedAt()
 	f.setGate("freeze", true)
 	f.strategy(func(s *promoterv1alpha1.PromotionStrategySpec) {
 		s.Environments = []promoterv1alpha1.Environment{{Branch: "dev"}, {Branch: "prod", Gates: &promoterv1alpha1.GateSelector{Refs: []promoterv1alpha1.GateReference{{Name: "freeze"}}}}}
@@ -73,6 +79,7 @@ func TestPromotionUnderTheChartsServiceAccount(t *testing.T) {
 	dev := f.waitEnv("dev", "promoted", activeOn(d1))
 	f.setStatus("health", dev.Active.HydratedSHA, "success")
 	f.waitEnv("prod", "promoted", activeOn(d1))
+	f.waitRequested(requested, "prod", 1) // watched and patched under the chart's RBAC
 	require.NoError(t, testenv.Wait(ctx, 20*time.Second, func(context.Context) (bool, error) {
 		return len(f.events(promotionstrategy.EventPromotionCompleted)) >= 2, nil
 	}), "events recorded under the chart's RBAC")

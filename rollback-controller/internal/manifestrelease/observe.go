@@ -6,106 +6,23 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/manifest"
 	"github.com/sluicehq/sluice/pkg/snapshot"
-	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
-// observation is everything a step is decided from. One reconcile keeps it from step to step:
-// observe reads what the next decision needs and is not known yet, and each act adds what it
-// found to Found.
-type observation struct {
-	// Release is the release as stored, after the reconcile's last write.
-	Release *rollbackv1.ManifestRelease
-	Suspend suspend.State
-	Now     time.Time
-	// Actor names the identity the release acts as, for messages.
-	Actor string
-
-	// Read at the first look at a release with no operation recorded, in this order; the first
-	// that settles the step leaves the rest unread.
-	SpecErr error
-	Ask     *rollbackAsk
-	Source  *sourceRead
-	Upgrade *upgradePlan
-
-	// Op is the snapshot the recorded operation applies.
-	Op *opTarget
-	// DeletionProblem is a right the identity lacks to delete the objects of a deleted release.
-	DeletionProblem *problem
-	deletionChecked bool
-
-	Found found
-}
-
-// sourceRead is the source as read, parsed and measured.
-type sourceRead struct {
-	Fetched Fetched
-	// Err is a source that cannot be read, with what to do about it.
-	Err        *SourceError
-	Digest     string
-	DigestErr  error
-	Objects    []*unstructured.Unstructured
-	PrepareErr error
-}
-
-// upgradePlan is what an upgrade to the source would do, and what stops it before it starts.
-type upgradePlan struct {
-	Number   int64
-	Objects  []*unstructured.Unstructured
-	Refs     []manifest.Ref
-	Previous []manifest.Ref
-	// Stale are the objects of the inventory the new version drops, when pruning.
-	Stale   []manifest.Ref
-	Problem *problem
-	// Adopt are live objects the release takes over, with their owners' leave.
-	Adopt []*unstructured.Unstructured
-}
-
-// opTarget is the snapshot the recorded operation applies, prepared, and for a rollback what it
-// changes and what stops it.
-type opTarget struct {
-	Number     int64
-	Objects    []*unstructured.Unstructured
-	LoadErr    error
-	PrepareErr error
-	// Target, Stale and Missing: a rollback's objects, those only the version left had, and
-	// whether the target has objects the inventory does not.
-	Target  []manifest.Ref
-	Stale   []manifest.Ref
-	Missing bool
-	Problem *problem
-}
-
-// rollbackAsk is a rollback-to annotation not yet acted on.
-type rollbackAsk struct {
-	Value  string
-	Number int64
-	// Refused says why the request cannot be carried out before any snapshot is read.
-	Refused string
-	LoadErr error
-	Info    snapshot.Info
-	Files   []snapshot.File
-	// Kept lists the snapshots that exist, for a refusal.
-	Kept string
-}
-
 // observe reads what the next decision needs and is not read yet.
-func (r *Reconciler) observe(ctx context.Context, o *observation) error {
+func (r *Reconciler) observe(ctx context.Context, as *identity, o *observation) error {
 	mr := o.Release
 	o.Now = r.Clock.Now()
 	switch {
 	case mr.DeletionTimestamp != nil:
-		return r.observeDeletion(ctx, o)
+		return r.observeDeletion(ctx, as, o)
 	case !holdsFinalizer(mr) || o.Suspend.Suspended:
 		return nil
 	case mr.Status.Operation != nil:
-		return r.observeOperation(ctx, o)
+		return r.observeOperation(ctx, as, o)
 	case o.SpecErr != nil || o.Ask != nil || o.Source != nil:
 		return nil
 	}
@@ -114,20 +31,20 @@ func (r *Reconciler) observe(ctx context.Context, o *observation) error {
 	}
 	if value, ok := rollbackRequest(mr); ok {
 		var err error
-		o.Ask, err = r.observeAsk(ctx, mr, value)
+		o.Ask, err = r.observeAsk(ctx, as, mr, value)
 		return err
 	}
 	var err error
-	if o.Source, err = r.observeSource(ctx, mr); err != nil || !wantsUpgrade(o) {
+	if o.Source, err = r.observeSource(ctx, as, mr); err != nil || !wantsUpgrade(o) {
 		return err
 	}
-	o.Upgrade, err = r.observeUpgrade(ctx, mr, o.Source)
+	o.Upgrade, err = r.observeUpgrade(ctx, as, mr, o.Source)
 	return err
 }
 
 // observeSource reads the source, measures it and prepares its objects.
-func (r *Reconciler) observeSource(ctx context.Context, mr *rollbackv1.ManifestRelease) (*sourceRead, error) {
-	fetched, err := r.Sources.Fetch(ctx, mr)
+func (r *Reconciler) observeSource(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) (*sourceRead, error) {
+	fetched, err := as.Sources.Fetch(ctx, mr)
 	src := &sourceRead{}
 	if errors.As(err, &src.Err) {
 		return src, nil
@@ -135,7 +52,7 @@ func (r *Reconciler) observeSource(ctx context.Context, mr *rollbackv1.ManifestR
 	if err != nil {
 		return nil, err
 	}
-	if src.Digest, src.DigestErr = snapshot.Digest(fetched.Files, r.Snapshots.Options); src.DigestErr != nil {
+	if src.Digest, src.DigestErr = snapshot.Digest(fetched.Files, as.Snapshots.Options); src.DigestErr != nil {
 		return src, nil
 	}
 	if fetched.Version == "" {
@@ -148,7 +65,7 @@ func (r *Reconciler) observeSource(ctx context.Context, mr *rollbackv1.ManifestR
 
 // observeUpgrade checks an upgrade to src before anything is written: the rights it needs, the
 // objects it would take over, and the CRDs it would change.
-func (r *Reconciler) observeUpgrade(ctx context.Context, mr *rollbackv1.ManifestRelease, src *sourceRead) (*upgradePlan, error) {
+func (r *Reconciler) observeUpgrade(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, src *sourceRead) (*upgradePlan, error) {
 	p := &upgradePlan{Number: nextNumber(mr.Status), Objects: src.Objects, Refs: manifest.Inventory(src.Objects),
 		Previous: fromInventory(mr.Status.Inventory)}
 	if src.PrepareErr != nil {
@@ -157,21 +74,21 @@ func (r *Reconciler) observeUpgrade(ctx context.Context, mr *rollbackv1.Manifest
 	if pruneEnabled(mr) {
 		p.Stale = manifest.Stale(p.Previous, p.Refs)
 	}
-	action, tests := "the upgrade to "+src.Fetched.Version, r.plannedTests(ctx, mr)
+	action, tests := "the upgrade to "+src.Fetched.Version, r.plannedTests(ctx, as, mr)
 	var err error
-	p.Problem, err = r.checkAccess(ctx, mr, action, plan{apply: src.Objects, stale: p.Stale, tests: tests, snapshot: p.Number})
+	p.Problem, err = r.checkAccess(ctx, as, mr, action, plan{apply: src.Objects, stale: p.Stale, tests: tests, snapshot: p.Number})
 	if p.Problem != nil || err != nil {
 		return p, err
 	}
-	if p.Adopt, p.Problem, err = r.checkOwnership(ctx, mr, action, src.Objects, tests); p.Problem != nil || err != nil {
+	if p.Adopt, p.Problem, err = r.checkOwnership(ctx, as, mr, action, src.Objects, tests); p.Problem != nil || err != nil {
 		return p, err
 	}
-	p.Problem, err = r.checkCRDs(ctx, action, src.Objects, p.Stale)
+	p.Problem, err = r.checkCRDs(ctx, as, action, src.Objects, p.Stale)
 	return p, err
 }
 
 // observeAsk reads the snapshot a rollback-to annotation asks for.
-func (r *Reconciler) observeAsk(ctx context.Context, mr *rollbackv1.ManifestRelease, value string) (*rollbackAsk, error) {
+func (r *Reconciler) observeAsk(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, value string) (*rollbackAsk, error) {
 	ask := &rollbackAsk{Value: value}
 	number, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
 	switch {
@@ -183,17 +100,17 @@ func (r *Reconciler) observeAsk(ctx context.Context, mr *rollbackv1.ManifestRele
 		return ask, nil
 	}
 	ask.Number = number
-	ask.Files, ask.Info, err = r.Snapshots.Load(ctx, mr.Namespace, mr.Name, number)
+	ask.Files, ask.Info, err = as.Snapshots.Load(ctx, mr.Namespace, mr.Name, number)
 	if !unusableSnapshot(err) {
 		return ask, err
 	}
-	ask.LoadErr, ask.Kept = err, r.keptNumbers(ctx, mr)
+	ask.LoadErr, ask.Kept = err, r.keptNumbers(ctx, as, mr)
 	return ask, nil
 }
 
 // observeOperation loads the snapshot the recorded operation applies, unless this reconcile has
 // it already, and checks a rollback to it.
-func (r *Reconciler) observeOperation(ctx context.Context, o *observation) error {
+func (r *Reconciler) observeOperation(ctx context.Context, as *identity, o *observation) error {
 	mr, op := o.Release, o.Release.Status.Operation
 	if o.Op != nil && o.Op.Number == op.Number {
 		return nil
@@ -209,7 +126,7 @@ func (r *Reconciler) observeOperation(ctx context.Context, o *observation) error
 	case o.Ask != nil && o.Ask.Number == op.Number:
 		files = o.Ask.Files
 	default:
-		files, _, err = r.Snapshots.Load(ctx, mr.Namespace, mr.Name, op.Number)
+		files, _, err = as.Snapshots.Load(ctx, mr.Namespace, mr.Name, op.Number)
 	}
 	resumable := errors.Is(err, snapshot.ErrNotFound) || errors.Is(err, snapshot.ErrIncomplete) || errors.Is(err, snapshot.ErrNotOwned)
 	if isRollback := op.Action != rollbackv1.ActionUpgrade; resumable || (isRollback && unusableSnapshot(err)) {
@@ -231,22 +148,22 @@ func (r *Reconciler) observeOperation(ctx context.Context, o *observation) error
 	current := fromInventory(mr.Status.Inventory)
 	t.Stale, t.Missing = manifest.Stale(current, t.Target), len(manifest.Stale(t.Target, current)) > 0
 	action := "the rollback to " + describe(op.Version, op.Number)
-	if t.Problem, err = r.checkAccess(ctx, mr, action, plan{apply: t.Objects, stale: t.Stale}); t.Problem != nil || err != nil {
+	if t.Problem, err = r.checkAccess(ctx, as, mr, action, plan{apply: t.Objects, stale: t.Stale}); t.Problem != nil || err != nil {
 		return err
 	}
-	t.Problem, err = r.checkCRDs(ctx, action, t.Objects, t.Stale)
+	t.Problem, err = r.checkCRDs(ctx, as, action, t.Objects, t.Stale)
 	return err
 }
 
 // observeDeletion checks, once, that the identity may delete the objects of a deleted release.
-func (r *Reconciler) observeDeletion(ctx context.Context, o *observation) error {
+func (r *Reconciler) observeDeletion(ctx context.Context, as *identity, o *observation) error {
 	mr := o.Release
 	if o.deletionChecked || !holdsFinalizer(mr) || o.Suspend.Suspended || !pruneEnabled(mr) || len(mr.Status.Inventory) == 0 {
 		return nil
 	}
 	o.deletionChecked = true
 	var err error
-	o.DeletionProblem, err = r.checkDeletion(ctx, mr)
+	o.DeletionProblem, err = r.checkDeletion(ctx, as, mr)
 	return err
 }
 

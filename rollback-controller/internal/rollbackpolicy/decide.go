@@ -3,6 +3,7 @@ package rollbackpolicy
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -254,4 +255,67 @@ func mergedRevertOf(reverts []*rollbackv1alpha1.RevertCommit, dry string) bool {
 		}
 	}
 	return false
+}
+
+// plan is what one reconcile of a policy does, decided from its observation alone.
+type plan struct {
+	// environments is the new status.environments; an entry that fires gets its lastRollback
+	// once its RevertCommit is created.
+	environments []rollbackv1alpha1.PolicyEnvironmentStatus
+	// summary is the Ready message.
+	summary string
+	// creates are the RevertCommits to create, in the policy's order of environments.
+	creates []revertCreate
+	// triggers are the label values of each new decision, counted once the status is written.
+	triggers [][]string
+	// requeueAfter > 0 asks to look again then: the soonest threshold or cooldown end.
+	requeueAfter time.Duration
+}
+
+// revertCreate is one RevertCommit to create, for environments[env].
+type revertCreate struct {
+	env          int
+	revertCommit *rollbackv1alpha1.RevertCommit
+}
+
+// decide applies the policy to every observed environment: what each status becomes, and the
+// RevertCommits to create. It is pure.
+func decide(o observation) plan {
+	p, ps := o.policy, o.strategy
+	var pl plan
+	var summary []string
+	for _, e := range o.envs {
+		v := Decide(e, o.rules, o.now)
+		branch := e.Env.Branch
+		if v.Fire != nil {
+			if !slices.Contains(v.Status.RevertedDrySHAs, v.Fire.BadDrySHA) {
+				v.Status.RevertedDrySHAs = prepend(v.Status.RevertedDrySHAs, v.Fire.BadDrySHA)
+			}
+			pl.creates = append(pl.creates, revertCreate{env: len(pl.environments), revertCommit: revertCommitFor(p, ps, branch, v.Fire)})
+		}
+		if v.Decision != "" && v.Decision != DecisionWaiting && changed(e.Previous, v.Status) {
+			pl.triggers = append(pl.triggers, []string{p.Namespace, ps.Name, branch, v.Decision})
+		}
+		if v.RequeueAfter > 0 && (pl.requeueAfter == 0 || v.RequeueAfter < pl.requeueAfter) {
+			pl.requeueAfter = v.RequeueAfter
+		}
+		v.Status.Message = text.Truncate(v.Status.Message, 1024)
+		pl.environments = append(pl.environments, v.Status)
+		summary = append(summary, branch+": "+v.Status.Message)
+	}
+	pl.summary = strings.Join(summary, "; ")
+	return pl
+}
+
+// changed tells a new decision from one already counted: the message carries it.
+func changed(before, after rollbackv1alpha1.PolicyEnvironmentStatus) bool {
+	return before.Message != after.Message
+}
+
+func prepend(list []string, sha string) []string {
+	out := append([]string{sha}, list...)
+	if len(out) > rollbackv1alpha1.MaxRevertedDrySHAs {
+		out = out[:rollbackv1alpha1.MaxRevertedDrySHAs]
+	}
+	return out
 }

@@ -1,15 +1,12 @@
 package rollbackpolicy
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"maps"
 	"regexp"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
@@ -38,15 +35,14 @@ func RevertCommitName(policy, env, badDrySHA string) string {
 	return n + suffix
 }
 
-// fire creates the RevertCommit, or finds the one an earlier attempt created.
-func (r *Reconciler) fire(ctx context.Context, p *rollbackv1alpha1.RollbackPolicy, ps *promoterv1alpha1.PromotionStrategy, env string, f *Fire) (*rollbackv1alpha1.RevertCommit, error) {
-	client := r.Client.RollbackV1alpha1().RevertCommits(p.Namespace)
+// revertCommitFor is the RevertCommit that fire f of policy p asks for on environment env.
+func revertCommitFor(p *rollbackv1alpha1.RollbackPolicy, ps *promoterv1alpha1.PromotionStrategy, env string, f *Fire) *rollbackv1alpha1.RevertCommit {
 	name := RevertCommitName(p.Name, env, f.BadDrySHA)
 	if f.Again {
 		name = RevertCommitName(againPolicy(p.Name), env, f.BadDrySHA)
 	}
 	autoMerge := p.Spec.AutoMerge == nil || *p.Spec.AutoMerge
-	rc := &rollbackv1alpha1.RevertCommit{
+	return &rollbackv1alpha1.RevertCommit{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, Labels: revertCommitLabels(p)},
 		Spec: rollbackv1alpha1.RevertCommitSpec{
 			PromotionStrategyRef:   rollbackv1alpha1.PromotionStrategyReference{Name: ps.Name},
@@ -60,14 +56,6 @@ func (r *Reconciler) fire(ctx context.Context, p *rollbackv1alpha1.RollbackPolic
 			Trigger:                &rollbackv1alpha1.RollbackTrigger{Policy: p.Name, Key: f.Key, FailingSince: f.Since},
 		},
 	}
-	created, err := client.Create(ctx, rc, metav1.CreateOptions{FieldManager: FieldManager})
-	if apierrors.IsAlreadyExists(err) {
-		created, err = client.Get(ctx, name, metav1.GetOptions{})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("create RevertCommit %s: %w", name, err)
-	}
-	return created, nil
 }
 
 // revertCommitLabels are the policy's own labels plus its name, so a rollback-controller

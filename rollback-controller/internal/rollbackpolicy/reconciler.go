@@ -8,29 +8,20 @@ package rollbackpolicy
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	commitstatuslisters "github.com/sluicehq/sluice/api/generated/listers/commitstatus/v1alpha1"
 	promoterlisters "github.com/sluicehq/sluice/api/generated/listers/promoter/v1alpha1"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
-	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
-	"github.com/sluicehq/sluice/pkg/text"
 	"github.com/sluicehq/sluice/rollback-controller/internal/metrics"
 )
 
@@ -130,155 +121,18 @@ func (r *Reconciler) write(ctx context.Context, cur, p *rollbackv1alpha1.Rollbac
 	return nil
 }
 
-// evaluate decides every selected environment, creates the RevertCommits that are due, and
-// fills the status. The returned functions announce what was done, once the status is written.
+// evaluate observes every selected environment, decides the RevertCommits that are due and the
+// status, then creates them. The returned functions announce what was done, once the status is
+// written.
 func (r *Reconciler) evaluate(ctx context.Context, p *rollbackv1alpha1.RollbackPolicy) (controller.Result, []func(), error) {
-	ps, envs, err := r.selected(p)
+	o, err := r.observe(p)
 	if err != nil {
 		return controller.Result{}, nil, err
 	}
-	previous := map[string]rollbackv1alpha1.PolicyEnvironmentStatus{}
-	for _, e := range p.Status.Environments {
-		previous[e.Branch] = e
-	}
-	reverts, _ := r.RevertCommits.RevertCommits(p.Namespace).List(labels.Everything())
-	rules := rulesOf(p.Spec)
-	now := r.Clock.Now()
-	var res controller.Result
-	var announce []func()
-	var summary []string
-	out := make([]rollbackv1alpha1.PolicyEnvironmentStatus, 0, len(envs))
-	for _, env := range envs {
-		v := Decide(Observed{
-			Env: env, Failure: r.failure(ps, env, p.Spec.Trigger.CommitStatuses), Previous: previous[env.Branch],
-			Reverts: revertsOf(reverts, ps.Name, env.Branch), Policy: p.Name, RevertAgain: p.Annotations[rollbackv1alpha1.RevertAgainAnnotation],
-		}, rules, now)
-		if v.Fire != nil {
-			rc, err := r.fire(ctx, p, ps, env.Branch, v.Fire)
-			if err != nil {
-				return controller.Result{}, nil, err
-			}
-			v.Status.LastRollback = &rollbackv1alpha1.PolicyRollback{RevertCommit: rc.Name, BadDrySHA: v.Fire.BadDrySHA, Time: rc.CreationTimestamp}
-			if !slices.Contains(v.Status.RevertedDrySHAs, v.Fire.BadDrySHA) {
-				v.Status.RevertedDrySHAs = prepend(v.Status.RevertedDrySHAs, v.Fire.BadDrySHA)
-			}
-			announce = append(announce, r.announceFire(p, env.Branch, rc))
-		}
-		if v.Decision != "" && v.Decision != DecisionWaiting && changed(previous[env.Branch], v.Status) {
-			labels := []string{p.Namespace, ps.Name, env.Branch, v.Decision}
-			announce = append(announce, func() { r.Metrics.PolicyTriggers.WithLabelValues(labels...).Inc() })
-		}
-		if v.RequeueAfter > 0 && (res.RequeueAfter == 0 || v.RequeueAfter < res.RequeueAfter) {
-			res.RequeueAfter = v.RequeueAfter
-		}
-		v.Status.Message = text.Truncate(v.Status.Message, 1024)
-		out = append(out, v.Status)
-		summary = append(summary, env.Branch+": "+v.Status.Message)
-	}
-	p.Status.Environments = out
-	conditions.MarkReady(&p.Status.Conditions, p.Generation, "Watching", strings.Join(summary, "; "))
-	return res, announce, nil
-}
-
-// selected returns the strategy and the status of each selected environment.
-func (r *Reconciler) selected(p *rollbackv1alpha1.RollbackPolicy) (*promoterv1alpha1.PromotionStrategy, []promoterv1alpha1.EnvironmentStatus, error) {
-	name := p.Spec.PromotionStrategyRef.Name
-	ps, err := r.Strategies.PromotionStrategies(p.Namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil, &policyStall{"PromotionStrategyNotFound", fmt.Sprintf(
-			"PromotionStrategy %q does not exist in namespace %q: create it, or fix spec.promotionStrategyRef", name, p.Namespace)}
-	}
+	pl := decide(o)
+	announce, err := r.apply(ctx, p, pl)
 	if err != nil {
-		return nil, nil, err
+		return controller.Result{}, nil, err
 	}
-	byBranch := map[string]promoterv1alpha1.EnvironmentStatus{}
-	var all []string
-	for _, e := range ps.Spec.Environments {
-		all = append(all, e.Branch)
-		byBranch[e.Branch] = promoterv1alpha1.EnvironmentStatus{Branch: e.Branch}
-	}
-	for _, e := range ps.Status.Environments {
-		if _, ok := byBranch[e.Branch]; ok {
-			byBranch[e.Branch] = e
-		}
-	}
-	want := p.Spec.Environments
-	if len(want) == 0 {
-		want = all
-	}
-	envs := make([]promoterv1alpha1.EnvironmentStatus, 0, len(want))
-	for _, b := range want {
-		e, ok := byBranch[b]
-		if !ok {
-			return nil, nil, &policyStall{"EnvironmentNotFound", fmt.Sprintf(
-				"PromotionStrategy %q has no environment %q (it has %s): fix spec.environments", name, b, strings.Join(all, ", "))}
-		}
-		envs = append(envs, e)
-	}
-	return ps, envs, nil
-}
-
-// failure is the first of keys failing on the environment's active commit.
-func (r *Reconciler) failure(ps *promoterv1alpha1.PromotionStrategy, env promoterv1alpha1.EnvironmentStatus, keys []rollbackv1alpha1.CommitStatusKey) *Failure {
-	sha := env.Active.HydratedSHA
-	if sha == "" {
-		return nil
-	}
-	for _, k := range keys {
-		sel := labels.SelectorFromSet(labels.Set{commitstatusv1alpha1.KeyLabel: k.Key})
-		list, _ := r.CommitStatuses.CommitStatuses(ps.Namespace).List(sel)
-		for _, cs := range list {
-			if cs.Spec.SHA == sha && cs.Spec.RepositoryRef.Name == ps.Spec.RepositoryRef.Name && cs.Spec.Phase == commitstatusv1alpha1.CommitStatusFailure {
-				desc := cs.Spec.Description
-				if desc == "" {
-					desc = cs.Spec.Name
-				}
-				return &Failure{Key: k.Key, Description: desc}
-			}
-		}
-	}
-	return nil
-}
-
-func (r *Reconciler) announceFire(p *rollbackv1alpha1.RollbackPolicy, env string, rc *rollbackv1alpha1.RevertCommit) func() {
-	return func() {
-		r.Recorder.Eventf(p, corev1.EventTypeWarning, EventRevertCommitCreated, "%s: created RevertCommit %s: %s", env, rc.Name, rc.Spec.Reason)
-	}
-}
-
-func rulesOf(s rollbackv1alpha1.RollbackPolicySpec) Rules {
-	rules := Rules{Threshold: time.Minute, Window: time.Hour, Cooldown: time.Hour}
-	if d := s.Trigger.FailureThreshold; d != nil {
-		rules.Threshold = d.Duration
-	}
-	if d := s.Trigger.Window; d != nil {
-		rules.Window = d.Duration
-	}
-	if d := s.Cooldown; d != nil {
-		rules.Cooldown = d.Duration
-	}
-	return rules
-}
-
-func revertsOf(all []*rollbackv1alpha1.RevertCommit, strategy, env string) []*rollbackv1alpha1.RevertCommit {
-	var out []*rollbackv1alpha1.RevertCommit
-	for _, rc := range all {
-		if rc.Spec.PromotionStrategyRef.Name == strategy && rc.Spec.ActiveBranch == env {
-			out = append(out, rc)
-		}
-	}
-	return out
-}
-
-// changed tells a new decision from one already counted: the message carries it.
-func changed(before, after rollbackv1alpha1.PolicyEnvironmentStatus) bool {
-	return before.Message != after.Message
-}
-
-func prepend(list []string, sha string) []string {
-	out := append([]string{sha}, list...)
-	if len(out) > rollbackv1alpha1.MaxRevertedDrySHAs {
-		out = out[:rollbackv1alpha1.MaxRevertedDrySHAs]
-	}
-	return out
+	return controller.Result{RequeueAfter: pl.requeueAfter}, announce, nil
 }
