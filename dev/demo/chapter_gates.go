@@ -280,14 +280,14 @@ func (s *Story) waitReleased(ctx context.Context, name string) error {
 	})
 }
 
-// kubectlGate runs `kubectl gate ...`: kubectl finds the kubectl-gate plugin on PATH. The plugin
-// comes from bin/ (`make build`), or is built for the demo when it is not there.
+// kubectlGate runs `kubectl sluice gate ...`: kubectl finds the kubectl-sluice plugin on PATH.
+// The plugin comes from bin/ (`make build`), or is built for the demo when it is not there.
 func (s *Story) kubectlGate(ctx context.Context, args ...string) (string, error) {
 	dir, err := pluginDir(ctx)
 	if err != nil {
 		return "", err
 	}
-	args = append([]string{"gate", "--namespace", s.Namespace}, args...)
+	args = append([]string{"sluice", "gate", "--namespace", s.Namespace}, args...)
 	cmd := exec.CommandContext(ctx, s.kubectl, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.Env.Kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	var out bytes.Buffer
@@ -315,7 +315,7 @@ func pluginDir(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(filepath.Join(bin, "kubectl-gate")); err == nil {
+	if _, err := os.Stat(filepath.Join(bin, "kubectl-sluice")); err == nil {
 		return bin, nil
 	}
 	root, err := testenv.RepoRoot()
@@ -323,10 +323,10 @@ func pluginDir(ctx context.Context) (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(root, ".cache", "demo-bin")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(os.PathSeparator), "./gate-controller/cmd/kubectl-gate")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(os.PathSeparator), "./ui/cmd/kubectl-sluice")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("bin/kubectl-gate is missing and building it failed: %w\n%s", err, out)
+		return "", fmt.Errorf("bin/kubectl-sluice is missing and building it failed: %w\n%s", err, out)
 	}
 	return dir, nil
 }
