@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +38,9 @@ type branchWatch struct {
 
 // checker checks the invariants on what git and the cluster show, again and again.
 type checker struct {
+	// walking serializes the readers' use: a pass and a history check run from two loops, and a
+	// branchReader (its open repository, its cache of dry SHAs) is not safe for concurrent use.
+	walking  sync.Mutex
 	w        *workload
 	root     string
 	watches  []*branchWatch
@@ -47,10 +49,11 @@ type checker struct {
 	found    []Violation
 	events   *eventLog
 	reported map[string]bool
+	context  map[string][]string
 }
 
 func newChecker(w *workload, root string, events *eventLog) *checker {
-	c := &checker{w: w, root: root, checks: map[int]int{}, events: events, reported: map[string]bool{}}
+	c := &checker{w: w, root: root, checks: map[int]int{}, events: events, reported: map[string]bool{}, context: map[string][]string{}}
 	for _, s := range w.strategy {
 		for _, env := range environments {
 			c.watches = append(c.watches, &branchWatch{strategy: s.name, env: env, reader: newBranchReader(filepath.Join(root, s.name+".git"))})
@@ -68,6 +71,8 @@ func (c *checker) violate(v Violation) {
 	c.reported[v.String()] = true
 	c.found = append(c.found, v)
 	c.events.add("VIOLATION " + v.String())
+	// The events before it, kept now: the log keeps only the newest lines of a long run.
+	c.context[v.String()] = c.events.last(20)
 }
 
 func (c *checker) count(inv, n int) {
@@ -78,6 +83,8 @@ func (c *checker) count(inv, n int) {
 
 // pass checks every branch's new moves and the reverts in flight once.
 func (c *checker) pass(ctx context.Context) error {
+	c.walking.Lock()
+	defer c.walking.Unlock()
 	now := time.Now()
 	for _, bw := range c.watches {
 		if err := c.follow(bw, now); err != nil {
@@ -161,6 +168,8 @@ func (c *checker) bothStarted(ctx context.Context, names []string) bool {
 
 // histories checks every branch's whole history (invariants 1, 2, 3 and 5).
 func (c *checker) histories() error {
+	c.walking.Lock()
+	defer c.walking.Unlock()
 	seq := c.w.seqs()
 	for _, bw := range c.watches {
 		tip, err := bw.reader.tip(bw.env)
@@ -181,14 +190,18 @@ func (c *checker) histories() error {
 	return nil
 }
 
-func (c *checker) result() (map[int]int, []Violation) {
+func (c *checker) result() (map[int]int, []Violation, map[string][]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	checks := map[int]int{}
 	for k, v := range c.checks {
 		checks[k] = v
 	}
-	return checks, append([]Violation(nil), c.found...)
+	context := map[string][]string{}
+	for k, v := range c.context {
+		context[k] = v
+	}
+	return checks, append([]Violation(nil), c.found...), context
 }
 
 // eventLog keeps the recent events, printed around a violation.
@@ -207,14 +220,9 @@ func (e *eventLog) add(line string) {
 	}
 }
 
-// around returns the events around the first line that contains needle.
-func (e *eventLog) around(needle string, n int) []string {
+// last returns the newest n events.
+func (e *eventLog) last(n int) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for i, l := range e.lines {
-		if strings.Contains(l, needle) {
-			return append([]string(nil), e.lines[max(0, i-n):min(len(e.lines), i+n)]...)
-		}
-	}
-	return nil
+	return append([]string(nil), e.lines[max(0, len(e.lines)-n):]...)
 }

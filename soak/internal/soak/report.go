@@ -49,11 +49,7 @@ func (r *soakRun) finishReport() {
 		"gate closes": o.gateCloses.Load(), "gate opens": o.gateOpens.Load(), "suspends": o.suspends.Load(),
 		"resumes": o.resumes.Load(), "reverts by hand": o.manualReverts.Load(), "steps failed (faults)": o.failed.Load(),
 	}
-	rep.Checks, rep.Violations = r.check.result()
-	rep.Context = map[string][]string{}
-	for _, v := range rep.Violations {
-		rep.Context[v.String()] = r.events.around("VIOLATION "+v.String(), 15)
-	}
+	rep.Checks, rep.Violations, rep.Context = r.check.result()
 	for _, rp := range r.fleet.replicas {
 		rep.Controllers = append(rep.Controllers, figures(rp))
 	}
