@@ -47,6 +47,10 @@ type Config struct {
 	// TrustedProxies are the addresses of a proxy in another pod, whose identity headers are
 	// believed. Never loopback: a port-forward to the UI's pod arrives from there too.
 	TrustedProxies []netip.Prefix
+	// InsecureListenAnywhere lets local mode listen on a non-loopback address (local.go).
+	InsecureListenAnywhere bool
+	// LaunchToken is local mode's token; empty, $SLUICE_UI_TOKEN or a random one (local.go).
+	LaunchToken string
 }
 
 // AddFlags registers the UI's flags on fs.
@@ -72,6 +76,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		c.TrustedProxies = out
 		return nil
 	})
+	c.addLocalFlags(fs)
 }
 
 // Validate rejects a configuration the UI cannot serve with, naming every problem.
@@ -90,6 +95,7 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--identity must be kubeconfig, proxy or none, got %q", c.Identity))
 	}
+	errs = append(errs, c.validateLocal())
 	return errors.Join(errs...)
 }
 
@@ -124,11 +130,12 @@ func coversLoopback(p netip.Prefix) bool {
 
 // Setup starts the store's informers and serves the UI on cfg.Listen.
 func Setup(m *manager.Manager, cfg Config) error {
+	cfg.LaunchToken = launchToken(cfg)
 	handler, err := NewHandler(m, cfg)
 	if err != nil {
 		return err
 	}
-	m.AddServer(func(ctx context.Context) error { return Serve(ctx, cfg.Listen, handler, m) })
+	m.AddServer(func(ctx context.Context) error { return Serve(ctx, cfg.Listen, handler, m, cfg.LaunchToken) })
 	if cfg.ProxySocket != "" {
 		ln, err := ListenProxySocket(cfg.ProxySocket)
 		if err != nil {
@@ -155,7 +162,7 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 	var actor *web.Actor
 	switch cfg.Identity {
 	case IdentityKubeconfig:
-		identify = web.Local{User: whoAmI(m)}
+		identify = localIdentity(cfg, whoAmI(m), m.Log)
 		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
 	case IdentityProxy:
 		identify = web.Proxy{UserHeader: cfg.UserHeader, GroupsHeader: cfg.GroupsHeader, Trusted: cfg.TrustedProxies}
@@ -182,12 +189,17 @@ func whoAmI(m *manager.Manager) string {
 
 // Serve serves handler on addr until ctx ends. The event streams last as long as a page is
 // open, so there is no write timeout; headers must come within 10 s.
-func Serve(ctx context.Context, addr string, handler http.Handler, m *manager.Manager) error {
+// In local mode (token set) it prints the URL that carries the launch token to stdout, never to
+// the log.
+func Serve(ctx context.Context, addr string, handler http.Handler, m *manager.Manager, token string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", addr, err)
 	}
 	m.Log.Info("serving the UI", "url", "http://"+ln.Addr().String())
+	if token != "" {
+		fmt.Printf("Sluice UI, acting as you with your kubeconfig; open:\n  %s\n", LaunchURL(ln.Addr().String(), token))
+	}
 	return httpserve.Serve(ctx, ln, handler)
 }
 

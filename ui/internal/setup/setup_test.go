@@ -1,7 +1,9 @@
 package setup
 
 import (
+	"bytes"
 	"flag"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -91,4 +93,42 @@ func TestTheProxySocketReplacesAStaleSocketOnlyAndIsNotWorldWritable(t *testing.
 	_, err = ListenProxySocket(file)
 	assert.ErrorContains(t, err, "is not a socket; refusing to replace it")
 	assert.FileExists(t, file)
+}
+
+func TestLocalModeRefusesANonLoopbackListenUnlessAskedTo(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	parse := func(args ...string) *Config {
+		var cfg Config
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		cfg.AddFlags(fs)
+		require.NoError(t, fs.Parse(args))
+		return &cfg
+	}
+	for _, listen := range []string{"0.0.0.0:18093", ":8092", "192.0.2.1:8092", "[::]:8092", "example.com:8092"} {
+		assert.ErrorContains(t, parse("--listen", listen).Validate(), "is not a loopback address", listen)
+	}
+	for _, listen := range []string{"127.0.0.1:0", "[::1]:8092", "localhost:8092", "127.0.0.2:8092"} {
+		assert.NoError(t, parse("--listen", listen).Validate(), listen)
+	}
+	anywhere := parse("--listen", "0.0.0.0:18093", "--insecure-listen-anywhere")
+	require.NoError(t, anywhere.Validate())
+	var logged bytes.Buffer
+	local := localIdentity(*anywhere, "alice", slog.New(slog.NewTextHandler(&logged, nil)))
+	assert.Contains(t, logged.String(), "level=WARN")
+	assert.Contains(t, logged.String(), "--insecure-listen-anywhere")
+	assert.Len(t, local.Token, 64, "a random token all the same")
+
+	assert.NoError(t, parse("--identity", "none", "--listen", ":8092").Validate(), "only local mode is bound to loopback")
+}
+
+func TestEachLaunchHasItsOwnToken(t *testing.T) {
+	t.Setenv(tokenEnv, "")
+	cfg := Config{Identity: IdentityKubeconfig}
+	a, b := launchToken(cfg), launchToken(cfg)
+	assert.Len(t, a, 64)
+	assert.NotEqual(t, a, b)
+	t.Setenv(tokenEnv, "chosen")
+	assert.Equal(t, "chosen", launchToken(cfg))
+	assert.Empty(t, launchToken(Config{Identity: IdentityNone}), "no token outside local mode")
+	assert.Equal(t, "http://127.0.0.1:8092/?token=chosen", LaunchURL("127.0.0.1:8092", "chosen"))
 }

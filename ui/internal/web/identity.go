@@ -27,10 +27,14 @@ type Identifier interface {
 }
 
 // Local is the identity of local mode: whoever runs sluice-ui with their kubeconfig. Requests
-// are that person's only when they are addressed to the loopback host the UI listens on.
+// are that person's only when they are addressed to the loopback host the UI listens on and
+// carry the launch token (local_token.go).
 type Local struct {
 	// User is the kubeconfig's user, as the API server names it (a SelfSubjectReview).
 	User string
+	// Token is the launch's secret (NewLaunchToken): only a browser that presents it is let in,
+	// so no other local user or process acts with the kubeconfig through the loopback port.
+	Token string
 }
 
 // Identify returns the kubeconfig's user.

@@ -76,6 +76,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Error(w, "this UI answers only on the host it was started for", http.StatusMisdirectedRequest)
 			return
 		}
+		if a, ok := s.Identify.(admitter); ok && !a.admit(w, r) {
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }
