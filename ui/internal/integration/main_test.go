@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,4 +189,11 @@ func newNamespace(t *testing.T) string {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ui-"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return ns.Name
+}
+
+func newJar(t *testing.T) http.CookieJar {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	return jar
 }

@@ -28,6 +28,8 @@ type Server struct {
 	Log  *slog.Logger
 	Now  func() time.Time
 	csrf csrfGuard
+	// flashes are the banners of done actions, by the key in ?done= (flash.go).
+	flashes flashes
 
 	pages map[string]*template.Template
 }
