@@ -47,6 +47,10 @@ type Config struct {
 	// TrustedProxies are the addresses of a proxy in another pod, whose identity headers are
 	// believed. Never loopback: a port-forward to the UI's pod arrives from there too.
 	TrustedProxies []netip.Prefix
+	// AdminGroups are refused in proxy mode unless in AllowedAdminGroups (proxy_checks.go).
+	AdminGroups, AllowedAdminGroups []string
+	// ProxyVerifier verifies the ID token of a proxy at TrustedProxies; without it they are refused.
+	ProxyVerifier web.TokenVerifier
 	// InsecureListenAnywhere lets local mode listen on a non-loopback address (local.go).
 	InsecureListenAnywhere bool
 	// LaunchToken is local mode's token; empty, $SLUICE_UI_TOKEN or a random one (local.go).
@@ -77,6 +81,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	c.addLocalFlags(fs)
+	c.addProxyCheckFlags(fs)
 }
 
 // Validate rejects a configuration the UI cannot serve with, naming every problem.
@@ -106,6 +111,9 @@ func (c *Config) validateProxy() []error {
 	}
 	if c.ProxySocket == "" && len(c.TrustedProxies) == 0 {
 		errs = append(errs, errors.New("--identity=proxy needs --proxy-socket (a sidecar proxy) or --trusted-proxies (a proxy in another pod)"))
+	}
+	if err := c.validateTrustedProxies(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.ProxySocket != "" && !filepath.IsAbs(c.ProxySocket) {
 		errs = append(errs, fmt.Errorf("--proxy-socket %q must be an absolute path", c.ProxySocket))
@@ -165,7 +173,8 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 		identify = localIdentity(cfg, whoAmI(m), m.Log)
 		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
 	case IdentityProxy:
-		identify = web.Proxy{UserHeader: cfg.UserHeader, GroupsHeader: cfg.GroupsHeader, Trusted: cfg.TrustedProxies}
+		identify = web.Proxy{UserHeader: cfg.UserHeader, GroupsHeader: cfg.GroupsHeader, Trusted: cfg.TrustedProxies,
+			Verifier: cfg.ProxyVerifier, AdminGroups: cfg.AdminGroups, AllowedGroups: cfg.AllowedAdminGroups}
 		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
 	}
 	srv, err := web.New(st, identify, actor, m.Log)

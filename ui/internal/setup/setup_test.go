@@ -2,6 +2,7 @@ package setup
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"log/slog"
 	"net"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/ui/internal/web"
 )
 
 func TestConfigFlagsAndValidate(t *testing.T) {
@@ -27,7 +30,9 @@ func TestConfigFlagsAndValidate(t *testing.T) {
 
 	require.NoError(t, fs.Parse([]string{"--identity", "proxy", "--trusted-proxies", "10.0.0.7/32, 10.0.0.8/32", "--listen", ":8092"}))
 	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.7/32"), netip.MustParsePrefix("10.0.0.8/32")}, cfg.TrustedProxies)
-	require.NoError(t, cfg.Validate())
+	assert.ErrorContains(t, cfg.Validate(), "--trusted-proxies needs the proxy's ID token verified", "an address alone is never enough")
+	cfg.ProxyVerifier = verifierFunc(nil)
+	require.NoError(t, cfg.Validate(), "with a verifier it is")
 	assert.Error(t, fs.Parse([]string{"--trusted-proxies", "everyone"}))
 
 	cfg.Identity = "admin"
@@ -132,3 +137,8 @@ func TestEachLaunchHasItsOwnToken(t *testing.T) {
 	assert.Empty(t, launchToken(Config{Identity: IdentityNone}), "no token outside local mode")
 	assert.Equal(t, "http://127.0.0.1:8092/?token=chosen", LaunchURL("127.0.0.1:8092", "chosen"))
 }
+
+// verifierFunc is a web.TokenVerifier for the configuration tests; it is never called.
+type verifierFunc func(string) (web.Identity, error)
+
+func (f verifierFunc) Verify(_ context.Context, raw string) (web.Identity, error) { return f(raw) }

@@ -56,34 +56,26 @@ func (l Local) AllowsHost(host string) bool {
 // Proxy trusts the user and groups that an authenticating proxy in front of the UI puts in
 // request headers (oauth2-proxy's X-Forwarded-User and X-Forwarded-Groups), and only on
 // requests that came through the proxy: those served by ViaProxySocket (a sidecar proxy's Unix
-// socket, which only containers of the UI's pod can reach), or from the addresses in Trusted (a
-// proxy in another pod). Anyone else who reaches the UI, such as a port-forward to its pod, is
-// anonymous.
+// socket, which only containers of the UI's pod can reach), or those from the addresses in
+// Trusted whose ID token Verifier verifies (a proxy in another pod: an address alone is never
+// believed). Headers anywhere else are refused; a request without them is anonymous. The checks
+// are in proxy_headers.go.
 type Proxy struct {
 	UserHeader, GroupsHeader string
 	Trusted                  []netip.Prefix
+	// Verifier verifies the ID token a proxy in another pod forwards (TokenHeader, a bearer
+	// token); nil, requests from Trusted are not believed.
+	Verifier    TokenVerifier
+	TokenHeader string
+	// AdminGroups are refused as groups unless listed in AllowedGroups: RBAC bounds whom the
+	// UI may impersonate, and this is the second line. system: groups are always refused.
+	AdminGroups, AllowedGroups []string
 }
 
 // Identify returns the proxy's user, or false.
 func (p Proxy) Identify(r *http.Request) (Identity, bool) {
-	if !cameOnProxySocket(r.Context()) && !p.trusted(r.RemoteAddr) {
-		return Identity{}, false
-	}
-	user := strings.TrimSpace(r.Header.Get(p.UserHeader))
-	if user == "" || strings.HasPrefix(user, "system:") {
-		return Identity{}, false
-	}
-	id := Identity{User: user, Impersonate: true}
-	if p.GroupsHeader != "" {
-		for _, v := range r.Header.Values(p.GroupsHeader) {
-			for _, g := range strings.Split(v, ",") {
-				if g = strings.TrimSpace(g); g != "" && !strings.HasPrefix(g, "system:") {
-					id.Groups = append(id.Groups, g)
-				}
-			}
-		}
-	}
-	return id, true
+	id, known, refused := p.resolve(r)
+	return id, known && refused == nil
 }
 
 type proxySocketKey struct{}
