@@ -150,18 +150,7 @@ func snapshots(s *Server, ns, name string, _ url.Values) []option {
 	if mr == nil {
 		return nil
 	}
-	var out []option
-	for _, h := range mr.Status.History {
-		if h.Number == mr.Status.UpgradeNumber {
-			continue
-		}
-		label := fmt.Sprintf("version %s, test %s", h.Version, h.Test)
-		if h.RolledBack {
-			label += ", rolled back"
-		}
-		out = append(out, option{strconv.FormatInt(h.Number, 10), label})
-	}
-	return out
+	return releaseSnapshots(mr)
 }
 
 // actions are every action, by the name in its URL.
