@@ -25,7 +25,8 @@ func TestUIChartImpersonatesOnlyInProxyMode(t *testing.T) {
 	require.NoError(t, err)
 	env := startEmpty(t)
 	helm := newHelm(t, env)
-	proxy := []string{"identity.mode=proxy", "identity.proxy.trustedProxies[0]=10.244.0.7/32", "identity.impersonate.groups[0]=platform"}
+	proxy := []string{"identity.mode=proxy", "identity.proxy.trustedProxies[0]=10.244.0.7/32", "identity.impersonate.groups[0]=platform",
+		"identity.proxy.allowedAdminGroups[0]=kubeadm:cluster-admins"}
 	require.NoError(t, helm.Lint(ctx, dir, proxy...))
 
 	require.NoError(t, helm.Install(ctx, "sluice-ui", "sluice-system", dir))
@@ -56,7 +57,8 @@ func TestUIChartImpersonatesOnlyInProxyMode(t *testing.T) {
 	}
 
 	args := uiArgs(t, env, "sluice-ui")
-	for flag, want := range map[string]string{"identity": "proxy", "trusted-proxies": "10.244.0.7/32", "listen": ":8092", "leader-elect": "false"} {
+	for flag, want := range map[string]string{"identity": "proxy", "trusted-proxies": "10.244.0.7/32", "listen": ":8092", "leader-elect": "false",
+		"proxy-allowed-admin-groups": "kubeadm:cluster-admins"} {
 		got, _ := Flag(args, flag)
 		assert.Equal(t, want, got, "--%s", flag)
 	}

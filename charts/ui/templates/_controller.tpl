@@ -14,6 +14,9 @@ args:
   - {{ printf "--proxy-user-header=%s" $identity.proxy.userHeader | quote }}
   - {{ printf "--proxy-groups-header=%s" ($identity.proxy.groupsHeader | default "") | quote }}
   - {{ printf "--trusted-proxies=%s" (join "," $trusted) | quote }}
+  {{- with $identity.proxy.allowedAdminGroups }}
+  - {{ printf "--proxy-allowed-admin-groups=%s" (join "," .) | quote }}
+  {{- end }}
   {{- end }}
 ports:
   - name: http
