@@ -71,7 +71,9 @@ func TestUmbrellaChart(t *testing.T) {
 // tag, the promoter with its webhook receiver and one replica (the failover test scales it to two),
 // the controllers that read Secrets allowed to in secretNamespace only.
 func (c *Cluster) umbrellaValues(tag, secretNamespace string) []string {
-	set := []string{"global.imageTag=" + tag, "promoter-controller.webhook.enabled=true", "ui.enabled=true", "ui.image.pullPolicy=Never"}
+	set := []string{"global.imageTag=" + tag, "promoter-controller.webhook.enabled=true", "ui.enabled=true", "ui.image.pullPolicy=Never",
+		// The suite reads the UI's pages from the host, with no sign-in: anonymous reading on.
+		"ui.identity.anonymous=read"}
 	for _, name := range controllers {
 		set = append(set, name+".image.pullPolicy=Never")
 	}

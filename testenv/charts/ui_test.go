@@ -26,11 +26,13 @@ func TestUIChartImpersonatesOnlyInProxyMode(t *testing.T) {
 	env := startEmpty(t)
 	helm := newHelm(t, env)
 	proxy := []string{"identity.mode=proxy", "identity.proxy.trustedProxies[0]=10.244.0.7/32", "identity.impersonate.groups[0]=platform",
-		"identity.proxy.allowedAdminGroups[0]=kubeadm:cluster-admins"}
+		"identity.proxy.allowedAdminGroups[0]=kubeadm:cluster-admins", "identity.anonymous=read"}
 	require.NoError(t, helm.Lint(ctx, dir, proxy...))
 
 	require.NoError(t, helm.Install(ctx, "sluice-ui", "sluice-system", dir))
 	assertUIPrivilege(t, env, "sluice-system", "sluice-ui", false)
+	_, anonymous := Flag(uiArgs(t, env, "sluice-ui"), "anonymous")
+	assert.False(t, anonymous, "anonymous reading is off by default")
 
 	require.NoError(t, helm.Upgrade(ctx, "sluice-ui", "sluice-system", dir, proxy...))
 	assertUIPrivilege(t, env, "sluice-system", "sluice-ui", true)
@@ -58,7 +60,7 @@ func TestUIChartImpersonatesOnlyInProxyMode(t *testing.T) {
 
 	args := uiArgs(t, env, "sluice-ui")
 	for flag, want := range map[string]string{"identity": "proxy", "trusted-proxies": "10.244.0.7/32", "listen": ":8092", "leader-elect": "false",
-		"proxy-allowed-admin-groups": "kubeadm:cluster-admins"} {
+		"proxy-allowed-admin-groups": "kubeadm:cluster-admins", "anonymous": "read"} {
 		got, _ := Flag(args, flag)
 		assert.Equal(t, want, got, "--%s", flag)
 	}

@@ -6,6 +6,9 @@ identity.mode proxy believes the identity headers only from identity.proxy.trust
 args:
   - {{ printf "--listen=:%v" .Values.http.port | quote }}
   - {{ printf "--identity=%s" $identity.mode | quote }}
+  {{- if $identity.anonymous }}
+  - {{ printf "--anonymous=%s" $identity.anonymous | quote }}
+  {{- end }}
   {{- if eq $identity.mode "proxy" }}
   {{- $trusted := $identity.proxy.trustedProxies | default list }}
   {{- if not $trusted }}

@@ -127,7 +127,7 @@ func TestAGateClosedFromThePageHoldsAKustomization(t *testing.T) {
 func TestActionsRunAsThePersonTheProxyNames(t *testing.T) {
 	socket := proxySocketPath(t)
 	startUI(t, env.Config, setup.Config{Identity: setup.IdentityProxy, UserHeader: "X-Forwarded-User",
-		GroupsHeader: "X-Forwarded-Groups", ProxySocket: socket})
+		GroupsHeader: "X-Forwarded-Groups", ProxySocket: socket, Anonymous: setup.AnonymousRead})
 	url := sidecarProxy(t, socket)
 	ns := newNamespace(t)
 	createGate(t, ns, "freeze")

@@ -31,7 +31,7 @@ const (
 	// IdentityProxy: a trusted authenticating proxy (oauth2-proxy) names the user in headers;
 	// the UI impersonates them.
 	IdentityProxy = "proxy"
-	// IdentityNone: read-only for everyone.
+	// IdentityNone: nobody is named; with --anonymous=read everyone reads, else nobody does.
 	IdentityNone = "none"
 )
 
@@ -51,6 +51,8 @@ type Config struct {
 	AdminGroups, AllowedAdminGroups []string
 	// ProxyVerifier verifies the ID token of a proxy at TrustedProxies; without it they are refused.
 	ProxyVerifier web.TokenVerifier
+	// Anonymous is what a request naming nobody may do: "" nothing, or read (anonymous.go).
+	Anonymous string
 	// InsecureListenAnywhere lets local mode listen on a non-loopback address (local.go).
 	InsecureListenAnywhere bool
 	// LaunchToken is local mode's token; empty, $SLUICE_UI_TOKEN or a random one (local.go).
@@ -64,10 +66,10 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		c.Identity = IdentityNone
 	}
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8092", "Address the UI serves on.")
-	fs.StringVar(&c.Identity, "identity", c.Identity, "Who a request comes from: kubeconfig (local mode: you, acting with your kubeconfig; the default outside a cluster), proxy (the user an authenticating proxy names, impersonated), or none (read-only; the default in a cluster).")
+	fs.StringVar(&c.Identity, "identity", c.Identity, "Who a request comes from: kubeconfig (local mode: you, acting with your kubeconfig; the default outside a cluster), proxy (the user an authenticating proxy names, impersonated), or none (nobody is named: with --anonymous=read everyone reads, else every page is refused; the default in a cluster).")
 	fs.StringVar(&c.UserHeader, "proxy-user-header", "X-Forwarded-User", "With --identity=proxy: the header naming the user.")
 	fs.StringVar(&c.GroupsHeader, "proxy-groups-header", "X-Forwarded-Groups", "With --identity=proxy: the header listing the user's groups, comma-separated.")
-	fs.StringVar(&c.ProxySocket, "proxy-socket", "", "With --identity=proxy: also serve on this Unix socket (an absolute path in an emptyDir shared with a sidecar proxy, which forwards to unix://PATH); identity headers are believed on its connections only, and every request to --listen is anonymous and read-only.")
+	fs.StringVar(&c.ProxySocket, "proxy-socket", "", "With --identity=proxy: also serve on this Unix socket (an absolute path in an emptyDir shared with a sidecar proxy, which forwards to unix://PATH); identity headers are believed on its connections only, and every request to --listen is anonymous (refused unless --anonymous=read).")
 	fs.Func("trusted-proxies", "With --identity=proxy and a proxy in another pod: comma-separated CIDRs of the proxy, whose identity headers are believed. Never loopback: a port-forward to the UI's pod arrives from there; a sidecar uses --proxy-socket.", func(v string) error {
 		var out []netip.Prefix
 		for _, s := range strings.Split(v, ",") {
@@ -82,6 +84,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	})
 	c.addLocalFlags(fs)
 	c.addProxyCheckFlags(fs)
+	c.addAnonymousFlag(fs)
 }
 
 // Validate rejects a configuration the UI cannot serve with, naming every problem.
@@ -100,7 +103,7 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--identity must be kubeconfig, proxy or none, got %q", c.Identity))
 	}
-	errs = append(errs, c.validateLocal())
+	errs = append(errs, c.validateLocal(), c.validateAnonymous())
 	return errors.Join(errs...)
 }
 
@@ -181,6 +184,7 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	srv.AnonymousRead = anonymousRead(cfg, m.Log)
 	return srv.Handler(), nil
 }
 

@@ -142,3 +142,28 @@ func TestEachLaunchHasItsOwnToken(t *testing.T) {
 type verifierFunc func(string) (web.Identity, error)
 
 func (f verifierFunc) Verify(_ context.Context, raw string) (web.Identity, error) { return f(raw) }
+
+func TestAnonymousReadingIsAnOptInThatWarns(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+	parse := func(args ...string) *Config {
+		var cfg Config
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		cfg.AddFlags(fs)
+		require.NoError(t, fs.Parse(append([]string{"--listen", ":8092"}, args...)))
+		return &cfg
+	}
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	off := parse()
+	require.NoError(t, off.Validate())
+	assert.False(t, anonymousRead(*off, log), "off by default")
+	assert.Empty(t, logged.String())
+
+	on := parse("--anonymous", "read")
+	require.NoError(t, on.Validate())
+	assert.True(t, anonymousRead(*on, log))
+	assert.Contains(t, logged.String(), "level=WARN")
+
+	assert.ErrorContains(t, parse("--anonymous", "write").Validate(), "--anonymous must be empty or read")
+	assert.ErrorContains(t, parse("--identity", "kubeconfig", "--listen", "127.0.0.1:8092", "--anonymous", "read").Validate(), "local mode always names you")
+}

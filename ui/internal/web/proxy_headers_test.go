@@ -49,7 +49,7 @@ func TestForgedHeadersFromAnUntrustedAddressAreRefused(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, code)
 	assert.False(t, known)
 	code, _, known = proxyRequest(sidecar, false, "10.1.2.3:5000", http.Header{})
-	assert.Equal(t, http.StatusOK, code, "no headers: anonymous")
+	assert.Equal(t, http.StatusUnauthorized, code, "no headers: anonymous, and anonymous reading is off")
 	assert.False(t, known)
 }
 

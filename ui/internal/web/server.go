@@ -23,6 +23,9 @@ type Server struct {
 	Store *store.Store
 	// Identify tells who sent a request; an anonymous request may read but never act.
 	Identify Identifier
+	// AnonymousRead lets requests that name nobody read the pages (anonymous.go); off, they are
+	// refused.
+	AnonymousRead bool
 	// Act performs actions; nil makes the UI read-only.
 	Act  *Actor
 	Log  *slog.Logger
@@ -79,6 +82,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		if a, ok := s.Identify.(admitter); ok && !a.admit(w, r) {
+			return
+		}
+		if s.refuseAnonymous(w, r) {
 			return
 		}
 		next.ServeHTTP(w, r)
