@@ -2,15 +2,15 @@
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -o errexit -o nounset -o pipefail -c
 
-MODULES     := api testenv pkg gate-controller health-controller promoter-controller commitstatus-controller rollback-controller ui dev
+MODULES     := api testenv pkg gate-controller health-controller promoter-controller commitstatus-controller rollback-controller ui dev soak
 # Tool modules outside go.work that have tests of their own; built and tested with GOWORK=off.
 # hack/monitoring runs the demo story and scrapes the controllers: it needs make build.
-TOOL_MODULES := hack/tools/images hack/chart-common/chartgen hack/monitoring
+TOOL_MODULES := hack/tools/images hack/tools/oidc-provider hack/chart-common/chartgen hack/monitoring
 CONTROLLERS := gate health promoter commitstatus rollback
 GOTEST_FLAGS ?= -count=1
 LOCK        := .cache/codegen.lock
 
-.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea demo controlplane clean e2e
+.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux demo controlplane clean e2e soak
 
 all: build
 
@@ -37,8 +37,9 @@ build:
 images:
 	cd hack/tools/images && GOWORK=off go run . --out $(CURDIR)/bin/images
 
-## testbin: build kube-apiserver, etcd, kubectl, helm and gitea from Go modules into the cache (once).
-testbin: testbin-kube testbin-gitea
+## testbin: build kube-apiserver, etcd, kubectl, helm, gitea, the OpenID provider, oauth2-proxy
+## and Flux's source-controller and kustomize-controller from Go modules into the cache (once).
+testbin: testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux
 
 ## testbin-kube: only the control plane, kubectl and helm (all make controlplane needs).
 testbin-kube:
@@ -46,6 +47,18 @@ testbin-kube:
 
 testbin-gitea:
 	bash hack/tools/gitea/build.sh
+
+## testbin-oidc: the OpenID provider of the UI's login tests (hack/tools/oidc-provider; why not Dex is in its build.sh).
+testbin-oidc:
+	bash hack/tools/oidc-provider/build.sh
+
+## testbin-oauth2-proxy: oauth2-proxy, in front of the UI in its proxy-mode tests.
+testbin-oauth2-proxy:
+	bash hack/tools/oauth2-proxy/build.sh
+
+## testbin-flux: only the real Flux controllers that integration tests run beside the control plane.
+testbin-flux:
+	bash hack/tools/flux/build.sh
 
 ## test: unit and integration tests of every module, on the real local control plane.
 test: testbin build
@@ -88,6 +101,14 @@ monitoring: testbin build
 ## everything running at the end and prints the UI's URL.
 demo: testbin build
 	bin/sluice-demo $(if $(UI),--keep-running)
+
+## soak: every controller with two replicas, a workload and seeded faults for SOAK_DURATION
+## (default 30m), invariants checked on git and the cluster; a violation prints the seed that
+## replays it (docs/reliability.md). SOAK_SEED and SOAK_STRATEGIES choose the rest.
+soak: testbin build
+	@mkdir -p .cache/soak
+	go build -o bin/ ./soak/cmd/sluice-soak
+	bin/sluice-soak --report .cache/soak/report.md
 
 ## controlplane: run the local control plane in the foreground and write a kubeconfig for kubectl.
 controlplane: testbin-kube

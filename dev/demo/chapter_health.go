@@ -64,12 +64,16 @@ spec:
 	}
 
 	s.Step("the team asks for the health of what Flux applied, published as a commit status")
-	if err := s.Apply(ctx, `
+	s.Say("the HealthCheck reads as ServiceAccount health-reader, which may read this namespace's")
+	s.Say("Deployments and Kustomizations only: no verdict tells what the team may not read itself")
+	if err := s.Apply(ctx, healthReader(s.Namespace)+`
+---
 apiVersion: health.sluice.dev/v1alpha1
 kind: HealthCheck
 metadata:
   name: staging
 spec:
+  serviceAccountName: health-reader
   targets:
     - kustomization: {name: apps}        # every object in its inventory
   timeout: 10m
@@ -196,4 +200,31 @@ func waitCommitStatus(ctx context.Context, s *Story, name, commit string, phase 
 	}
 	s.Say("CommitStatus %s: %s for %s", name, phase, strings.TrimSpace(commit[:12]))
 	return nil
+}
+
+// healthReader is the ServiceAccount the HealthCheck reads as, allowed the namespace's
+// Deployments and Kustomizations.
+func healthReader(namespace string) string {
+	return `
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: health-reader
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: health-reader
+rules:
+  - apiGroups: [apps, kustomize.toolkit.fluxcd.io]
+    resources: [deployments, kustomizations]
+    verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: health-reader
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: health-reader}
+subjects: [{kind: ServiceAccount, name: health-reader, namespace: ` + namespace + `}]
+`
 }

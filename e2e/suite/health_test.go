@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
@@ -23,9 +25,11 @@ func (c *Cluster) healthToGitea(t *testing.T, p *promotion) {
 	dev := p.waitEnvironment(t, "dev", "runs a hydrated commit", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.HydratedSHA != "" })
 	sha := dev.Active.HydratedSHA
 	checks := c.Sluice.HealthV1alpha1().HealthChecks(p.ns)
+	c.healthReader(t, p.ns, "health-reader", release+"-gate-controller")
 	_, err := checks.Create(ctx, &healthv1alpha1.HealthCheck{
 		ObjectMeta: metav1.ObjectMeta{Name: "gates-running"},
 		Spec: healthv1alpha1.HealthCheckSpec{
+			ServiceAccountName: "health-reader",
 			Targets: []healthv1alpha1.Target{{Object: &healthv1alpha1.ObjectReference{
 				APIVersion: "apps/v1", Kind: "Deployment", Name: release + "-gate-controller", Namespace: system,
 			}}},
@@ -54,4 +58,22 @@ func (c *Cluster) healthToGitea(t *testing.T, p *promotion) {
 		lazy(func() string {
 			return c.controllerLogs("commitstatus-controller") + c.controllerLogs("health-controller")
 		}))
+}
+
+// healthReader creates ServiceAccount sa in ns, which the HealthCheck reads as, and lets it get
+// the one Deployment of the system namespace the check reads: nothing else there.
+func (c *Cluster) healthReader(t *testing.T, ns, sa, deployment string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := c.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	name := ns + "-" + sa
+	_, err = c.Kube.RbacV1().Roles(system).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{deployment}, Verbs: []string{"get"}},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.Kube.RbacV1().RoleBindings(system).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
 }

@@ -17,7 +17,8 @@ import (
 	"github.com/sluicehq/sluice/testenv"
 )
 
-// A tenant's ManifestReleases on the real node, with the rollback-controller chart's defaults: each
+// A tenant's ManifestReleases on the real node, with the rollback-controller chart's defaults and
+// the tenant's namespace listed in manifestReleases.tenantNamespaces: each
 // acts as a namespaced ServiceAccount allowed ConfigMaps, Jobs and its snapshot Secrets. A new
 // version whose test Job fails in a real pod is rolled back to the previous snapshot; a version
 // holding a ClusterRoleBinding is refused before anything is applied, the condition naming the
@@ -26,8 +27,11 @@ func TestTenantReleaseRollsBackAndIsRefusedWhatItMayNotDo(t *testing.T) {
 	c := cluster
 	ctx := context.Background()
 	system := c.namespace(t, "e2e-release-controller")
+	// The tenant namespace exists before the chart, which impersonates only there (a RoleBinding).
+	ns := c.namespace(t, "e2e-tenant")
 	name := "rollback-controller"
-	c.helmWait(t, append([]string{"install", name, c.chart(name), "--namespace", system}, setFlags(c.imageValues("", c.Images.Version))...)...)
+	c.helmWait(t, append([]string{"install", name, c.chart(name), "--namespace", system},
+		setFlags(append(c.imageValues("", c.Images.Version), "manifestReleases.tenantNamespaces={"+ns+"}"))...)...)
 	crds := c.chartCRDs(t, name)
 	t.Cleanup(func() {
 		_, err := c.Helm.Run(context.Background(), "uninstall", name, "--namespace", system, "--wait")
@@ -36,7 +40,6 @@ func TestTenantReleaseRollsBackAndIsRefusedWhatItMayNotDo(t *testing.T) {
 	})
 	c.checkControllerPods(t, system, name, name, c.Images.Refs[name])
 
-	ns := c.namespace(t, "e2e-tenant")
 	c.releaser(t, ns, "releaser")
 	t.Cleanup(func() { c.deleteReleases(t, ns) })
 

@@ -131,20 +131,9 @@ type RestoreResult struct {
 // writes the same commit, so a note pushed before a crash is found and not written twice. A
 // RevertBranch holding any other commit not merged into Branch fails with ErrRevertBranchTaken.
 func (r *Repository) Restore(ctx context.Context, req RestoreRequest) (RestoreResult, error) {
-	envRef, err := branchRef(req.Branch)
+	envRef, revRef, restore, err := parseRestoreRequest(req)
 	if err != nil {
 		return RestoreResult{}, err
-	}
-	revRef, err := branchRef(req.RevertBranch)
-	if err != nil {
-		return RestoreResult{}, err
-	}
-	restore, err := parseSHA(req.Restore)
-	if err != nil {
-		return RestoreResult{}, err
-	}
-	if req.Marker == "" || !hasLine(req.Message, req.Marker) {
-		return RestoreResult{}, fmt.Errorf("the revert message must carry its marker %q as a line", req.Marker)
 	}
 	r.sh.mu.Lock()
 	defer r.sh.mu.Unlock()
@@ -154,17 +143,9 @@ func (r *Repository) Restore(ctx context.Context, req RestoreRequest) (RestoreRe
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	own := false
-	if !revTip.IsZero() {
-		c, err := object.GetCommit(sto, revTip)
-		if err != nil {
-			return RestoreResult{}, notInCache(revTip, err)
-		}
-		own = hasLine(c.Message, req.Marker) && len(c.ParentHashes) > 0
-		if own && (req.Onto == "" || c.ParentHashes[0].String() == req.Onto) {
-			res := RestoreResult{SHA: revTip.String(), Parent: c.ParentHashes[0].String(), Existing: true}
-			return res, r.ensureNoteLocked(ctx, revTip, req.Note)
-		}
+	own, earlier, err := r.earlierRestoreLocked(ctx, revTip, req)
+	if err != nil || earlier != nil {
+		return derefRestore(earlier), err
 	}
 	envTip, err := refValue(sto, trackingRef(envRef))
 	if err != nil {
@@ -188,32 +169,75 @@ func (r *Repository) Restore(ctx context.Context, req RestoreRequest) (RestoreRe
 	if err != nil {
 		return RestoreResult{}, err
 	}
-	if own {
-		// This revert's own commit, written on an environment commit the branch has left: the
-		// new one replaces it, compare-and-swap, since the old one was never merged.
-		if err := r.ensureNoteLocked(ctx, h, req.Note); err != nil {
-			return RestoreResult{}, err
-		}
-		if err := r.swapLocked(ctx, revRef, h, revTip); err != nil {
-			return RestoreResult{}, err
-		}
-		return RestoreResult{SHA: h.String(), Parent: envTip.String()}, nil
+	if err := r.publishRestoreLocked(ctx, req, revRef, h, revTip, own); err != nil {
+		return RestoreResult{}, err
 	}
-	if !revTip.IsZero() {
-		if ok, err := isAncestor(sto, revTip, h); err != nil {
-			return RestoreResult{}, err
+	return RestoreResult{SHA: h.String(), Parent: envTip.String()}, nil
+}
+
+// parseRestoreRequest checks what a Restore needs before it takes the lock.
+func parseRestoreRequest(req RestoreRequest) (envRef, revRef plumbing.ReferenceName, restore plumbing.Hash, err error) {
+	if envRef, err = branchRef(req.Branch); err != nil {
+		return "", "", plumbing.ZeroHash, err
+	}
+	if revRef, err = branchRef(req.RevertBranch); err != nil {
+		return "", "", plumbing.ZeroHash, err
+	}
+	if restore, err = parseSHA(req.Restore); err != nil {
+		return "", "", plumbing.ZeroHash, err
+	}
+	if req.Marker == "" || !hasLine(req.Message, req.Marker) {
+		return "", "", plumbing.ZeroHash, fmt.Errorf("the revert message must carry its marker %q as a line", req.Marker)
+	}
+	return envRef, revRef, restore, nil
+}
+
+// earlierRestoreLocked looks at the revert branch's tip: own tells whether an earlier attempt
+// of this revert wrote it, and a result is returned when that attempt already did the work
+// asked for (its note made sure of).
+func (r *Repository) earlierRestoreLocked(ctx context.Context, revTip plumbing.Hash, req RestoreRequest) (own bool, done *RestoreResult, err error) {
+	if revTip.IsZero() {
+		return false, nil, nil
+	}
+	c, err := object.GetCommit(r.sh.sto, revTip)
+	if err != nil {
+		return false, nil, notInCache(revTip, err)
+	}
+	own = hasLine(c.Message, req.Marker) && len(c.ParentHashes) > 0
+	if own && (req.Onto == "" || c.ParentHashes[0].String() == req.Onto) {
+		res := RestoreResult{SHA: revTip.String(), Parent: c.ParentHashes[0].String(), Existing: true}
+		return true, &res, r.ensureNoteLocked(ctx, revTip, req.Note)
+	}
+	return own, nil, nil
+}
+
+func derefRestore(res *RestoreResult) RestoreResult {
+	if res == nil {
+		return RestoreResult{}
+	}
+	return *res
+}
+
+// publishRestoreLocked puts the note on h, then h on the revert branch, each a compare-and-swap
+// against revTip.
+func (r *Repository) publishRestoreLocked(ctx context.Context, req RestoreRequest, revRef plumbing.ReferenceName, h, revTip plumbing.Hash, own bool) error {
+	if !own && !revTip.IsZero() {
+		if ok, err := isAncestor(r.sh.sto, revTip, h); err != nil {
+			return err
 		} else if !ok {
-			return RestoreResult{}, fmt.Errorf("%s is at %s, which is not merged into %s: %w",
+			return fmt.Errorf("%s is at %s, which is not merged into %s: %w",
 				req.RevertBranch, text.ShortSHA(revTip.String()), req.Branch, ErrRevertBranchTaken)
 		}
 	}
 	if err := r.ensureNoteLocked(ctx, h, req.Note); err != nil {
-		return RestoreResult{}, err
+		return err
 	}
-	if err := r.pushLocked(ctx, revRef, h, revTip); err != nil {
-		return RestoreResult{}, err
+	if own {
+		// This revert's own commit, written on an environment commit the branch has left: the
+		// new one replaces it, compare-and-swap, since the old one was never merged.
+		return r.swapLocked(ctx, revRef, h, revTip)
 	}
-	return RestoreResult{SHA: h.String(), Parent: envTip.String()}, nil
+	return r.pushLocked(ctx, revRef, h, revTip)
 }
 
 // writeRestoreLocked writes the revert commit into the cache, after checking that restore is in

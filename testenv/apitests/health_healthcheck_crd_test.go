@@ -34,6 +34,7 @@ func valid() *healthv1alpha1.HealthCheck {
 	return &healthv1alpha1.HealthCheck{
 		ObjectMeta: metav1.ObjectMeta{Name: "staging", Namespace: "flux-system"},
 		Spec: healthv1alpha1.HealthCheckSpec{
+			ServiceAccountName: "health-reader",
 			Targets: []healthv1alpha1.Target{
 				{Kustomization: &healthv1alpha1.SourceReference{Name: "apps"}},
 				{Object: &healthv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Namespace: "web"}},
@@ -76,12 +77,13 @@ func TestCRDRejectsBadSpecs(t *testing.T) {
 		"short fixed commit": {func(hc *healthv1alpha1.HealthCheck) {
 			hc.Spec.CommitStatus.Revision = healthv1alpha1.RevisionSource{Fixed: "abc1234"}
 		}, "fixed"},
-		"zero timeout":     {func(hc *healthv1alpha1.HealthCheck) { hc.Spec.Timeout.Duration = 0 }, "timeout must be positive"},
-		"negative soak":    {func(hc *healthv1alpha1.HealthCheck) { hc.Spec.SoakTime.Duration = -time.Minute }, "soakTime must be between"},
-		"key not a label":  {func(hc *healthv1alpha1.HealthCheck) { hc.Spec.CommitStatus.Key = "health staging" }, "key"},
-		"ftp url":          {func(hc *healthv1alpha1.HealthCheck) { hc.Spec.CommitStatus.URL = "ftp://example.com" }, "http or https"},
-		"no current":       {func(hc *healthv1alpha1.HealthCheck) { hc.Spec.HealthCheckExprs[0].Current = "" }, "current"},
-		"object with name": {func(hc *healthv1alpha1.HealthCheck) { hc.Spec.Targets[1].Object.Name = "" }, "name"},
+		"zero timeout":               {func(hc *healthv1alpha1.HealthCheck) { hc.Spec.Timeout.Duration = 0 }, "timeout must be positive"},
+		"negative soak":              {func(hc *healthv1alpha1.HealthCheck) { hc.Spec.SoakTime.Duration = -time.Minute }, "soakTime must be between"},
+		"key not a label":            {func(hc *healthv1alpha1.HealthCheck) { hc.Spec.CommitStatus.Key = "health staging" }, "key"},
+		"ftp url":                    {func(hc *healthv1alpha1.HealthCheck) { hc.Spec.CommitStatus.URL = "ftp://example.com" }, "http or https"},
+		"no current":                 {func(hc *healthv1alpha1.HealthCheck) { hc.Spec.HealthCheckExprs[0].Current = "" }, "current"},
+		"object with name":           {func(hc *healthv1alpha1.HealthCheck) { hc.Spec.Targets[1].Object.Name = "" }, "name"},
+		"service account not a name": {func(hc *healthv1alpha1.HealthCheck) { hc.Spec.ServiceAccountName = "Team A" }, "serviceAccountName"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -69,7 +69,8 @@ func TestChartRendersTheReleaseAndItsTests(t *testing.T) {
 	values := map[string]any{
 		"release": map[string]any{"enabled": true, "namespace": "team-a", "serviceAccountName": "releaser", "version": "v2.3.0",
 			"source": map[string]any{"configMaps": []map[string]string{{"name": "flux-v2.3.0"}}}, "timeout": "2m"},
-		"tests": tests,
+		"tests":            tests,
+		"manifestReleases": map[string]any{"tenantNamespaces": []string{"team-a"}},
 	}
 	out, err = helm.Template(ctx, "platform", "sluice-system", dir, valuesFile(t, values))
 	require.NoError(t, err)
@@ -137,8 +138,9 @@ func TestChartRefusesBadReleaseValues(t *testing.T) {
 	}
 	// helm lint only logs a template's fail, so these are refused where they matter: rendering.
 	for message, set := range map[string][]string{
-		"set release.enabled":   {"tests.enable=true"},
-		"at most 32 ConfigMaps": append([]string{"release.enabled=true", source}, manyConfigMaps(33)...),
+		"set release.enabled": {"tests.enable=true"},
+		"release.namespace sluice-system must be listed in manifestReleases.tenantNamespaces": {"release.enabled=true", source},
+		"at most 32 ConfigMaps": append([]string{"release.enabled=true", source, "manifestReleases.tenantNamespaces={sluice-system}"}, manyConfigMaps(33)...),
 	} {
 		_, err := helm.Template(context.Background(), "platform", "sluice-system", dir, nil, set...)
 		if assert.Error(t, err, "%v is refused", set) {

@@ -129,7 +129,9 @@ type GateApproval struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9._/@:+-]+$')",message="revision must be one revision such as main@sha1:<sha>, sha256:<digest>, a full commit SHA or a chart version, with no spaces or commas"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^(sha1:|sha256:)?[0-9a-fA-F]{7,}$') || size(self) - (self.indexOf(':') + 1) in [40, 64]",message="a commit SHA or digest must be written in full (40 or 64 hex digits): a short one would approve anything that starts with it"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9a-fA-F]{7,}$') || size(self) in [40, 64]",message="a commit SHA must be written in full (40 or 64 hex digits): a short one would approve anything that starts with it"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([^@]*@)?(sha1|sha256):') || self.matches('^([^@]*@)?(sha1:[0-9a-fA-F]{40}|sha256:[0-9a-fA-F]{64})$')",message="a digest must be written in full (sha1: and 40 hex digits, sha256: and 64): a short or missing one would approve nothing yet show as approved"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(([A-Za-z0-9._/+-]+@)?(sha1:[0-9a-fA-F]{40}|sha256:[0-9a-fA-F]{64})|[0-9a-fA-F]{40}|[0-9a-fA-F]{64}|v?[0-9]+[.][0-9]+[.][0-9]+([-][0-9A-Za-z.-]+)?([+][0-9A-Za-z.-]+)?)$')",message="revision must be one of: <ref>@sha1:<40 hex digits> or <ref>@sha256:<64 hex digits> as Flux writes it (main@sha1:<sha>), a digest (sha256:<64 hex digits>), a full commit SHA, or a chart version (6.0.1)"
 	Revision string `json:"revision"`
 
 	// Until is when the approval expires (RFC 3339); none means it stays until it is removed.

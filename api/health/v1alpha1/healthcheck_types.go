@@ -48,6 +48,9 @@ const (
 	// ReasonInvalidTarget: a target cannot be used as written (bad apiVersion, a cross-namespace
 	// reference the controller forbids).
 	ReasonInvalidTarget = "InvalidTarget"
+	// ReasonAccessDenied: the HealthCheck's ServiceAccount may not read a target, so nothing of
+	// it is read or reported.
+	ReasonAccessDenied = "AccessDenied"
 
 	// ReasonPublished: the CommitStatus is up to date.
 	ReasonPublished = "Published"
@@ -77,6 +80,16 @@ type HealthCheckSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	Targets []Target `json:"targets"`
+
+	// ServiceAccountName is the ServiceAccount of the HealthCheck's namespace whose read rights
+	// bound what the check may read: every target, Kustomization and Application is read only
+	// when that ServiceAccount may get (or, for a selector, list) it, as the API server answers a
+	// SubjectAccessReview. Empty means the controller's --default-service-account, and, when
+	// that is not set either, the controller's own rights.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
 	// HealthCheckExprs are RFC-0009 health checks for kinds that do not follow kstatus. They take
 	// precedence over the user library, which takes precedence over the built-in library. An entry

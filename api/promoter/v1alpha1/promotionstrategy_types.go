@@ -66,6 +66,31 @@ type PromotionStrategySpec struct {
 	// reconcile.fluxcd.io/suspended has the same effect and carries a reason.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// FluxSourceRefresh says whether a merge into an environment branch (a promotion, or a
+	// revert of this strategy's) asks the Flux GitRepositories that track that branch to fetch at
+	// once, with the reconcile.fluxcd.io/requestedAt annotation as `flux reconcile source git`
+	// sets it, instead of waiting for their interval. Disabled leaves Flux to its interval.
+	// +kubebuilder:default=Enabled
+	// +optional
+	FluxSourceRefresh FluxSourceRefresh `json:"fluxSourceRefresh,omitempty"`
+}
+
+// FluxSourceRefresh is Enabled or Disabled.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type FluxSourceRefresh string
+
+const (
+	// FluxSourceRefreshEnabled asks the Flux sources of a branch to fetch once it is merged into.
+	FluxSourceRefreshEnabled FluxSourceRefresh = "Enabled"
+	// FluxSourceRefreshDisabled leaves them to their interval.
+	FluxSourceRefreshDisabled FluxSourceRefresh = "Disabled"
+)
+
+// RefreshesFluxSources reports whether merges into this strategy's branches wake the Flux sources
+// that track them: unless Disabled (an object stored before the field existed has it empty).
+func (s *PromotionStrategySpec) RefreshesFluxSources() bool {
+	return s.FluxSourceRefresh != FluxSourceRefreshDisabled
 }
 
 // Environment is one hydrated branch of a PromotionStrategy.

@@ -5,5 +5,6 @@ args:
   - {{ printf "--library-configmap-name=%s" .Values.library.name | quote }}
   - {{ printf "--library-configmap-namespace=%s" .Release.Namespace | quote }}
   - {{ printf "--no-cross-namespace-refs=%t" .Values.noCrossNamespaceRefs | quote }}
+  - {{ printf "--default-service-account=%s" .Values.defaultServiceAccount | quote }}
   - {{ printf "--cel-cost-limit=%d" (int64 .Values.celCostLimit) | quote }}
 {{- end -}}

@@ -1,5 +1,6 @@
-// Command kubectl-gate is the kubectl plugin for Sluice Gates: put it on $PATH and run
-// `kubectl gate`. Its exit codes are documented in `kubectl gate --help`.
+// Command kubectl-gate is the deprecated alias of `kubectl sluice gate`, kept for one release:
+// it says so on stderr and runs the same commands. Its exit codes are documented in
+// `kubectl sluice gate --help`.
 package main
 
 import (
@@ -9,15 +10,19 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/sluicehq/sluice/gate-controller/internal/plugin"
+	"github.com/sluicehq/sluice/gate-controller/gatecli"
 )
 
+// deprecation goes to stderr, so scripts that read the output keep working.
+const deprecation = "kubectl gate is deprecated and will be removed in the next release: run `kubectl sluice gate` instead, with the same arguments\n"
+
 func main() {
-	cmd := plugin.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	fmt.Fprint(os.Stderr, deprecation)
+	cmd := gatecli.NewAliasCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	err := cmd.Execute()
-	var exitErr *plugin.ExitError
+	var exitErr *gatecli.ExitError
 	if err != nil && !(errors.As(err, &exitErr) && exitErr.Printed) {
 		fmt.Fprintln(os.Stderr, "error:", err)
 	}
-	os.Exit(plugin.ExitCode(err))
+	os.Exit(gatecli.ExitCode(err))
 }

@@ -58,6 +58,7 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 
 	staleSince sync.Map // gate ref -> staleness
+	pinChecked sync.Map // target key -> true once its source was checked for a pin to remove
 }
 
 type staleness struct {
@@ -82,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	m, isMeta := obj.(*metav1.PartialObjectMetadata)
 	if !exists || !isMeta {
 		r.Latency.Done(key, r.now())
-		return controller.Result{}, nil
+		return controller.Result{}, r.unpinDeleted(ctx, key)
 	}
 
 	v, wait, err := r.verdict(ctx, w, m)
@@ -95,7 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	plan := hold.Decide(hold.Target{Annotations: m.GetAnnotations(), Owned: hold.OwnedFields(m.GetManagedFields())}, w.Mode, v.Verdict)
 	if !plan.Apply {
 		r.Latency.Done(key, r.now())
-		return controller.Result{}, nil
+		return controller.Result{}, r.afterHold(ctx, w, m, key, v)
 	}
 	ref := hold.Ref{
 		APIVersion: w.APIVersion(), Kind: w.Kind.Kind, Namespace: m.Namespace, Name: m.Name,
@@ -111,7 +112,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, fmt.Errorf("apply hold on %s: %w", key, err)
 	}
 	r.report(key, w, m, plan, v)
-	return controller.Result{}, nil
+	return controller.Result{}, r.afterHold(ctx, w, m, key, v)
+}
+
+// afterHold removes a pin the target no longer needs, now that the hold its gates ask for (if
+// any) is in place: unpinned first, the source could fetch an unapproved commit that a released
+// target would apply.
+func (r *Reconciler) afterHold(ctx context.Context, w *Watched, m metav1.Object, key string, v verdict) error {
+	if !v.unpin {
+		return nil
+	}
+	return r.unpinSource(ctx, w, m, key)
 }
 
 // maxEventError bounds an API error quoted in an Event.
@@ -143,6 +154,8 @@ type verdict struct {
 	hold.Verdict
 	missing []gate.Ref
 	invalid bool
+	// unpin is true when no gate approves a revision the target's source could be pinned to.
+	unpin bool
 }
 
 // verdict reads the target's gates, and its source's revision when a closed gate approves
@@ -152,17 +165,15 @@ func (r *Reconciler) verdict(ctx context.Context, w *Watched, m metav1.Object) (
 	key := Key(w.GroupResource(), m)
 	v, refs, require, wait := r.gateVerdict(w, m)
 	if refs == nil || wait > 0 {
-		r.Followers.Unfollow(key)
+		v.unpin = wait == 0
 		return v, wait, nil
 	}
 	subject := gate.Subject{Now: r.now()}
 	if gate.NeedsRevision(refs, r.lookup) {
 		var err error
-		if subject.Revision, subject.Unknown, err = r.revision(ctx, w, m, key); err != nil {
+		if subject.Revision, subject.Unknown, err = r.revision(ctx, w, m, key, refs); err != nil {
 			return verdict{}, 0, err
 		}
-	} else {
-		r.Followers.Unfollow(key)
 	}
 	a := gate.AllowsFor(subject, refs, require, r.lookup)
 	var denying []string
@@ -171,7 +182,7 @@ func (r *Reconciler) verdict(ctx context.Context, w *Watched, m metav1.Object) (
 	}
 	held := hold.Verdict{Hold: !a.Allowed, Reason: a.Message, Gates: denying}
 	held.DenyManualSyncs = held.Hold && w.GVR.GroupVersion().WithKind(w.Kind.Kind).GroupKind() == hold.ArgoCDApplications && r.denyManualSyncs(a.Denying)
-	return verdict{Verdict: held, missing: a.Missing}, 0, nil
+	return verdict{Verdict: held, missing: a.Missing, unpin: !gate.NeedsRevision(refs, r.lookup)}, 0, nil
 }
 
 // denyManualSyncs reports whether one of the denying gates says a held Application may not be

@@ -131,6 +131,23 @@ func (f *Followers) Follow(target, source string) {
 	f.targets[source][target] = true
 }
 
+// Follows reports whether target follows a source.
+func (f *Followers) Follows(target string) bool {
+	_, ok := f.Source(target)
+	return ok
+}
+
+// Source is the key of the source target follows, if it follows one.
+func (f *Followers) Source(target string) (string, bool) {
+	if f == nil {
+		return "", false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	source, ok := f.sourceOf[target]
+	return source, ok
+}
+
 // Unfollow stops target following any source.
 func (f *Followers) Unfollow(target string) {
 	if f == nil {

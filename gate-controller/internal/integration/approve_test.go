@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
-	"github.com/sluicehq/sluice/gate-controller/internal/plugin"
+	"github.com/sluicehq/sluice/gate-controller/gatecli"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/suspend"
 	"github.com/sluicehq/sluice/testenv"
@@ -115,6 +115,10 @@ func TestAnApprovalIsRefusedAtAdmissionUnlessItNamesOneFullRevision(t *testing.T
 		{"sha1:" + strings.Repeat("a", 12), "written in full"},
 		{"r1, r2", "with no spaces or commas"},
 		{"", "revision"},
+		{"main@sha1:3549486", "written in full"},
+		{"sha256:abcd", "written in full"},
+		{"main@sha1:", "written in full"},
+		{"main@" + strings.Repeat("a", 40), "revision must be one of"},
 	} {
 		g := &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
 			Spec: gatingv1alpha1.GateSpec{Approvals: []gatingv1alpha1.GateApproval{{Revision: c.revision}}}}
@@ -124,6 +128,7 @@ func TestAnApprovalIsRefusedAtAdmissionUnlessItNamesOneFullRevision(t *testing.T
 	}
 	for _, a := range []gatingv1alpha1.GateApproval{
 		{Revision: "6.0.1"}, {Revision: strings.Repeat("a", 40)}, {Revision: "v1.2@sha256:" + strings.Repeat("c", 64)},
+		{Revision: "main@sha1:" + strings.Repeat("b", 40)}, {Revision: "sha256:" + strings.Repeat("d", 64)},
 	} {
 		g := &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "good-"},
 			Spec: gatingv1alpha1.GateSpec{Approvals: []gatingv1alpha1.GateApproval{a}}}
@@ -183,8 +188,14 @@ func TestPluginApprovesOneRevisionAndKubectlGetShowsIt(t *testing.T) {
 	assert.Contains(t, lines[0], "APPROVED")
 	assert.Contains(t, lines[1], "main@sha1:aaaaaaaaaaaa")
 
+	// A short digest after the ref is refused by the API server, with why, and nothing is added.
+	out, err = kubectlGate(t, ns, "approve", "prod", "--revision", "main@sha1:3549486")
+	require.Error(t, err, out)
+	assert.Contains(t, out, "written in full")
+	assert.Len(t, getGate(t, ns, "prod").Spec.Approvals, 1)
+
 	out, err = kubectlGate(t, ns, "approve", "nonexistent", "--revision", r1)
 	require.Error(t, err)
-	assert.Equal(t, plugin.ExitFailed, plugin.ExitCode(err))
+	assert.Equal(t, gatecli.ExitFailed, gatecli.ExitCode(err))
 	assert.Contains(t, out, "gate "+ns+"/nonexistent not found")
 }

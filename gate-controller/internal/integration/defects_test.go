@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
-	"github.com/sluicehq/sluice/gate-controller/internal/plugin"
+	"github.com/sluicehq/sluice/gate-controller/gatecli"
 	"github.com/sluicehq/sluice/pkg/suspend"
 	"github.com/sluicehq/sluice/testenv"
 	"github.com/sluicehq/sluice/testenv/flux"
@@ -131,5 +131,5 @@ func TestPluginSelectsAcrossNamespacesAndSuspendsWithADefaultReason(t *testing.T
 	require.NoError(t, err, out)
 	assert.Contains(t, out, b+" kustomizations.kustomize.toolkit.fluxcd.io/apps suspended")
 	u := get(t, ks)
-	assert.Equal(t, plugin.DefaultSuspendReason, u.GetAnnotations()[suspend.Annotation])
+	assert.Equal(t, gatecli.DefaultSuspendReason, u.GetAnnotations()[suspend.Annotation])
 }

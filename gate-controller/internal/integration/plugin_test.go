@@ -14,8 +14,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	"github.com/sluicehq/sluice/gate-controller/gatecli"
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
-	"github.com/sluicehq/sluice/gate-controller/internal/plugin"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/suspend"
 	"github.com/sluicehq/sluice/testenv"
@@ -26,7 +26,7 @@ import (
 func kubectlGate(t *testing.T, ns string, args ...string) (string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := plugin.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd := gatecli.NewAliasCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	cmd.SetArgs(append([]string{"--kubeconfig", env.Kubeconfig, "--namespace", ns}, args...))
 	err := cmd.ExecuteContext(context.Background())
 	return out.String() + errOut.String(), err
@@ -80,11 +80,11 @@ func TestPluginOpensClosesAndListsGates(t *testing.T) {
 
 	out, err = kubectlGate(t, ns, "open", "nope")
 	require.Error(t, err)
-	assert.Equal(t, plugin.ExitFailed, plugin.ExitCode(err))
+	assert.Equal(t, gatecli.ExitFailed, gatecli.ExitCode(err))
 	assert.Contains(t, out, "gate "+ns+"/nope not found; list gates with `kubectl gate list -n "+ns+"`", "the hint keeps the namespace")
 	_, err = kubectlGate(t, ns, "close", "prod", "--for", "-1h")
 	require.Error(t, err)
-	assert.Equal(t, plugin.ExitUsage, plugin.ExitCode(err))
+	assert.Equal(t, gatecli.ExitUsage, gatecli.ExitCode(err))
 }
 
 // The on-call's story: a gate closed by hand is opened for a moment with one command, and is
@@ -140,7 +140,7 @@ func TestPluginSaysAppliedButNotConfirmedWhenTheControllerIsDown(t *testing.T) {
 	createGate(t, ns, "orphan", gatingv1alpha1.GateSpec{}, map[string]string{shardLabel: "nobody"})
 	out, err := kubectlGate(t, ns, "close", "orphan", "-m", "freeze", "--wait", "1500ms")
 	require.Error(t, err)
-	assert.Equal(t, plugin.ExitUnconfirmed, plugin.ExitCode(err), out)
+	assert.Equal(t, gatecli.ExitUnconfirmed, gatecli.ExitCode(err), out)
 	assert.Contains(t, out, "gate/orphan applied, but not yet confirmed: the gate-controller has not evaluated it within 1.5s")
 	assert.NotContains(t, out, "rate limiter")
 	assert.True(t, getGate(t, ns, "orphan").Spec.Closed, "the change is applied")
@@ -178,9 +178,9 @@ func TestPluginSelectsGatesWithAllAndLabels(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Equal(t, 3, strings.Count(out, "open (Default)"), out)
 	_, err = kubectlGate(t, ns, "open", "a", "--all")
-	assert.Equal(t, plugin.ExitUsage, plugin.ExitCode(err))
+	assert.Equal(t, gatecli.ExitUsage, gatecli.ExitCode(err))
 	_, err = kubectlGate(t, ns, "list", "-o", "table")
-	assert.Equal(t, plugin.ExitUsage, plugin.ExitCode(err))
+	assert.Equal(t, gatecli.ExitUsage, gatecli.ExitCode(err))
 	out, err = kubectlGate(t, ns, "list", "-o", "wide")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "LAST CHANGE")
@@ -226,7 +226,7 @@ func TestPluginSuspendsFluxKindsBySpecWithTheReasonInTheAnnotation(t *testing.T)
 	_, err = kubectlGate(t, ns, "suspend", "nosuchkind/x")
 	require.Error(t, err)
 	_, err = kubectlGate(t, ns, "suspend", "ks")
-	assert.Equal(t, plugin.ExitUsage, plugin.ExitCode(err), "a kind alone needs --all or -l")
+	assert.Equal(t, gatecli.ExitUsage, gatecli.ExitCode(err), "a kind alone needs --all or -l")
 }
 
 func TestPluginSuspendsAndResumesObjectsSelectedByLabel(t *testing.T) {

@@ -98,7 +98,8 @@ func decideSuspended(d *decision, hc *healthv1alpha1.HealthCheck, s suspend.Stat
 }
 
 // decideStalled reports input a person must fix. Retrying cannot help; a change to the
-// HealthCheck or to the user library enqueues it again.
+// HealthCheck or to the user library enqueues it again. A refusal of the ServiceAccount's rights
+// is asked again after AccessRecheck, as RBAC is not watched.
 func decideStalled(d *decision, hc *healthv1alpha1.HealthCheck, p problem) {
 	before := hc.Status.Conditions
 	msg := p.Cause.Error()
@@ -114,8 +115,17 @@ func decideStalled(d *decision, hc *healthv1alpha1.HealthCheck, p problem) {
 	}
 	st.ObservedGeneration = hc.Generation
 	d.Announce.State = stateStalled
+	if p.Reason == healthv1alpha1.ReasonAccessDenied {
+		// A RoleBinding granted later changes nothing the controller watches: look again.
+		d.RequeueAfter = AccessRecheck
+		return
+	}
 	d.Err = controller.Permanent(p.Cause)
 }
+
+// AccessRecheck is how often a HealthCheck refused for its ServiceAccount's rights asks again;
+// the answers themselves are remembered for access.DefaultTTL.
+const AccessRecheck = time.Minute
 
 // decideWaiting reports that the watches have not listed yet: computing health from half-filled
 // caches could report objects as missing. The watches call back once they have listed.

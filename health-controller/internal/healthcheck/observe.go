@@ -1,6 +1,7 @@
 package healthcheck
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -67,7 +68,7 @@ type commitStatusRead struct {
 
 // observe reads everything one reconcile decides from. Starting the watches the HealthCheck
 // needs is part of reading them. An error is one to retry, with nothing to write.
-func (r *Reconciler) observe(key string, l reconcile.Loaded[*healthv1alpha1.HealthCheck]) (*observation, error) {
+func (r *Reconciler) observe(ctx context.Context, key string, l reconcile.Loaded[*healthv1alpha1.HealthCheck]) (*observation, error) {
 	hc := l.Cached
 	o := &observation{Key: key, HealthCheck: hc, Suspend: l.Suspend}
 	if l.Suspend.Suspended {
@@ -86,6 +87,16 @@ func (r *Reconciler) observe(key string, l reconcile.Loaded[*healthv1alpha1.Heal
 		o.Stalled = &problem{Reason: healthv1alpha1.ReasonInvalidTarget, Cause: errors.New(strings.Join(p.invalid, "; "))}
 		return o, nil
 	}
+	denied, err := r.deniedTargets(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if denied != "" {
+		// Stalled releases its watches: what it may not read is not even kept in the cache for it.
+		o.Stalled = &problem{Reason: healthv1alpha1.ReasonAccessDenied, Cause: errors.New(denied)}
+		return o, nil
+	}
+	direct := len(p.objects)
 	complete, err := r.watch(key, p, resolver)
 	if err != nil {
 		return nil, err
@@ -93,6 +104,9 @@ func (r *Reconciler) observe(key string, l reconcile.Loaded[*healthv1alpha1.Heal
 	if o.WaitingFor = r.unsynced(key, p); !complete || len(o.WaitingFor) > 0 {
 		o.Waiting = true
 		return o, nil
+	}
+	if err := r.dropDeniedInventory(ctx, p, direct); err != nil {
+		return nil, err
 	}
 	o.Evaluated = r.evaluation(p, resolver)
 	return o, nil

@@ -79,6 +79,12 @@ type Reconciler struct {
 	// AllowCrossNamespaceRefs lets targets and sources live in other namespaces than the
 	// HealthCheck.
 	AllowCrossNamespaceRefs bool
+	// Access answers whether a HealthCheck's ServiceAccount may read a target.
+	Access Authorizer
+	// DefaultServiceAccount is the ServiceAccount of a HealthCheck that names none
+	// (--default-service-account). Empty lets such a HealthCheck read with the controller's
+	// own rights.
+	DefaultServiceAccount string
 	// Clock is the time; the manager's in a process, a fake one in tests.
 	Clock clock.PassiveClock
 
@@ -109,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		r.forget(key, ns, name)
 		return controller.Result{}, nil
 	}
-	o, err := r.observe(key, l)
+	o, err := r.observe(ctx, key, l)
 	if err != nil {
 		return controller.Result{}, err
 	}

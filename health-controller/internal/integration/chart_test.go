@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -77,6 +78,9 @@ func TestChartRBACIsEnoughAndCommitStatusCRDIsOptional(t *testing.T) {
 	ns := "shop"
 	_, err = own.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	// HealthChecks read as their namespace's ServiceAccount "default" (the chart's
+	// defaultServiceAccount): the team lets it read everything in its namespace.
+	grantReadAllIn(t, own, ns, "default")
 	createRolledOutDeployment(t, own, ns, "web")
 	createIn(t, own, certificates, ns, `{apiVersion: cert-manager.io/v1, kind: Certificate, metadata: {name: web-tls, labels: {approved: "no"}},
 		spec: {secretName: web-tls}, status: {conditions: [{type: Ready, status: "True"}]}}`)
@@ -180,5 +184,18 @@ func createRolledOutDeployment(t *testing.T, own *testenv.Env, ns, name string) 
 			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
 		}}
 	_, err = own.Kube.AppsV1().Deployments(ns).UpdateStatus(context.Background(), d, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// grantReadAllIn lets a ServiceAccount of ns get, list and watch every kind in ns.
+func grantReadAllIn(t *testing.T, own *testenv.Env, ns, serviceAccount string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := own.Kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "read-all"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = own.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "read-all"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "read-all"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: serviceAccount, Namespace: ns}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 }

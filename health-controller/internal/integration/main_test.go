@@ -76,7 +76,8 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		for _, p := range paths {
-			if strings.HasSuffix(p, "kustomize.toolkit.fluxcd.io_kustomizations.yaml") {
+			// The source kinds too: the real source-controller (realflux_test.go) watches them all.
+			if strings.HasSuffix(p, "kustomize.toolkit.fluxcd.io_kustomizations.yaml") || strings.Contains(filepath.Base(p), "source.toolkit.fluxcd.io_") {
 				opts.CRDPaths = append(opts.CRDPaths, p)
 			}
 		}
@@ -121,6 +122,9 @@ func startController(t *testing.T, ns string, cfg *rest.Config, mutate func(*set
 	opts.LeaderElect = false
 	c := setup.Defaults()
 	c.LibraryNamespace = ns
+	// These tests are of evaluation, not of tenancy: HealthChecks read with the controller's own
+	// rights, as with --default-service-account=. tenancy_test.go runs the locked-down default.
+	c.DefaultServiceAccount = ""
 	if mutate != nil {
 		mutate(&c)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sluicehq/sluice/health-controller/internal/healthcheck"
+	"github.com/sluicehq/sluice/pkg/access"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
 	"github.com/sluicehq/sluice/pkg/runtime/dynamicwatch"
@@ -29,6 +30,8 @@ func (w *wiring) addHealthChecks() error {
 	r.Compiler, r.Builtin, r.Library = w.compiler, w.builtin, w.library
 	r.Recorder, r.Log, r.Clock = m.Recorder, m.Log, m.Clock
 	r.AllowCrossNamespaceRefs = !w.cfg.NoCrossNamespaceRefs
+	r.DefaultServiceAccount = w.cfg.DefaultServiceAccount
+	r.Access = &access.Reviewer{Reviews: m.Kube.AuthorizationV1().SubjectAccessReviews(), Clock: m.Clock}
 	c := m.NewController("healthcheck", r)
 	watcher := dynamicwatch.New(m.Dynamic, dynamicwatch.Options{
 		OnEvent: func(s dynamicwatch.Scope, old, new *unstructured.Unstructured) {

@@ -26,18 +26,22 @@ type Config struct {
 	LibraryName      string
 	// NoCrossNamespaceRefs requires targets and sources in the HealthCheck's own namespace.
 	NoCrossNamespaceRefs bool
+	// DefaultServiceAccount: see healthcheck.Reconciler.DefaultServiceAccount.
+	DefaultServiceAccount string
 	// CELCostLimit bounds the runtime cost of one expression evaluation.
 	CELCostLimit uint64
 }
 
 // Defaults reads the user library from the controller's own namespace (POD_NAMESPACE, set by
-// the chart), or sluice-system outside a cluster.
+// the chart), or sluice-system outside a cluster, and are locked down: targets in the
+// HealthCheck's namespace only, read with the rights of its ServiceAccount "default".
 func Defaults() Config {
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
 		ns = "sluice-system"
 	}
-	return Config{LibraryNamespace: ns, LibraryName: "health-library", CELCostLimit: cel.DefaultCostLimit}
+	return Config{LibraryNamespace: ns, LibraryName: "health-library", CELCostLimit: cel.DefaultCostLimit,
+		NoCrossNamespaceRefs: true, DefaultServiceAccount: "default"}
 }
 
 // AddFlags sets the defaults and registers the flags on fs.
@@ -48,7 +52,11 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LibraryName, "library-configmap-name", c.LibraryName,
 		"name of the user library ConfigMap, whose keys hold RFC-0009 health checks that override the built-in library; empty disables it")
 	fs.BoolVar(&c.NoCrossNamespaceRefs, "no-cross-namespace-refs", c.NoCrossNamespaceRefs,
-		"require every target, Kustomization and Application to be in the HealthCheck's namespace (inventories may still span namespaces)")
+		"require every target, Kustomization and Application to be in the HealthCheck's namespace (inventories may still span namespaces); "+
+			"--no-cross-namespace-refs=false allows other namespaces, still within what the HealthCheck's ServiceAccount may read")
+	fs.StringVar(&c.DefaultServiceAccount, "default-service-account", c.DefaultServiceAccount,
+		"ServiceAccount, of its own namespace, whose read rights bound a HealthCheck without spec.serviceAccountName (checked with SubjectAccessReviews). "+
+			"Set it empty (--default-service-account=) only to let such HealthChecks read with the controller's own, cluster-wide rights: a warning is logged at start.")
 	fs.Uint64Var(&c.CELCostLimit, "cel-cost-limit", c.CELCostLimit,
 		"runtime cost after which a CEL evaluation stops with an error, making the object Unknown")
 }
@@ -57,6 +65,9 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 func (c *Config) Validate() error {
 	if c.CELCostLimit == 0 {
 		return fmt.Errorf("--cel-cost-limit must be positive, for example %d (the API server's own limit)", cel.DefaultCostLimit)
+	}
+	if bad := validation.IsDNS1123Subdomain(c.DefaultServiceAccount); c.DefaultServiceAccount != "" && len(bad) > 0 {
+		return fmt.Errorf("--default-service-account %q is not a ServiceAccount name: %s", c.DefaultServiceAccount, strings.Join(bad, "; "))
 	}
 	if c.LibraryName == "" {
 		return nil
@@ -82,6 +93,7 @@ func HealthChecks(m *manager.Manager, cfg Config) (*healthcheck.Reconciler, erro
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	warnOpenModes(m, cfg)
 	w, err := newWiring(m, cfg)
 	if err != nil {
 		return nil, err
@@ -90,4 +102,16 @@ func HealthChecks(m *manager.Manager, cfg Config) (*healthcheck.Reconciler, erro
 		return nil, err
 	}
 	return w.healthChecks, nil
+}
+
+// warnOpenModes says at start when the controller lends its own reads to HealthChecks.
+func warnOpenModes(m *manager.Manager, cfg Config) {
+	if cfg.DefaultServiceAccount == "" {
+		m.Log.Warn("--default-service-account is empty: a HealthCheck without spec.serviceAccountName reads with this controller's own rights, " +
+			"so anyone who may create one learns the health, and through CEL expressions the content, of whatever this controller may read; " +
+			"set --default-service-account=default to lock it down")
+	}
+	if !cfg.NoCrossNamespaceRefs {
+		m.Log.Warn("--no-cross-namespace-refs=false: HealthChecks may target objects in other namespaces than their own")
+	}
 }

@@ -16,6 +16,15 @@ func TestConfigFlagsAndValidate(t *testing.T) {
 	assert.Equal(t, Defaults(), cfg)
 	assert.Equal(t, "sluice", cfg.LibraryNamespace)
 	require.NoError(t, cfg.Validate())
+	assert.True(t, cfg.NoCrossNamespaceRefs, "locked down by default")
+	assert.Equal(t, "default", cfg.DefaultServiceAccount, "locked down by default, as the chart")
+	require.NoError(t, fs.Parse([]string{"--default-service-account=", "--no-cross-namespace-refs=false"}))
+	assert.Empty(t, cfg.DefaultServiceAccount, "the open mode is an explicit, empty flag")
+	assert.False(t, cfg.NoCrossNamespaceRefs)
+	require.NoError(t, cfg.Validate())
+	cfg.DefaultServiceAccount = "Not A Name"
+	assert.ErrorContains(t, cfg.Validate(), "--default-service-account")
+	cfg = Defaults()
 
 	require.NoError(t, fs.Parse([]string{"--cel-cost-limit", "0"}))
 	err := cfg.Validate()

@@ -70,62 +70,24 @@ func GenerateHistory(tb testing.TB, dir, branch string, n int) string {
 		catchUp(tip.Committer.When)
 	}
 
-	mem := memory.NewStorage()
-	hashes := make([]plumbing.Hash, 0, 5*n+2)
-	put := func(o interface {
-		Encode(plumbing.EncodedObject) error
-	}) plumbing.Hash {
-		obj := mem.NewEncodedObject()
-		if err := o.Encode(obj); err != nil {
-			tb.Fatal(err)
-		}
-		h, err := mem.SetEncodedObject(obj)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		hashes = append(hashes, h)
-		return h
-	}
-	blob := func(content string) plumbing.Hash {
-		obj := mem.NewEncodedObject()
-		obj.SetType(plumbing.BlobObject)
-		w, _ := obj.Writer()
-		_, _ = w.Write([]byte(content))
-		_ = w.Close()
-		h, err := mem.SetEncodedObject(obj)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		hashes = append(hashes, h)
-		return h
-	}
-
-	readme := blob("# Hydrated manifests\n\nWritten by gittest.GenerateHistory.\n")
-	service := blob("apiVersion: v1\nkind: Service\nmetadata:\n  name: app\nspec:\n  ports:\n  - port: 80\n")
+	b := &historyBuilder{tb: tb, mem: memory.NewStorage(), hashes: make([]plumbing.Hash, 0, 5*n+2)}
+	readme := b.blob("# Hydrated manifests\n\nWritten by gittest.GenerateHistory.\n")
+	service := b.blob("apiVersion: v1\nkind: Service\nmetadata:\n  name: app\nspec:\n  ports:\n  - port: 80\n")
 	// Numbering commits on the shared clock keeps every call's content new, so that history
 	// generated in several calls never repeats a tree.
 	first := ticks.Add(int64(n)) - int64(n) + 1
 	start := epoch.Add(time.Duration(first) * time.Second)
 	for i := 0; i < n; i++ {
 		seq := int(first) + i
-		deployment := blob(fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  annotations:\n    revision: %q\nspec:\n  replicas: %d\n", fmt.Sprint(seq), 1+seq%3))
-		metadata := blob(fmt.Sprintf("{\"drySha\": %q, \"subject\": \"change %d\"}\n", FakeDrySHA(seq), seq))
-		manifests := put(&object.Tree{Entries: []object.TreeEntry{
-			{Name: "deployment.yaml", Mode: filemode.Regular, Hash: deployment},
-			{Name: "service.yaml", Mode: filemode.Regular, Hash: service},
-		}})
-		root := put(&object.Tree{Entries: []object.TreeEntry{
-			{Name: "README.md", Mode: filemode.Regular, Hash: readme},
-			{Name: "hydrator.metadata", Mode: filemode.Regular, Hash: metadata},
-			{Name: "manifests", Mode: filemode.Dir, Hash: manifests},
-		}})
+		root := b.hydratedTree(seq, readme, service)
 		sig := Signature(start.Add(time.Duration(i) * time.Second))
 		c := &object.Commit{Author: sig, Committer: sig, Message: fmt.Sprintf("change %d\n", seq), TreeHash: root}
 		if !parent.IsZero() {
 			c.ParentHashes = []plumbing.Hash{parent}
 		}
-		parent = put(c)
+		parent = b.put(c)
 	}
+	mem, hashes := b.mem, b.hashes
 
 	if err := writePack(fs, mem, hashes); err != nil {
 		tb.Fatalf("write generated history to %s: %v", dir, err)
@@ -134,6 +96,57 @@ func GenerateHistory(tb testing.TB, dir, branch string, n int) string {
 		tb.Fatal(err)
 	}
 	return parent.String()
+}
+
+// historyBuilder writes generated objects into memory and remembers their hashes for the pack.
+type historyBuilder struct {
+	tb     testing.TB
+	mem    *memory.Storage
+	hashes []plumbing.Hash
+}
+
+func (b *historyBuilder) put(o interface {
+	Encode(plumbing.EncodedObject) error
+}) plumbing.Hash {
+	obj := b.mem.NewEncodedObject()
+	if err := o.Encode(obj); err != nil {
+		b.tb.Fatal(err)
+	}
+	return b.store(obj)
+}
+
+func (b *historyBuilder) blob(content string) plumbing.Hash {
+	obj := b.mem.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	w, _ := obj.Writer()
+	_, _ = w.Write([]byte(content))
+	_ = w.Close()
+	return b.store(obj)
+}
+
+func (b *historyBuilder) store(obj plumbing.EncodedObject) plumbing.Hash {
+	h, err := b.mem.SetEncodedObject(obj)
+	if err != nil {
+		b.tb.Fatal(err)
+	}
+	b.hashes = append(b.hashes, h)
+	return h
+}
+
+// hydratedTree is the root tree of change seq: a Deployment that differs per change, the shared
+// Service and README, and the hydrator's metadata naming the change's dry SHA.
+func (b *historyBuilder) hydratedTree(seq int, readme, service plumbing.Hash) plumbing.Hash {
+	deployment := b.blob(fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  annotations:\n    revision: %q\nspec:\n  replicas: %d\n", fmt.Sprint(seq), 1+seq%3))
+	metadata := b.blob(fmt.Sprintf("{\"drySha\": %q, \"subject\": \"change %d\"}\n", FakeDrySHA(seq), seq))
+	manifests := b.put(&object.Tree{Entries: []object.TreeEntry{
+		{Name: "deployment.yaml", Mode: filemode.Regular, Hash: deployment},
+		{Name: "service.yaml", Mode: filemode.Regular, Hash: service},
+	}})
+	return b.put(&object.Tree{Entries: []object.TreeEntry{
+		{Name: "README.md", Mode: filemode.Regular, Hash: readme},
+		{Name: "hydrator.metadata", Mode: filemode.Regular, Hash: metadata},
+		{Name: "manifests", Mode: filemode.Dir, Hash: manifests},
+	}})
 }
 
 func writePack(fs *filesystem.Storage, from storer.EncodedObjectStorer, hashes []plumbing.Hash) error {

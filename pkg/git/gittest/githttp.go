@@ -6,6 +6,9 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"testing"
+
+	gogit "github.com/go-git/go-git/v5"
 )
 
 // ErrNoGit means the git binary is not on PATH.
@@ -37,4 +40,22 @@ func ServeWithGit(dir string) (url string, stop func(), err error) {
 		},
 	})
 	return srv.URL + "/" + filepath.Base(dir), srv.Close, nil
+}
+
+// NewGitServedRepo creates an empty bare repository served by git http-backend (ServeWithGit)
+// until the test ends, and returns it with its URL. Flux's source-controller needs git's own
+// server: it clones shallow, which the go-git server of NewServer does not serve. Without the git
+// binary the test fails.
+func NewGitServedRepo(tb testing.TB, name string) (*Repo, string) {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), name+".git")
+	if _, err := gogit.PlainInit(dir, true); err != nil {
+		tb.Fatalf("init %s: %v", dir, err)
+	}
+	url, stop, err := ServeWithGit(dir)
+	if err != nil {
+		tb.Fatalf("serve %s with git http-backend: %v", dir, err)
+	}
+	tb.Cleanup(stop)
+	return OpenBare(dir), url
 }

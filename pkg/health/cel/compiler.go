@@ -142,7 +142,7 @@ func (c *Compiler) compile(expr string) (*Program, error) {
 	if err != nil {
 		return nil, &CompileError{Expression: expr, Message: err.Error()}
 	}
-	return &Program{expr: expr, prg: prg, stepCost: comprehensionStepCost(ast),
+	return &Program{expr: expr, prg: prg, ast: ast, stepCost: comprehensionStepCost(ast),
 		reads: reads(ast.NativeRep().Expr(), c.declared)}, nil
 }
 
@@ -187,6 +187,7 @@ func newProgram(env *celgo.Env, ast *celgo.Ast) (prg celgo.Program, err error) {
 type Program struct {
 	expr     string
 	prg      celgo.Program
+	ast      *celgo.Ast
 	stepCost uint64
 	reads    [][]string
 }
@@ -204,13 +205,14 @@ func (p *Program) Reads() [][]string { return p.reads }
 var ErrNotBool = errors.New("expression did not evaluate to a bool")
 
 // Eval evaluates the program against an activation. Errors include runtime
-// failures (missing keys, bad conversions) and exceeding the cost limit, an
-// interpreter.EvalCancelledError whose message says why.
+// failures (missing keys, bad conversions), as an *EvalError that quotes no
+// value, and exceeding the cost limit, an interpreter.EvalCancelledError whose
+// message says why.
 func (p *Program) Eval(act *Activation) (bool, error) {
 	act.budget.start(p.stepCost)
 	val, _, err := p.prg.Eval(act)
 	if err != nil {
-		return false, err
+		return false, sanitize(err, p.ast)
 	}
 	b, ok := val.Value().(bool)
 	if !ok {

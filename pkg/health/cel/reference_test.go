@@ -74,7 +74,18 @@ func sameResult(t *testing.T, c *Compiler, r *reference, expr string, obj map[st
 	switch b, isBool := want.(types.Bool); {
 	case wantErr != nil:
 		require.Error(t, gotErr, "%q: the reference fails with %v", expr, wantErr)
-		require.Equal(t, wantErr.Error(), gotErr.Error(), expr)
+		// Sluice reports the kind of a runtime error, never its values (EvalError); the
+		// position may differ where the prefilter rewrote the expression.
+		gotMsg := gotErr.Error()
+		var ee *EvalError
+		if errors.As(gotErr, &ee) {
+			gotMsg = ee.Kind
+		}
+		wantMsg := wantErr.Error()
+		if errors.As(sanitize(wantErr, nil), &ee) {
+			wantMsg = ee.Kind
+		}
+		require.Equal(t, wantMsg, gotMsg, expr)
 	case isBool:
 		require.NoError(t, gotErr, expr)
 		require.Equal(t, bool(b), got, expr)

@@ -12,6 +12,7 @@ import (
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/git"
+	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/scm"
 	"github.com/sluicehq/sluice/pkg/text"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
@@ -39,15 +40,43 @@ func notMergeableRetryAfter(conds []metav1.Condition, now time.Time) time.Durati
 	return min(max(now.Sub(c.LastTransitionTime.Time)/4, notMergeableRetry), notMergeableMaxRetry)
 }
 
-// apply makes the plan's writes in order and returns the status they lead to. On an error the
-// status is what was reached before it.
-func (r *Reconciler) apply(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest, p *plan) (promoterv1alpha1.PullRequestStatus, error) {
+// apply makes the plan's writes (act), then writes the status they lead to. A merge, made here
+// or found made, has landed once that write returns a status merged. When the create opened a pull
+// request that is asked to merge, apply returns the observation to decide that merge on: the
+// object as the write stored it, and the pull request as the create answered, rather than a read
+// of it (on Gitea that read was one call in four per promotion, and it can tell nothing the create
+// did not; the SCM checks the head itself at the merge, and explains a refusal with a read). The
+// number is recorded first, so a merge whose reply is lost is found by the next reconcile, not
+// made twice.
+func (r *Reconciler) apply(ctx, opCtx context.Context, cur, pr *promoterv1alpha1.PullRequest, repo *repository.Repository, pl plan) (controller.Result, *observation, error) {
+	status, opened, err := r.act(opCtx, repo, pr, &pl)
+	if err != nil {
+		res, err := r.fail(ctx, cur, pr, status, err)
+		return res, nil, err
+	}
+	stored, err := r.writeStatus(ctx, cur, status)
+	if err != nil {
+		return controller.Result{}, nil, err
+	}
+	if r.Merges != nil {
+		r.Merges.Recorded(cur, stored)
+	}
+	if opened != nil && stored.Spec.State == promoterv1alpha1.PullRequestMerged {
+		return controller.Result{}, &observation{PR: stored, Now: r.Clock.Now(), SCM: &remote{PR: opened}}, nil
+	}
+	return controller.Result{RequeueAfter: pl.Requeue}, nil, nil
+}
+
+// act makes the plan's writes to the SCM or git in order and returns the status they lead to,
+// and the pull request a create opened. On an error the status is what was reached before it.
+func (r *Reconciler) act(ctx context.Context, repo *repository.Repository, pr *promoterv1alpha1.PullRequest, p *plan) (promoterv1alpha1.PullRequestStatus, *scm.PullRequest, error) {
 	st := *p.Status.DeepCopy()
+	var opened *scm.PullRequest
 	for _, a := range p.Actions {
 		var err error
 		switch a {
 		case actCreate:
-			p.Opened, err = r.create(ctx, repo, pr, &st)
+			opened, err = r.create(ctx, repo, pr, &st)
 		case actUpdateText:
 			_, err = repo.Provider.UpdatePullRequest(ctx, repo.SCM, number(st), pr.Spec.Title, pr.Spec.Description)
 		case actClose:
@@ -61,10 +90,10 @@ func (r *Reconciler) apply(ctx context.Context, repo *repository.Repository, pr 
 			err = r.mergeGit(ctx, repo.Git, pr, &st, p.Target)
 		}
 		if err != nil {
-			return st, err
+			return st, opened, err
 		}
 	}
-	return st, nil
+	return st, opened, nil
 }
 
 func number(st promoterv1alpha1.PullRequestStatus) int64 {

@@ -56,8 +56,6 @@ type plan struct {
 	Target string
 	// Err is an error to retry, found without acting.
 	Err error
-	// Opened is the pull request the create opened (or found open), as the SCM answered it.
-	Opened *scm.PullRequest
 }
 
 // merges reports whether the plan merges the pull request.
@@ -88,6 +86,14 @@ func alignedSpec(pr *promoterv1alpha1.PullRequest) (promoterv1alpha1.PullRequest
 		return spec, false
 	}
 	return spec, spec.ExpectedHeadSHA != "" || spec.State != promoterv1alpha1.PullRequestMerged
+}
+
+// decide decides a pull request on what o read: its git heads, or its pull request on the SCM.
+func decide(o *observation) plan {
+	if o.SCM != nil {
+		return decideSCM(o)
+	}
+	return decideGit(o)
 }
 
 // decideGit decides a pull request on plain git, where the object is the pull request.
@@ -137,7 +143,8 @@ func decideSCM(o *observation) plan {
 			st.State = promoterv1alpha1.PullRequestClosed
 			return p
 		}
-		// One asked to merge is merged right after, once the number is recorded (mergeAfterCreate).
+		// One asked to merge is decided again once the number is recorded, on what the create
+		// answered, and merged in the same reconcile (Reconcile).
 		p.Actions = []action{actCreate}
 		return p
 	}

@@ -17,7 +17,7 @@ func (w *wiring) addPullRequests() error {
 	informer := m.SluiceInformers.Promoter().V1alpha1().PullRequests()
 	c := m.NewController("pullrequest", &pullrequest.Reconciler{
 		Client: m.Sluice, PullRequests: informer.Lister(), Repositories: w.resolver, Kinds: w.kinds,
-		Recorder: m.Recorder, Metrics: w.metrics, Log: m.Log, Clock: m.Clock,
+		Recorder: m.Recorder, Metrics: w.metrics, Log: m.Log, Clock: m.Clock, Merges: w.merges,
 	})
 	w.pullRequests = c
 	w.kinds.OnChange(func() { handler.EnqueueStore(c, informer.Informer().GetStore()) })

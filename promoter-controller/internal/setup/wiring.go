@@ -12,10 +12,12 @@ import (
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	scmlisters "github.com/sluicehq/sluice/api/generated/listers/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/crds"
+	"github.com/sluicehq/sluice/pkg/fluxwake"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
+	"github.com/sluicehq/sluice/promoter-controller/internal/fluxsources"
 	"github.com/sluicehq/sluice/promoter-controller/internal/metrics"
 	"github.com/sluicehq/sluice/promoter-controller/internal/promotionstrategy"
 	"github.com/sluicehq/sluice/promoter-controller/internal/repository"
@@ -47,6 +49,8 @@ type wiring struct {
 	resolver *repository.Resolver
 	metrics  *metrics.Metrics
 	holds    *rollbackhold.Holds
+	// merges wakes the Flux sources of the branches pull requests merge into.
+	merges *fluxsources.Merges
 
 	strategies, pullRequests *controller.Controller
 	// fetches is shared by the strategy reconciler and the webhook receiver: one fetch per event.
@@ -82,6 +86,9 @@ func newWiring(m *manager.Manager, cfg Config) (*wiring, error) {
 	m.AddServer(kinds.Run)
 	w.resolver = &repository.Resolver{Kube: m.Kube, Repos: w.repoLister(), Providers: w.providerLister(), Cache: gitCache}
 	w.holds = rollbackhold.New(kinds, rollbacklisters.NewRevertCommitLister(w.revertCommits.GetIndexer()))
+	if w.merges, err = w.fluxSources(); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -91,4 +98,17 @@ func (w *wiring) repoLister() scmlisters.ScmRepositoryLister {
 
 func (w *wiring) providerLister() scmlisters.ScmProviderLister {
 	return scmlisters.NewScmProviderLister(w.providers.GetIndexer())
+}
+
+// fluxSources runs the Waker of Flux's GitRepositories, whose informer starts once their CRD is
+// installed.
+func (w *wiring) fluxSources() (*fluxsources.Merges, error) {
+	waker, err := fluxwake.New(w.m.Dynamic, w.m.Metadata, w.m.Name, w.m.Log)
+	if err != nil {
+		return nil, err
+	}
+	w.m.WaitFor(waker.HasSynced)
+	w.m.AddServer(waker.Run)
+	return &fluxsources.Merges{Waker: waker, Strategies: w.m.SluiceInformers.Promoter().V1alpha1().PromotionStrategies().Lister(),
+		Repositories: w.repoLister()}, nil
 }

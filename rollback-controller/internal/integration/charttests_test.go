@@ -35,9 +35,11 @@ import (
 // smoke-v1 holds a Job that nothing completes here (the control plane runs no Job controller):
 // had it run, the tests would have failed at the 20s timeout.
 func chartTestValues(ns string) string {
-	return fmt.Sprintf(`release:
+	return fmt.Sprintf(`manifestReleases:
+  tenantNamespaces: [%[1]s]
+release:
   enabled: true
-  namespace: %s
+  namespace: %[1]s
   serviceAccountName: releaser
   version: v1
   timeout: 20s
@@ -134,7 +136,8 @@ func TestChartReleaseRunsOnlyTheTestsItsFiltersSelect(t *testing.T) {
 
 	// release.enabled=false removes the release; its finalizer prunes web-config as the tenant,
 	// while the controller still runs (as the chart's README asks before helm uninstall).
-	require.NoError(t, helm.Upgrade(ctx, "rollback-controller", "sluice-system", chartPath(t), "crds.enabled=false"))
+	require.NoError(t, helm.Upgrade(ctx, "rollback-controller", "sluice-system", chartPath(t), "crds.enabled=false",
+		"manifestReleases.tenantNamespaces={"+ns+"}"))
 	require.NoError(t, testenv.Wait(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		_, err := env.Sluice.RollbackV1alpha1().ManifestReleases(ns).Get(ctx, "rollback-controller", metav1.GetOptions{})
 		_, cmErr := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{})

@@ -2,70 +2,25 @@ package manifestrelease
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/manifest"
+	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/snapshot"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
-// found is what the acts of one reconcile found, each set once by its act.
-type found struct {
-	// Operating is true once this reconcile recorded or resumed the operation it carries.
-	Operating bool
-	Saved     *saved
-	Applied   *applied
-	Tested    *tested
-	Pruned    *pruned
-	Rolled    *rolled
-	Drift     *drift
-	Deleted   *deleted
-}
-
-type saved struct {
-	Info snapshot.Info
-	Err  error
-}
-
-type applied struct{ Failure *failed }
-
-type tested struct {
-	Result  rollbackv1.TestResult
-	Message string
-}
-
-type pruned struct {
-	Kept        []manifest.Ref
-	Message     string
-	KeptNumbers []int64
-	Foreign     error
-	Events      []event
-}
-
-type rolled struct {
-	Refused    error
-	HealthNote string
-}
-
-type drift struct{ Err error }
-
-type deleted struct {
-	Deleted, Left []manifest.Ref
-	Err           error
-}
-
-// failed is why a version did not make it.
-type failed struct {
-	Reason  string
-	Message string
-}
-
-// apply carries out one step: its status write, its announcements once the write landed, then
+// carryOut carries out one step: its status write, its announcements once the write landed, then
 // its act, whose findings go into o.Found for the next decision.
-func (r *Reconciler) apply(ctx context.Context, o *observation, s step) error {
+func (r *Reconciler) carryOut(ctx context.Context, o *observation, s step) error {
 	if s.Status != nil {
 		stored, wrote, err := r.writeStatus(ctx, o.Release, s.Status)
 		if err != nil {
@@ -80,6 +35,7 @@ func (r *Reconciler) apply(ctx context.Context, o *observation, s step) error {
 	}
 	r.watchSource(o.Release, s.Watch)
 	o.Found.Operating = o.Found.Operating || s.Operating
+	o.Found.Awaiting = false
 	return r.act(ctx, o, s)
 }
 
@@ -94,7 +50,7 @@ func (r *Reconciler) act(ctx context.Context, o *observation, s step) error {
 			o.Release = held
 		}
 	case actRemoveFinalizer:
-		return r.letGo(ctx, mr, s)
+		return r.removeFinalizer(ctx, mr, s)
 	case actPruneAll:
 		d := &deleted{}
 		d.Deleted, err = r.Applier.Delete(ctx, manifest.Stale(s.Stale, nil), ownerLabels(mr, false))
@@ -107,19 +63,23 @@ func (r *Reconciler) act(ctx context.Context, o *observation, s step) error {
 	case actSaveSnapshot:
 		o.Found.Saved, err = r.saveSnapshot(ctx, mr, s)
 	case actApplyVersion:
-		o.Found.Applied, err = r.applyAndWait(ctx, mr, s.Objects)
+		o.Found.Applied, err = r.applyVersion(ctx, mr, s.Objects, o.Now)
+	case actAwaitVersion:
+		err = r.awaitVersion(ctx, o, s.Objects)
 	case actTest:
 		o.Found.Tested, err = r.runTests(ctx, mr)
 	case actPrune:
 		o.Found.Pruned, err = r.prune(ctx, mr, s.Stale)
 	case actApplyRollback:
-		o.Found.Rolled, err = r.applyRollback(ctx, mr, s)
+		o.Found.Rolled, err = r.applyRollback(ctx, mr, s, o.Now)
+	case actAwaitRollback:
+		err = r.awaitRollback(ctx, o, s.Objects)
 	}
 	return err
 }
 
-// letGo removes the finalizer of a deleted release, then says what became of its objects.
-func (r *Reconciler) letGo(ctx context.Context, mr *rollbackv1.ManifestRelease, s step) error {
+// removeFinalizer removes the finalizer of a deleted release, then says what became of its objects.
+func (r *Reconciler) removeFinalizer(ctx context.Context, mr *rollbackv1.ManifestRelease, s step) error {
 	finalizers := slices.DeleteFunc(slices.Clone(mr.Finalizers), func(f string) bool { return f == rollbackv1.ManifestReleaseFinalizer })
 	if _, err := r.patchFinalizers(ctx, mr, finalizers); err != nil && !apierrors.IsNotFound(err) {
 		return err
@@ -158,4 +118,92 @@ func (r *Reconciler) watchSource(mr *rollbackv1.ManifestRelease, w watchOrder) {
 	case w.Forget:
 		r.SourceWatches.Forget(key)
 	}
+}
+
+// releaseStatus writes ManifestRelease status, which is this controller's alone. A reconcile
+// writes it step by step (the operation recorded, then its result), each from the release the
+// write before stored; on a conflict (someone editing the spec or metadata meanwhile) a step's
+// change is applied again to the live release, so no step is lost to another.
+var releaseStatus = reconcile.StatusWriter[*rollbackv1.ManifestRelease, rollbackv1.ManifestReleaseStatus]{
+	Kind: "ManifestRelease", FieldManager: FieldManager,
+	Status: func(mr *rollbackv1.ManifestRelease) *rollbackv1.ManifestReleaseStatus { return &mr.Status },
+}
+
+// writeStatus is the one place the status is written: it applies change (with the generation it
+// observes), cuts its messages to fit, writes it unless nothing changed, and returns the release
+// as stored and whether it wrote.
+func (r *Reconciler) writeStatus(ctx context.Context, mr *rollbackv1.ManifestRelease, change statusChange) (*rollbackv1.ManifestRelease, bool, error) {
+	return releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(mr.Namespace), mr, func(next *rollbackv1.ManifestRelease) {
+		st := &next.Status
+		change(st, next.Generation)
+		st.ObservedGeneration = next.Generation
+		for i := range st.Conditions {
+			st.Conditions[i].Message = conditionMessage(st.Conditions[i].Message)
+		}
+		for i := range st.History {
+			st.History[i].Message = conditionMessage(st.History[i].Message)
+		}
+		if st.Operation != nil {
+			st.Operation.Reason = conditionMessage(st.Operation.Reason)
+		}
+	})
+}
+
+// announce makes the Events and metrics of a step whose write landed, on the release as stored.
+// Each Event is logged too: Normal ones (upgrades, test results, rollbacks) at INFO, Warnings
+// (failures) at ERROR, with the release, the version and the snapshot number.
+func (r *Reconciler) announce(mr *rollbackv1.ManifestRelease, s step) {
+	for _, e := range s.Events {
+		e.Message = eventMessage(e.Message)
+		r.Recorder.Event(mr, e.Type, e.Reason, e.Message)
+		if e.Type == corev1.EventTypeWarning {
+			r.logger().Error(e.Message, logAttrs(mr, "reason", e.Reason)...)
+		} else {
+			r.logger().Info(e.Message, logAttrs(mr, "reason", e.Reason)...)
+		}
+	}
+	for _, c := range s.Counts {
+		r.Metrics.count(mr, c)
+	}
+	if info := s.Snapshot; info != nil {
+		r.Metrics.SnapshotBytes.WithLabelValues(mr.Namespace, mr.Name, "compressed").Set(float64(info.CompressedSize))
+		r.Metrics.SnapshotBytes.WithLabelValues(mr.Namespace, mr.Name, "uncompressed").Set(float64(info.Size))
+		r.Metrics.SnapshotSecrets.WithLabelValues(mr.Namespace, mr.Name).Set(float64(info.Chunks))
+	}
+}
+
+// patchFinalizers writes the finalizers of mr, with the controller's own rights (they are its
+// bookkeeping, not the tenant's), guarded by the resource version read.
+func (r *Reconciler) patchFinalizers(ctx context.Context, mr *rollbackv1.ManifestRelease, finalizers []string) (*rollbackv1.ManifestRelease, error) {
+	if finalizers == nil {
+		finalizers = []string{}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": mr.ResourceVersion}})
+	if err != nil {
+		return nil, err
+	}
+	return r.Client.RollbackV1alpha1().ManifestReleases(mr.Namespace).Patch(ctx, mr.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+}
+
+// notOwned splits the objects Delete left because they are not labelled as the release's from
+// the errors that remain.
+func notOwned(err error) ([]manifest.Ref, error) {
+	if err == nil {
+		return nil, nil
+	}
+	var left []manifest.Ref
+	var rest []error
+	all := []error{err}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		all = joined.Unwrap()
+	}
+	for _, e := range all {
+		var ae *apply.Error
+		if errors.As(e, &ae) && errors.Is(e, apply.ErrNotOwned) {
+			left = append(left, ae.Object)
+			continue
+		}
+		rest = append(rest, e)
+	}
+	return left, errors.Join(rest...)
 }

@@ -20,7 +20,7 @@ import (
 // release as its tenant.
 func TestAPlantedSnapshotIsNeverLoaded(t *testing.T) {
 	f := newFixture(t)
-	cfg := installChart(t)
+	cfg := installChart(t, f.ns)
 	f.tenant("tenant")
 	f.configMap("src", map[string]string{"config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  v: \"1\"\n"})
 	f.start(nil, cfg)

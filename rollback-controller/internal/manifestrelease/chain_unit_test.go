@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/apply"
 	"github.com/sluicehq/sluice/pkg/manifest"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
 func TestLinkSnapshot(t *testing.T) {

@@ -126,11 +126,12 @@ func buildController(tb testing.TB) string {
 	return bin
 }
 
-// runControllerProcess runs the controller binary against the control plane, watching only ns.
+// runControllerProcess runs the controller binary against the control plane, watching only ns,
+// in cluster-wide mode (as startController does: the test is about crashes, not identities).
 func runControllerProcess(tb testing.TB, bin, ns, cacheDir string, log *os.File) *exec.Cmd {
 	tb.Helper()
 	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig, "--leader-elect=false", "--namespace", ns,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--default-service-account=",
 		"--manifest-git-cache-dir", cacheDir, "--release-recheck-interval", "1s")
 	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(tb, cmd.Start())

@@ -24,6 +24,8 @@ func decideUpgradeOp(o *observation) step {
 		return step{Name: "apply snapshot", Act: actApplyVersion, Objects: t.Objects}
 	case f.Applied.Failure != nil:
 		return upgradeFailed(o, *f.Applied.Failure)
+	case !f.Applied.Healthy:
+		return step{Name: "wait for health", Act: actAwaitVersion, Objects: t.Objects}
 	case f.Tested == nil:
 		return step{Name: "test", Act: actTest}
 	case f.Tested.Result == rollbackv1.TestFailed && !mr.Spec.Test.IgnoreFailures:
@@ -108,7 +110,7 @@ func upgradeFailed(o *observation, why failed) step {
 }
 
 // testResult is what the tests of this reconcile found; NotRun when they did not run.
-func testResult(f found) (rollbackv1.TestResult, string) {
+func testResult(f findings) (rollbackv1.TestResult, string) {
 	if f.Tested == nil {
 		return rollbackv1.TestNotRun, ""
 	}
@@ -116,7 +118,7 @@ func testResult(f found) (rollbackv1.TestResult, string) {
 }
 
 // testCounts counts a test run that passed or failed.
-func testCounts(f found) []count {
+func testCounts(f findings) []count {
 	switch result, _ := testResult(f); result {
 	case rollbackv1.TestPassed:
 		return []count{{"tests", "passed"}}
@@ -172,6 +174,8 @@ func decideRollbackOp(o *observation) step {
 		return s
 	case f.Rolled.Refused != nil:
 		return abandonRollback(o, fmt.Sprintf("the rollback to %s was refused: %v", describe(op.Version, op.Number), f.Rolled.Refused))
+	case !f.Rolled.Settled:
+		return step{Name: "wait for health", Act: actAwaitRollback, Objects: t.Objects}
 	}
 	return finishRollback(o)
 }
@@ -224,29 +228,4 @@ func abandonRollback(o *observation, message string) step {
 			st.LastAttemptFailed = true
 			conditions.MarkStalled(&st.Conditions, gen, ReasonRollbackFailed, message)
 		}}
-}
-
-func toInventory(refs []manifest.Ref) []rollbackv1.InventoryEntry {
-	out := make([]rollbackv1.InventoryEntry, len(refs))
-	for i, r := range refs {
-		out[i] = rollbackv1.InventoryEntry{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-	}
-	return out
-}
-
-// union is every object of a and b, identified as pkg/manifest does, b's version winning.
-func union(a, b []manifest.Ref) []manifest.Ref {
-	seen := map[string]int{}
-	var out []manifest.Ref
-	for _, list := range [][]manifest.Ref{a, b} {
-		for _, r := range list {
-			if i, ok := seen[r.ID()]; ok {
-				out[i] = r
-				continue
-			}
-			seen[r.ID()] = len(out)
-			out = append(out, r)
-		}
-	}
-	return out
 }

@@ -111,11 +111,24 @@ var operationCases = []decideCase{{
 	name: "applied and healthy: the tests run",
 	obs: func() *observation {
 		o := upgrading(1)
-		o.Found.Applied = &applied{}
+		o.Found.Applied = &applied{Healthy: true}
 		return o
 	},
 	check: func(t *testing.T, _ *observation, s step) {
 		assert.Equal(t, actTest, s.Act)
+		assert.Nil(t, s.Status)
+	},
+}, {
+	name: "applied, not yet healthy: a look at health, the worker given back in between, nothing written",
+	obs: func() *observation {
+		o := upgrading(1)
+		o.Found.Applied = &applied{At: decideNow}
+		return o
+	},
+	check: func(t *testing.T, o *observation, s step) {
+		assert.Equal(t, actAwaitVersion, s.Act)
+		assert.Equal(t, o.Op.Objects, s.Objects)
+		assert.False(t, s.Done)
 		assert.Nil(t, s.Status)
 	},
 }, {
@@ -166,7 +179,7 @@ var operationCases = []decideCase{{
 	obs: func() *observation {
 		o := upgrading(1)
 		o.Release.Spec.Test = &rollbackv1.ReleaseTest{Enable: true}
-		o.Found.Applied, o.Found.Tested = &applied{}, &tested{Result: rollbackv1.TestFailed, Message: "test Job smoke failed"}
+		o.Found.Applied, o.Found.Tested = &applied{Healthy: true}, &tested{Result: rollbackv1.TestFailed, Message: "test Job smoke failed"}
 		return o
 	},
 	check: func(t *testing.T, o *observation, s step) {
@@ -181,7 +194,7 @@ var operationCases = []decideCase{{
 		o := upgrading(1)
 		o.Release.Spec.Test = &rollbackv1.ReleaseTest{Enable: true, IgnoreFailures: true}
 		o.Release.Status.Inventory = append(o.Release.Status.Inventory, rollbackv1.InventoryEntry{Version: "v1", Kind: "ConfigMap", Namespace: "team", Name: "old"})
-		o.Found.Applied, o.Found.Tested = &applied{}, &tested{Result: rollbackv1.TestFailed, Message: "test Job smoke failed"}
+		o.Found.Applied, o.Found.Tested = &applied{Healthy: true}, &tested{Result: rollbackv1.TestFailed, Message: "test Job smoke failed"}
 		return o
 	},
 	check: func(t *testing.T, _ *observation, s step) {
@@ -193,7 +206,7 @@ var operationCases = []decideCase{{
 	obs: func() *observation {
 		o := upgrading(1)
 		o.Release.Status.Conditions = []metav1.Condition{{Type: rollbackv1.ConditionRolledBack, Status: metav1.ConditionTrue}}
-		o.Found.Applied, o.Found.Tested = &applied{}, &tested{Result: rollbackv1.TestPassed, Message: "tests passed: Job/smoke"}
+		o.Found.Applied, o.Found.Tested = &applied{Healthy: true}, &tested{Result: rollbackv1.TestPassed, Message: "tests passed: Job/smoke"}
 		o.Found.Pruned = &pruned{KeptNumbers: []int64{1, 2}, Message: "; pruned 1 objects", Events: []event{warning(ReasonPruneFailed, "x")}}
 		return o
 	},
@@ -247,10 +260,23 @@ var operationCases = []decideCase{{
 		assert.NotNil(t, after(o, s).Operation)
 	},
 }, {
+	name: "a rollback applied waits for health before it is reported",
+	obs: func() *observation {
+		o := rollingBack(rollbackv1.ActionRollback)
+		o.Found.Rolled = &rolled{At: decideNow}
+		return o
+	},
+	check: func(t *testing.T, o *observation, s step) {
+		assert.Equal(t, actAwaitRollback, s.Act)
+		assert.Equal(t, o.Op.Objects, s.Objects)
+		assert.False(t, s.Done)
+		assert.Nil(t, s.Status)
+	},
+}, {
 	name: "a rollback done is RolledBack, and Stalled until the source changes",
 	obs: func() *observation {
 		o := rollingBack(rollbackv1.ActionRollback)
-		o.Found.Rolled = &rolled{}
+		o.Found.Rolled = &rolled{Settled: true}
 		return o
 	},
 	check: func(t *testing.T, o *observation, s step) {
@@ -265,7 +291,7 @@ var operationCases = []decideCase{{
 	name: "a rollback by hand that is healthy is Ready, and holds the version left",
 	obs: func() *observation {
 		o := rollingBack(rollbackv1.ActionManualRollback)
-		o.Found.Rolled = &rolled{}
+		o.Found.Rolled = &rolled{Settled: true}
 		return o
 	},
 	check: func(t *testing.T, o *observation, s step) {

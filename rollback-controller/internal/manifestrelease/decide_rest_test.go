@@ -225,6 +225,35 @@ var restCases = []decideCase{{
 		assert.Equal(t, "rolling back by hand to v1 (snapshot 1)", cond(t, st, conditions.Reconciling).Message)
 	},
 }, {
+	name: "a rollback asked for after a first install that failed is refused: nothing was deployed to roll back from",
+	obs: func() *observation {
+		o := held(func(mr *rollbackv1.ManifestRelease) {
+			mr.Status.UpgradeNumber, mr.Status.DeployedVersion, mr.Status.DeployedDigest, mr.Status.Inventory = 0, "", "", nil
+			mr.Status.LastAttemptFailed, mr.Status.LastAttemptedVersion = true, "v1"
+			mr.Status.History = []rollbackv1.ReleaseHistoryEntry{{Number: 1, Action: rollbackv1.ActionUpgrade, Version: "v1", Digest: "d1", Message: "test smoke failed"}}
+			conditions.MarkStalled(&mr.Status.Conditions, 4, ReasonInstallFailed, "v1 (snapshot 1) failed")
+			mr.Annotations = map[string]string{rollbackv1.RollbackToAnnotation: "1"}
+		})
+		// Snapshot 1 exists: it is what the failed install applied.
+		o.Ask = &rollbackAsk{Value: "1", Number: 1, Info: snapshot.Info{Digest: "d1", Annotations: map[string]string{rollbackv1.VersionAnnotation: "v1"}}}
+		return o
+	},
+	check: func(t *testing.T, o *observation, s step) {
+		assert.True(t, s.Done)
+		assert.False(t, s.Operating)
+		assert.Equal(t, []string{"Warning RollbackRefused"}, reasonsOf(s.Events))
+		assert.Equal(t, "cannot roll back to snapshot 1: no version of this release was ever deployed, so there is nothing to roll back from; "+
+			"its first install, v1, failed and stays as it is. Change the source or spec.version to install a version that works", s.Events[0].Message)
+		st := after(o, s)
+		assert.Nil(t, st.Operation)
+		assert.Equal(t, "1", st.LastHandledRollback)
+		assert.Zero(t, st.UpgradeNumber)
+		assert.Equal(t, metav1.ConditionFalse, cond(t, st, conditions.Ready).Status)
+		assert.Equal(t, ReasonInstallFailed, cond(t, st, conditions.Ready).Reason)
+		assert.Nil(t, conditions.Get(st.Conditions, rollbackv1.ConditionRolledBack))
+		assert.Equal(t, ReasonInstallFailed, cond(t, st, conditions.Stalled).Reason)
+	},
+}, {
 	name: "a rollback request taken away is forgotten",
 	obs: func() *observation {
 		o := withSource(held(func(mr *rollbackv1.ManifestRelease) { mr.Status.LastHandledRollback = "1" }), "d1")

@@ -25,7 +25,7 @@ import (
 // chart's ServiceAccount, which may delete no object of a release itself.
 func TestDeletingAReleaseFollowsPrune(t *testing.T) {
 	f := newFixture(t)
-	cfg := installChart(t)
+	cfg := installChart(t, f.ns)
 	f.tenant("tenant")
 	no := false
 	for _, name := range []string{"pruned", "kept", "stuck"} {

@@ -110,6 +110,10 @@ func startControllerWith(t testing.TB, cfg *rest.Config, ns string, mutateOpts f
 	require.NoError(t, err)
 	rcfg := setup.Defaults()
 	rcfg.ManifestGitCacheDir, rcfg.ReleaseRecheck = t.TempDir(), 500*time.Millisecond
+	// Cluster-wide mode: these tests are about what a release does, so a release that names no
+	// ServiceAccount acts with the controller's rights. The tests of who a release acts as set
+	// the ServiceAccount, or the binary's default, themselves.
+	rcfg.DefaultServiceAccount = ""
 	if mutate != nil {
 		mutate(&rcfg)
 	}

@@ -6,94 +6,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/manifest"
 	"github.com/sluicehq/sluice/pkg/snapshot"
-	"github.com/sluicehq/sluice/pkg/suspend"
 )
-
-// observation is everything a step is decided from. One reconcile keeps it from step to step:
-// observe reads what the next decision needs and is not known yet, and each act adds what it
-// found to Found.
-type observation struct {
-	// Release is the release as stored, after the reconcile's last write.
-	Release *rollbackv1.ManifestRelease
-	Suspend suspend.State
-	Now     time.Time
-	// Actor names the identity the release acts as, for messages.
-	Actor string
-
-	// Read at the first look at a release with no operation recorded, in this order; the first
-	// that settles the step leaves the rest unread.
-	SpecErr error
-	Ask     *rollbackAsk
-	Source  *sourceRead
-	Upgrade *upgradePlan
-
-	// Op is the snapshot the recorded operation applies.
-	Op *opTarget
-	// DeletionProblem is a right the identity lacks to delete the objects of a deleted release.
-	DeletionProblem *problem
-	deletionChecked bool
-
-	Found found
-}
-
-// sourceRead is the source as read, parsed and measured.
-type sourceRead struct {
-	Fetched Fetched
-	// Err is a source that cannot be read, with what to do about it.
-	Err        *SourceError
-	Digest     string
-	DigestErr  error
-	Objects    []*unstructured.Unstructured
-	PrepareErr error
-}
-
-// upgradePlan is what an upgrade to the source would do, and what stops it before it starts.
-type upgradePlan struct {
-	Number   int64
-	Objects  []*unstructured.Unstructured
-	Refs     []manifest.Ref
-	Previous []manifest.Ref
-	// Stale are the objects of the inventory the new version drops, when pruning.
-	Stale   []manifest.Ref
-	Problem *problem
-	// Adopt are live objects the release takes over, with their owners' leave.
-	Adopt []*unstructured.Unstructured
-}
-
-// opTarget is the snapshot the recorded operation applies, prepared, and for a rollback what it
-// changes and what stops it.
-type opTarget struct {
-	Number     int64
-	Objects    []*unstructured.Unstructured
-	LoadErr    error
-	PrepareErr error
-	// Target, Stale and Missing: a rollback's objects, those only the version left had, and
-	// whether the target has objects the inventory does not.
-	Target  []manifest.Ref
-	Stale   []manifest.Ref
-	Missing bool
-	Problem *problem
-}
-
-// rollbackAsk is a rollback-to annotation not yet acted on.
-type rollbackAsk struct {
-	Value  string
-	Number int64
-	// Refused says why the request cannot be carried out before any snapshot is read.
-	Refused string
-	LoadErr error
-	Info    snapshot.Info
-	Files   []snapshot.File
-	// Kept lists the snapshots that exist, for a refusal.
-	Kept string
-}
 
 // observe reads what the next decision needs and is not read yet.
 func (r *Reconciler) observe(ctx context.Context, o *observation) error {

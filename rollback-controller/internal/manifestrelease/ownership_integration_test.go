@@ -25,7 +25,7 @@ func configMapYAML(name, value string) string {
 // under the release's next name is not adopted: SnapshotNameTaken, and it stays.
 func TestReleasesTakeOverOnlyWhatTheyAreGiven(t *testing.T) {
 	f := newFixture(t)
-	cfg := installChart(t)
+	cfg := installChart(t, f.ns)
 	f.tenant("tenant")
 	_, err := env.Kube.CoreV1().ConfigMaps(f.ns).Create(f.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"},
 		Data: map[string]string{"v": "by hand"}}, metav1.CreateOptions{})

@@ -12,36 +12,36 @@
 //     written), then its Events and metrics once that write landed, then its act, whose findings
 //     the next decision reads.
 //
-// An operation runs within one reconcile. The step that records it writes the status before it
-// acts, so a crash at any point resumes from what the status records.
+// Each reconcile carries out one step and asks for the next, so an operation of hundreds of
+// objects, or one waiting for health, never holds a worker from start to end. The step that
+// records an operation writes the status before it acts, so a crash at any point resumes from
+// what the status records.
 package manifestrelease
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/apply"
 	"github.com/sluicehq/sluice/pkg/manifest"
-	"github.com/sluicehq/sluice/pkg/runtime/controller"
-	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/snapshot"
-	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
-// Reconciler reconciles ManifestReleases. An operation (an upgrade with its tests, or a
-// rollback) runs within one reconcile, holding one worker until it ends.
+// Reconciler reconciles ManifestReleases, one step per reconcile.
 type Reconciler struct {
 	Releases  rollbacklisters.ManifestReleaseLister
 	Client    sluice.Interface
@@ -67,70 +67,11 @@ type Reconciler struct {
 	// Log records upgrades, test results and rollbacks (INFO) and failures (ERROR).
 	Log *slog.Logger
 
+	// Progress keeps what the steps of each release found until its next step.
+	Progress *Progress
+
 	// reviewer asks what the identity a release acts as may do (set by actingFor).
 	reviewer apply.Reviewer
-}
-
-// Reconcile converges one ManifestRelease, keyed "namespace/name".
-func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
-	l, found, err := reconcile.Load(key, r.getLive(ctx), func(mr *rollbackv1.ManifestRelease) bool { return mr.Spec.Suspend })
-	if err != nil {
-		return controller.Result{}, err
-	}
-	if !found {
-		ns, name, _ := cache.SplitMetaNamespaceKey(key)
-		r.Metrics.Forget(ns, name)
-		r.SourceWatches.Forget(key)
-		return controller.Result{}, nil
-	}
-	return r.sync(ctx, l.Next, l.Suspend)
-}
-
-// maxSteps bounds the steps of one reconcile; the longest, a failed upgrade rolled back, takes
-// nine.
-const maxSteps = 16
-
-// sync observes, decides and applies, one step after another, until a step ends the reconcile.
-// An operation (an upgrade with its tests, or a rollback) runs within one reconcile, holding one
-// worker until it ends; an error leaves it recorded, and the next reconcile resumes it.
-func (r *Reconciler) sync(ctx context.Context, mr *rollbackv1.ManifestRelease, suspended suspend.State) (controller.Result, error) {
-	acting, err := r.actingFor(mr)
-	if err != nil {
-		return controller.Result{}, err
-	}
-	o := &observation{Release: mr, Suspend: suspended, Actor: acting.reviewer.User}
-	for range maxSteps {
-		if err := acting.observe(ctx, o); err != nil {
-			return acting.failed(o, "observe", err)
-		}
-		next := decide(o)
-		if err := acting.apply(ctx, o, next); err != nil {
-			return acting.failed(o, next.Name, err)
-		}
-		if next.Done {
-			return controller.Result{RequeueAfter: next.Requeue}, nil
-		}
-	}
-	return controller.Result{}, fmt.Errorf("ManifestRelease %s/%s took more than %d steps in one reconcile", mr.Namespace, mr.Name, maxSteps)
-}
-
-// failed logs a reconcile that failed, at ERROR, and returns its error to be retried with
-// backoff; a recorded operation stays, to be resumed.
-func (r *Reconciler) failed(o *observation, step string, err error) (controller.Result, error) {
-	r.logger().Error("reconcile failed; retrying with backoff", logAttrs(o.Release, "step", step, "error", err)...)
-	return controller.Result{}, err
-}
-
-// getLive reads a release the cache still has from the API server: the cache may not hold this
-// controller's last status write yet, and acting on an older status could repeat an operation
-// that ended.
-func (r *Reconciler) getLive(ctx context.Context) func(namespace, name string) (*rollbackv1.ManifestRelease, error) {
-	return func(namespace, name string) (*rollbackv1.ManifestRelease, error) {
-		if _, err := r.Releases.ManifestReleases(namespace).Get(name); err != nil {
-			return nil, err
-		}
-		return r.Client.RollbackV1alpha1().ManifestReleases(namespace).Get(ctx, name, metav1.GetOptions{})
-	}
 }
 
 func validateSpec(mr *rollbackv1.ManifestRelease) error {
@@ -140,21 +81,6 @@ func validateSpec(mr *rollbackv1.ManifestRelease) error {
 		}
 	}
 	return snapshot.ValidateMeta(snapshot.Meta{Release: mr.Name, Number: 1})
-}
-
-// rollbackRequest returns a rollback-to annotation value not yet acted on.
-func rollbackRequest(mr *rollbackv1.ManifestRelease) (string, bool) {
-	value, ok := mr.Annotations[rollbackv1.RollbackToAnnotation]
-	return value, ok && value != mr.Status.LastHandledRollback
-}
-
-// ownerLabels mark the objects of mr; tests adds the test label.
-func ownerLabels(mr *rollbackv1.ManifestRelease, tests bool) map[string]string {
-	labels := map[string]string{rollbackv1.ReleaseNameLabel: mr.Name, rollbackv1.ReleaseNamespaceLabel: mr.Namespace}
-	if tests {
-		labels[rollbackv1.TestLabel] = "true"
-	}
-	return labels
 }
 
 // prepare parses files into objects in apply order, namespaced into the target namespace.
@@ -172,9 +98,212 @@ func (r *Reconciler) prepare(mr *rollbackv1.ManifestRelease, files []snapshot.Fi
 	return manifest.Prepare(raw, manifest.ScopeFrom(r.Applier.Mapper, all), targetNamespace(mr))
 }
 
-func targetNamespace(mr *rollbackv1.ManifestRelease) string {
-	if mr.Spec.TargetNamespace != "" {
-		return mr.Spec.TargetNamespace
+// Identities gives each release the clients of the ServiceAccount it acts as, impersonated (as
+// Flux's kustomize-controller does with spec.serviceAccountName), so that a release can do in the
+// cluster only what its ServiceAccount may: the controller's own rights are not lent to tenants.
+type Identities struct {
+	// Config is the controller's own; impersonating configs are copies of it.
+	Config *rest.Config
+	// DefaultServiceAccount is the ServiceAccount of a release that names none
+	// (--default-service-account). Empty lets such a release act with the controller's own rights.
+	DefaultServiceAccount string
+
+	mu      sync.Mutex
+	clients map[string]*identityClients
+}
+
+// identityClients are the clients of one impersonated ServiceAccount, kept for the next
+// reconcile: client-go shares the TLS transport underneath, so they cost little.
+type identityClients struct {
+	kube    kubernetes.Interface
+	sluice  sluice.Interface
+	dynamic dynamic.Interface
+}
+
+// ServiceAccountOf is the ServiceAccount mr acts as, "" for the controller's own rights.
+func (ids *Identities) ServiceAccountOf(mr *rollbackv1.ManifestRelease) string {
+	if mr.Spec.ServiceAccountName != "" {
+		return mr.Spec.ServiceAccountName
 	}
-	return mr.Namespace
+	if ids == nil {
+		return ""
+	}
+	return ids.DefaultServiceAccount
+}
+
+func (ids *Identities) clientsFor(namespace, serviceAccount string) (*identityClients, error) {
+	key := namespace + "/" + serviceAccount
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	if c, ok := ids.clients[key]; ok {
+		return c, nil
+	}
+	cfg := rest.CopyConfig(ids.Config)
+	// The API server adds the ServiceAccount's groups itself when no group is named, so the
+	// controller needs impersonate on serviceaccounts only, not on groups.
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", namespace, serviceAccount)}
+	c := &identityClients{}
+	var err error
+	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.sluice, err = sluice.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if ids.clients == nil {
+		ids.clients = map[string]*identityClients{}
+	}
+	ids.clients[key] = c
+	return c, nil
+}
+
+// actingFor returns a copy of the reconciler whose every read and write of the cluster on behalf
+// of mr (source, snapshots, apply, tests, waits, prune, rollback) goes through the clients of
+// the ServiceAccount mr acts as. Status writes, Events and metrics stay the controller's own.
+func (r *Reconciler) actingFor(mr *rollbackv1.ManifestRelease) (*Reconciler, error) {
+	acting := *r
+	// Snapshots are bound to this release's UID: a Secret it did not write is never read,
+	// reused or deleted.
+	var owned snapshot.Store
+	if r.Snapshots != nil {
+		owned = *r.Snapshots
+	}
+	owned.Owner = mr.UID
+	// And to the digest chain its status records, which only this controller writes: a
+	// Secret that claims the release's UID but holds other manifests is not its snapshot.
+	owned.Digests = chainDigests(mr.Status)
+	acting.Snapshots = &owned
+	sa := r.Identities.ServiceAccountOf(mr)
+	if sa == "" {
+		if r.Kube != nil {
+			acting.reviewer = apply.Reviewer{Reviews: r.Kube.AuthorizationV1().SelfSubjectAccessReviews(), User: "the rollback-controller"}
+		}
+		return &acting, nil
+	}
+	if r.Identities == nil || r.Identities.Config == nil {
+		return nil, fmt.Errorf("release names ServiceAccount %q but the controller was started without a config to impersonate it", sa)
+	}
+	c, err := r.Identities.clientsFor(mr.Namespace, sa)
+	if err != nil {
+		return nil, err
+	}
+	sources := *r.Sources
+	sources.Kube, sources.Sluice = c.kube, c.sluice
+	snapshots := owned
+	snapshots.Client = c.kube.CoreV1()
+	applier := *r.Applier
+	applier.Dynamic = c.dynamic
+	acting.Kube, acting.Sources, acting.Snapshots, acting.Applier = c.kube, &sources, &snapshots, &applier
+	acting.reviewer = apply.Reviewer{Reviews: c.kube.AuthorizationV1().SelfSubjectAccessReviews(),
+		User: fmt.Sprintf("ServiceAccount %s/%s", mr.Namespace, sa)}
+	return &acting, nil
+}
+
+func (r *Reconciler) logger() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
+}
+
+// Metrics of ManifestReleases.
+type Metrics struct {
+	// Upgrades counts finished upgrades by result: succeeded, rolled_back or failed (nothing to
+	// roll back to).
+	Upgrades *prometheus.CounterVec
+	// Tests counts test runs by result: passed or failed.
+	Tests *prometheus.CounterVec
+	// Rollbacks counts finished rollbacks by trigger: automatic or manual.
+	Rollbacks *prometheus.CounterVec
+	// SnapshotBytes is the size of the newest snapshot, compressed (what the Secrets hold) and
+	// uncompressed.
+	SnapshotBytes *prometheus.GaugeVec
+	// SnapshotSecrets is how many Secrets the newest snapshot takes.
+	SnapshotSecrets *prometheus.GaugeVec
+}
+
+// NewMetrics registers the metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Upgrades: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_manifestrelease_upgrades_total",
+			Help: "Finished ManifestRelease upgrades by result (succeeded, rolled_back, failed).",
+		}, []string{"namespace", "name", "result"}),
+		Tests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_manifestrelease_tests_total",
+			Help: "ManifestRelease test runs by result (passed, failed).",
+		}, []string{"namespace", "name", "result"}),
+		Rollbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_manifestrelease_rollbacks_total",
+			Help: "Finished ManifestRelease rollbacks by trigger (automatic, manual).",
+		}, []string{"namespace", "name", "trigger"}),
+		SnapshotBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_manifestrelease_snapshot_bytes",
+			Help: "Size of the newest snapshot of a ManifestRelease, compressed or uncompressed.",
+		}, []string{"namespace", "name", "encoding"}),
+		SnapshotSecrets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_manifestrelease_snapshot_secrets",
+			Help: "Secrets taken by the newest snapshot of a ManifestRelease.",
+		}, []string{"namespace", "name"}),
+	}
+	reg.MustRegister(m.Upgrades, m.Tests, m.Rollbacks, m.SnapshotBytes, m.SnapshotSecrets)
+	return m
+}
+
+// Forget drops the series of a deleted release.
+func (m *Metrics) Forget(namespace, name string) {
+	labels := prometheus.Labels{"namespace": namespace, "name": name}
+	m.Upgrades.DeletePartialMatch(labels)
+	m.Tests.DeletePartialMatch(labels)
+	m.Rollbacks.DeletePartialMatch(labels)
+	m.SnapshotBytes.DeletePartialMatch(labels)
+	m.SnapshotSecrets.DeletePartialMatch(labels)
+}
+
+// count increments the counter c names for mr.
+func (m *Metrics) count(mr *rollbackv1.ManifestRelease, c count) {
+	vec := map[string]*prometheus.CounterVec{"upgrades": m.Upgrades, "tests": m.Tests, "rollbacks": m.Rollbacks}[c.Metric]
+	if vec != nil {
+		vec.WithLabelValues(mr.Namespace, mr.Name, c.Value).Inc()
+	}
+}
+
+// Progress keeps, between the reconciles of each release, the observation its earlier steps
+// built: the source read, the snapshot loaded, what the acts found. It lives only in this
+// process; what must survive a crash is in the status.
+type Progress struct {
+	mu      sync.Mutex
+	pending map[string]*observation
+}
+
+// NewProgress keeps nothing yet.
+func NewProgress() *Progress { return &Progress{pending: map[string]*observation{}} }
+
+// take hands out, once, the observation kept for key, if the release still holds the status
+// the last step left; it then sees mr, with any change to its spec or metadata since.
+func (p *Progress) take(key string, mr *rollbackv1.ManifestRelease) *observation {
+	p.mu.Lock()
+	o := p.pending[key]
+	delete(p.pending, key)
+	p.mu.Unlock()
+	if o == nil || o.Release.UID != mr.UID || !equality.Semantic.DeepEqual(o.Release.Status, mr.Status) {
+		return nil
+	}
+	o.Release = mr
+	return o
+}
+
+func (p *Progress) forget(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.pending, key)
+}
+
+func (p *Progress) remember(key string, o *observation) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pending[key] = o
 }

@@ -26,11 +26,11 @@ import (
 	"github.com/sluicehq/sluice/api/generated/clientset/versioned/fake"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/apply"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/runtime/reconcile/reconciletest"
 	"github.com/sluicehq/sluice/pkg/snapshot"
 	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
 var releases = rollbackv1.SchemeGroupVersion.WithResource("manifestreleases")
@@ -54,7 +54,8 @@ func newUnitRig(t *testing.T, mr *rollbackv1.ManifestRelease) *unitRig {
 	g.r = &Reconciler{
 		Releases: rollbacklisters.NewManifestReleaseLister(g.cache), Client: g.client, Recorder: g.events,
 		Metrics: NewMetrics(prometheus.NewRegistry()), StalledRecheck: time.Minute,
-		Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)),
+		Clock:    clocktesting.NewFakePassiveClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)),
+		Progress: NewProgress(),
 	}
 	return g
 }
@@ -75,10 +76,18 @@ func badFilter(mr *rollbackv1.ManifestRelease) {
 	mr.Spec.Test = &rollbackv1.ReleaseTest{Enable: true, Filters: []rollbackv1.TestFilter{{Name: "smoke-["}}}
 }
 
+// reconcile runs the reconciles the release asks for, one step each, until its steps end, and
+// returns when the last one asks to look again.
 func (g *unitRig) reconcile() (time.Duration, error) {
 	g.t.Helper()
-	res, err := g.r.Reconcile(context.Background(), "team/web")
-	return res.RequeueAfter, err
+	for range maxSteps {
+		res, err := g.r.Reconcile(context.Background(), "team/web")
+		if err != nil || (res.RequeueAfter != nextStep && res.RequeueAfter != healthPoll) {
+			return res.RequeueAfter, err
+		}
+	}
+	g.t.Fatalf("the release took more than %d steps", maxSteps)
+	return 0, nil
 }
 
 func (g *unitRig) live() *rollbackv1.ManifestRelease {
@@ -198,9 +207,9 @@ func TestReleaseStatusSurvivesAConcurrentEdit(t *testing.T) {
 	assert.Len(t, reconciletest.Events(g.events), 1)
 }
 
-// One reconcile writes the status in steps from the copy it started with: here Ready for the
-// version deployed, then the refresh request handled. The second step lands on top of the first,
-// never in its place.
+// The steps of a release write the status from the copy the step before stored: here Ready for
+// the version deployed, then the refresh request handled. The second step lands on top of the
+// first, never in its place.
 func TestReleaseStepsWrittenFromOneCopyAllLand(t *testing.T) {
 	ctx := context.Background()
 	src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web-src", ResourceVersion: "7"},

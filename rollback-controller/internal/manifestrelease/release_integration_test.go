@@ -147,6 +147,36 @@ func TestFailedFirstInstallStaysAndIsHeld(t *testing.T) {
 	assert.Equal(t, []string{"ConfigMap/web-config", "Deployment/web"}, f.liveObjects("web"))
 }
 
+// A rollback by hand needs a deployed version to roll back from: after a first install that
+// failed there is none, so rollback-to=1 is refused, as it is on a release that runs snapshot 1,
+// and the release stays Stalled on the failed install rather than Ready and RolledBackByHand.
+func TestManualRollbackOfAFailedFirstInstallIsRefused(t *testing.T) {
+	f := newFixture(t)
+	f.setJobOutcome(func(*batchv1.Job) string { return "fail" })
+	f.configMap("tests", map[string]string{"smoke.yaml": smokeTest})
+	f.configMap("web-src", app("nginx:1.0"))
+	f.start(nil)
+	f.createRelease("web", rollbackv1.ManifestReleaseSpec{Source: configMapSource("web-src"), Version: "v1", Test: smokeTests(false), Timeout: seconds(60)})
+	f.waitRelease("web", "v1 failed", func(m *rollbackv1.ManifestRelease) bool {
+		return m.Status.LastAttemptFailed && m.Status.Operation == nil
+	})
+
+	f.annotate("web", rollbackv1.RollbackToAnnotation, "1")
+	mr := f.waitRelease("web", "the request for 1 handled", func(m *rollbackv1.ManifestRelease) bool { return m.Status.LastHandledRollback == "1" })
+	assert.Nil(t, mr.Status.Operation)
+	assert.Zero(t, mr.Status.UpgradeNumber)
+	assert.Empty(t, mr.Status.DeployedVersion)
+	assert.Equal(t, metav1.ConditionStatus("absent"), condition(mr, rollbackv1.ConditionRolledBack).Status, "nothing was rolled back")
+	assert.Equal(t, metav1.ConditionFalse, condition(mr, "Ready").Status)
+	assert.Equal(t, "InstallFailed", condition(mr, "Stalled").Reason)
+	// Events are recorded asynchronously, after the status write.
+	f.waitFor("the RollbackRefused Event", func() bool {
+		return strings.Contains(strings.Join(f.events("web"), "\n"),
+			"RollbackRefused: cannot roll back to snapshot 1: no version of this release was ever deployed, so there is nothing to roll back from; its first install, v1, failed")
+	})
+	assert.Zero(t, f.metric("sluice_manifestrelease_rollbacks_total", "web", "trigger", "manual"))
+}
+
 func (f *fixture) patchVersion(name, version string) {
 	f.t.Helper()
 	_, err := testenv.Update(f.ctx, env.Sluice.RollbackV1alpha1().ManifestReleases(f.ns), name, func(mr *rollbackv1.ManifestRelease) {

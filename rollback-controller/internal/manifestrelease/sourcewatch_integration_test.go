@@ -20,7 +20,7 @@ import (
 // the watch is the tenant's, impersonated.
 func TestAMissingSourceConfigMapWakesTheReleaseWhenCreated(t *testing.T) {
 	f := newFixture(t)
-	cfg := installChart(t)
+	cfg := installChart(t, f.ns)
 	f.tenant("tenant")
 	f.createRelease("web", rollbackv1.ManifestReleaseSpec{Source: configMapSource("web-src"), ServiceAccountName: "tenant",
 		Interval: &metav1.Duration{Duration: time.Hour}})

@@ -1,70 +1,18 @@
 package manifestrelease
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/manifest"
-	"github.com/sluicehq/sluice/pkg/runtime/reconcile"
 	"github.com/sluicehq/sluice/pkg/text"
 )
-
-// releaseStatus writes ManifestRelease status, which is this controller's alone. A reconcile
-// writes it step by step (the operation recorded, then its result), each from the release the
-// write before stored; on a conflict (someone editing the spec or metadata meanwhile) a step's
-// change is applied again to the live release, so no step is lost to another.
-var releaseStatus = reconcile.StatusWriter[*rollbackv1.ManifestRelease, rollbackv1.ManifestReleaseStatus]{
-	Kind: "ManifestRelease", FieldManager: FieldManager,
-	Status: func(mr *rollbackv1.ManifestRelease) *rollbackv1.ManifestReleaseStatus { return &mr.Status },
-}
-
-// writeStatus is the one place the status is written: it applies change (with the generation it
-// observes), cuts its messages to fit, writes it unless nothing changed, and returns the release
-// as stored and whether it wrote.
-func (r *Reconciler) writeStatus(ctx context.Context, mr *rollbackv1.ManifestRelease, change statusChange) (*rollbackv1.ManifestRelease, bool, error) {
-	return releaseStatus.Change(ctx, r.Client.RollbackV1alpha1().ManifestReleases(mr.Namespace), mr, func(next *rollbackv1.ManifestRelease) {
-		st := &next.Status
-		change(st, next.Generation)
-		st.ObservedGeneration = next.Generation
-		for i := range st.Conditions {
-			st.Conditions[i].Message = conditionMessage(st.Conditions[i].Message)
-		}
-		for i := range st.History {
-			st.History[i].Message = conditionMessage(st.History[i].Message)
-		}
-		if st.Operation != nil {
-			st.Operation.Reason = conditionMessage(st.Operation.Reason)
-		}
-	})
-}
-
-// announce makes the Events and metrics of a step whose write landed, on the release as stored.
-// Each Event is logged too: Normal ones (upgrades, test results, rollbacks) at INFO, Warnings
-// (failures) at ERROR, with the release, the version and the snapshot number.
-func (r *Reconciler) announce(mr *rollbackv1.ManifestRelease, s step) {
-	for _, e := range s.Events {
-		e.Message = eventMessage(e.Message)
-		r.Recorder.Event(mr, e.Type, e.Reason, e.Message)
-		if e.Type == corev1.EventTypeWarning {
-			r.logger().Error(e.Message, logAttrs(mr, "reason", e.Reason)...)
-		} else {
-			r.logger().Info(e.Message, logAttrs(mr, "reason", e.Reason)...)
-		}
-	}
-	for _, c := range s.Counts {
-		r.Metrics.count(mr, c)
-	}
-	if info := s.Snapshot; info != nil {
-		r.Metrics.SnapshotBytes.WithLabelValues(mr.Namespace, mr.Name, "compressed").Set(float64(info.CompressedSize))
-		r.Metrics.SnapshotBytes.WithLabelValues(mr.Namespace, mr.Name, "uncompressed").Set(float64(info.Size))
-		r.Metrics.SnapshotSecrets.WithLabelValues(mr.Namespace, mr.Name).Set(float64(info.Chunks))
-	}
-}
 
 // logAttrs names the release, and the version and snapshot number it is at or moving to.
 func logAttrs(mr *rollbackv1.ManifestRelease, more ...any) []any {
@@ -73,13 +21,6 @@ func logAttrs(mr *rollbackv1.ManifestRelease, more ...any) []any {
 		return append(attrs, "action", op.Action, "version", op.Version, "snapshot", op.Number, "from", op.From)
 	}
 	return append(attrs, "version", mr.Status.DeployedVersion, "snapshot", mr.Status.UpgradeNumber)
-}
-
-func (r *Reconciler) logger() *slog.Logger {
-	if r.Log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return r.Log
 }
 
 func fromInventory(entries []rollbackv1.InventoryEntry) []manifest.Ref {
@@ -132,4 +73,201 @@ func nextNumber(st rollbackv1.ManifestReleaseStatus) int64 {
 
 func pruneEnabled(mr *rollbackv1.ManifestRelease) bool {
 	return mr.Spec.Prune == nil || *mr.Spec.Prune
+}
+
+// ReasonSnapshotNotInChain is a snapshot Secret whose digest is not the one status.snapshots
+// recorded for its number.
+const ReasonSnapshotNotInChain = "SnapshotNotInChain"
+
+// chainDigests is the digest each snapshot number of the chain holds, for snapshot.Store.Digests:
+// never nil, so a release that recorded no snapshot loads none. A release written before the
+// chain existed has none: its history, operation and deployed digest, which are status too and so
+// this controller's alone, stand in for it until its next upgrade records one.
+func chainDigests(st rollbackv1.ManifestReleaseStatus) map[int64]string {
+	digests := make(map[int64]string, len(st.Snapshots))
+	for _, l := range st.Snapshots {
+		digests[l.Number] = l.Digest
+	}
+	if len(st.Snapshots) > 0 {
+		return digests
+	}
+	for _, h := range st.History {
+		digests[h.Number] = h.Digest
+	}
+	if op := st.Operation; op != nil {
+		digests[op.Number] = op.Digest
+	}
+	if st.UpgradeNumber > 0 {
+		digests[st.UpgradeNumber] = st.DeployedDigest
+	}
+	return digests
+}
+
+// linkSnapshot records snapshot number with digest at the end of the chain, after the snapshot
+// recorded last, and keeps only the links of numbers the status still knows (keep).
+func linkSnapshot(links []rollbackv1.SnapshotLink, number int64, digest string, keep []int64) []rollbackv1.SnapshotLink {
+	links = keepLinks(links, keep)
+	links = slices.DeleteFunc(links, func(l rollbackv1.SnapshotLink) bool { return l.Number == number })
+	previous := ""
+	if len(links) > 0 {
+		previous = links[len(links)-1].Digest
+	}
+	return append(links, rollbackv1.SnapshotLink{Number: number, Digest: digest, Previous: previous})
+}
+
+// keepLinks is the chain without the links of snapshots no longer kept.
+func keepLinks(links []rollbackv1.SnapshotLink, keep []int64) []rollbackv1.SnapshotLink {
+	return slices.DeleteFunc(slices.Clone(links), func(l rollbackv1.SnapshotLink) bool { return !slices.Contains(keep, l.Number) })
+}
+
+// markNotInChain records that a snapshot Secret outside the chain was met and left alone.
+func markNotInChain(st *rollbackv1.ManifestReleaseStatus, generation int64, message string) {
+	conditions.Set(&st.Conditions, generation, rollbackv1.ConditionSnapshotsVerified, metav1.ConditionFalse, ReasonSnapshotNotInChain, conditionMessage(message))
+}
+
+// FieldManager writes ManifestRelease status and every object a release applies.
+const FieldManager = "rollback-controller"
+
+// Condition reasons and Event reasons.
+const (
+	ReasonInvalidSpec        = "InvalidSpec"
+	ReasonSourceNotFound     = "SourceNotFound"
+	ReasonSourceUnavailable  = "SourceUnavailable"
+	ReasonNoManifests        = "NoManifests"
+	ReasonInvalidManifests   = "InvalidManifests"
+	ReasonSnapshotTooLarge   = "SnapshotTooLarge"
+	ReasonUpgrading          = "Upgrading"
+	ReasonRollingBack        = "RollingBack"
+	ReasonDeployed           = "Deployed"
+	ReasonUpgradeSucceeded   = "UpgradeSucceeded"
+	ReasonUpgradeFailed      = "UpgradeFailed"
+	ReasonInstallFailed      = "InstallFailed"
+	ReasonRolledBack         = "RolledBack"
+	ReasonRolledBackByHand   = "RolledBackByHand"
+	ReasonRollbackFailed     = "RollbackFailed"
+	ReasonRollbackRefused    = "RollbackRefused"
+	ReasonHeld               = "VersionHeld"
+	ReasonTestsPassed        = "TestsPassed"
+	ReasonTestFailed         = "TestFailed"
+	ReasonTestsNotRun        = "TestsNotRun"
+	ReasonResumed            = "OperationResumed"
+	ReasonPruneFailed        = "PruneFailed"
+	ReasonSnapshotMissing    = "SnapshotMissing"
+	ReasonApplyFailed        = "ApplyFailed"
+	ReasonHealthCheckFailed  = "HealthCheckFailed"
+	ReasonUpgradeStarted     = "UpgradeStarted"
+	ReasonManualRollbackDone = "ManualRollback"
+)
+
+// ReasonForbidden is an operation the identity a release acts as may not carry out, or a
+// ServiceAccount the controller may not impersonate.
+const ReasonForbidden = "Forbidden"
+
+// ReasonSnapshotNameTaken is a snapshot Secret name held by a Secret this release did not write.
+const ReasonSnapshotNameTaken = "SnapshotNameTaken"
+
+// interval is spec.interval, or its default.
+func interval(mr *rollbackv1.ManifestRelease) time.Duration {
+	return durationOr(mr.Spec.Interval, 5*time.Minute)
+}
+
+func durationOr(d *metav1.Duration, fallback time.Duration) time.Duration {
+	if d == nil || d.Duration <= 0 {
+		return fallback
+	}
+	return d.Duration
+}
+
+func holdsFinalizer(mr *rollbackv1.ManifestRelease) bool {
+	return slices.Contains(mr.Finalizers, rollbackv1.ManifestReleaseFinalizer)
+}
+
+func normal(reason, message string) event {
+	return event{Type: corev1.EventTypeNormal, Reason: reason, Message: message}
+}
+
+func warning(reason, message string) event {
+	return event{Type: corev1.EventTypeWarning, Reason: reason, Message: message}
+}
+
+// rollbackRequest returns a rollback-to annotation value not yet acted on.
+func rollbackRequest(mr *rollbackv1.ManifestRelease) (string, bool) {
+	value, ok := mr.Annotations[rollbackv1.RollbackToAnnotation]
+	return value, ok && value != mr.Status.LastHandledRollback
+}
+
+// ownerLabels mark the objects of mr; tests adds the test label.
+func ownerLabels(mr *rollbackv1.ManifestRelease, tests bool) map[string]string {
+	labels := map[string]string{rollbackv1.ReleaseNameLabel: mr.Name, rollbackv1.ReleaseNamespaceLabel: mr.Namespace}
+	if tests {
+		labels[rollbackv1.TestLabel] = "true"
+	}
+	return labels
+}
+
+func targetNamespace(mr *rollbackv1.ManifestRelease) string {
+	if mr.Spec.TargetNamespace != "" {
+		return mr.Spec.TargetNamespace
+	}
+	return mr.Namespace
+}
+
+func toInventory(refs []manifest.Ref) []rollbackv1.InventoryEntry {
+	out := make([]rollbackv1.InventoryEntry, len(refs))
+	for i, r := range refs {
+		out[i] = rollbackv1.InventoryEntry{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+	}
+	return out
+}
+
+// union is every object of a and b, identified as pkg/manifest does, b's version winning.
+func union(a, b []manifest.Ref) []manifest.Ref {
+	seen := map[string]int{}
+	var out []manifest.Ref
+	for _, list := range [][]manifest.Ref{a, b} {
+		for _, r := range list {
+			if i, ok := seen[r.ID()]; ok {
+				out[i] = r
+				continue
+			}
+			seen[r.ID()] = len(out)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func ownerReference(mr *rollbackv1.ManifestRelease) *metav1.OwnerReference {
+	return &metav1.OwnerReference{APIVersion: rollbackv1.SchemeGroupVersion.String(), Kind: "ManifestRelease", Name: mr.Name, UID: mr.UID}
+}
+
+func notIn(all, some []manifest.Ref) []manifest.Ref {
+	skip := map[string]bool{}
+	for _, r := range some {
+		skip[r.ID()] = true
+	}
+	var out []manifest.Ref
+	for _, r := range all {
+		if !skip[r.ID()] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Reasons of the Event that says what the deletion of a release did with its objects.
+const (
+	ReasonObjectsDeleted = "ObjectsDeleted"
+	ReasonObjectsLeft    = "ObjectsLeft"
+)
+
+// deletingAction names what a deleted release does with its objects, in its conditions.
+const deletingAction = "deleting the objects of the deleted release"
+
+func filters(t *rollbackv1.ReleaseTest) []manifest.Filter {
+	out := make([]manifest.Filter, len(t.Filters))
+	for i, f := range t.Filters {
+		out[i] = manifest.Filter{Name: f.Name, Exclude: f.Exclude}
+	}
+	return out
 }

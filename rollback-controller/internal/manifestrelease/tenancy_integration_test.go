@@ -28,10 +28,12 @@ const chartNamespace = "sluice-system"
 // default: releases act as ServiceAccounts; Secrets readable by the controller nowhere), and
 // returns a config that authenticates as the chart's ServiceAccount with a token of its own. A
 // token rather than impersonation by the test's admin, so that the controller's own
-// impersonation of tenants is authorized by the chart's RBAC and nothing else.
-func installChart(t *testing.T) *rest.Config {
+// impersonation of tenants is authorized by the chart's RBAC and nothing else: the chart lets
+// it impersonate in the tenant namespace only.
+func installChart(t *testing.T, tenantNamespace string) *rest.Config {
 	t.Helper()
-	charts.InstallForTest(t, env, "rollback-controller", chartNamespace, "rollback-controller", "secretAccess.clusterWide=false")
+	charts.InstallForTest(t, env, "rollback-controller", chartNamespace, "rollback-controller", "secretAccess.clusterWide=false",
+		"manifestReleases.tenantNamespaces={"+tenantNamespace+"}")
 	return serviceAccountToken(t, chartNamespace, "rollback-controller")
 }
 
@@ -98,7 +100,7 @@ func forbidden(mr *rollbackv1.ManifestRelease) bool {
 // chart's ServiceAccount, which cannot read a Secret of any namespace.
 func TestTenantReleasesActWithTheirServiceAccountsRights(t *testing.T) {
 	f := newFixture(t)
-	cfg := installChart(t)
+	cfg := installChart(t, f.ns)
 	saClient, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	f.tenant("tenant")
@@ -162,7 +164,7 @@ func TestAReleaseWithoutServiceAccountCannotEscalateUnderTheBinarysDefaults(t *t
 	f := newFixture(t)
 	f.tenantRole("default")
 	f.configMap("admin-src", map[string]string{"crb.yaml": escalation})
-	f.start(nil)
+	f.start(func(c *setup.Config) { c.DefaultServiceAccount = setup.Defaults().DefaultServiceAccount })
 	f.createRelease("admin", rollbackv1.ManifestReleaseSpec{Source: configMapSource("admin-src")})
 
 	mr := f.waitRelease("admin", "the ClusterRoleBinding refused", forbidden)

@@ -76,6 +76,9 @@ func (r *Reconciler) merged(p *pass, mergeSHA string, when *metav1.Time, externa
 	msg := fmt.Sprintf("%s is back on dry %s (merge %s); dry %s is held from %s until a newer dry commit fixes it",
 		env, text.ShortSHA(st.TargetDrySHA), text.ShortSHA(mergeSHA), text.ShortSHA(st.BadDrySHA), env)
 	conditions.MarkReady(&st.Conditions, rc.Generation, "Merged", msg)
+	if r.FluxSources != nil {
+		p.announce(func() { r.FluxSources.Merged(rc) })
+	}
 	p.announce(func() {
 		by := ""
 		if external {

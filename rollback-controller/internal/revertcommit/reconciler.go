@@ -93,6 +93,11 @@ type Reconciler struct {
 	HistoryLimit   int
 	// Clock is the time: the manager's in a process, a fake one in tests.
 	Clock clock.PassiveClock
+	// FluxSources is told of each revert merged, once its status is written, and wakes the Flux
+	// sources of its branch (fluxsources); nil tells nothing.
+	FluxSources interface {
+		Merged(rc *rollbackv1alpha1.RevertCommit)
+	}
 }
 
 // stall is input a person must fix: reported as Stalled with its reason and message.

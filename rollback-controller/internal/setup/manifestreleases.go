@@ -7,7 +7,6 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/sluicehq/sluice/pkg/apply"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/health"
 	"github.com/sluicehq/sluice/pkg/health/cel"
@@ -15,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/handler"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/snapshot"
+	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 	"github.com/sluicehq/sluice/rollback-controller/internal/manifestrelease"
 )
 
@@ -61,6 +61,7 @@ func (w *wiring) addManifestReleases() error {
 		Log:            m.Log.With("controller", ManifestReleaseControllerName),
 		Identities:     &manifestrelease.Identities{Config: m.RESTConfig, DefaultServiceAccount: cfg.DefaultServiceAccount},
 		SourceWatches:  watches,
+		Progress:       manifestrelease.NewProgress(),
 	})
 	watches.Enqueue = c.Enqueue
 	m.AddRunnable(watches.Run)

@@ -30,7 +30,7 @@ func (w *wiring) addRevertCommits() error {
 	c := m.NewController(RevertCommitControllerName, &revertcommit.Reconciler{
 		Client: m.Sluice, RevertCommits: informer.Lister(), Strategies: strategies.Lister(), PullRequests: pi.PullRequests().Lister(), CommitStatuses: ci.CommitStatuses().Lister(),
 		Opener:   &scmgit.Opener{Kube: m.Kube, Repos: si.ScmRepositories().Lister(), Providers: si.ScmProviders().Lister(), Cache: cache},
-		Recorder: m.Recorder, Metrics: w.metrics, Log: m.Log, PeerCRDs: w.peerCRDs, Clock: m.Clock,
+		Recorder: m.Recorder, Metrics: w.metrics, Log: m.Log, PeerCRDs: w.peerCRDs, Clock: m.Clock, FluxSources: w.fluxSources,
 		PollInterval: cfg.PollInterval, StalledRecheck: cfg.StalledRecheck, HistoryLimit: revertcommit.DefaultHistoryLimit,
 	})
 	revertKind := schema.GroupKind{Group: rollbackv1alpha1.GroupName, Kind: "RevertCommit"}

@@ -7,8 +7,10 @@ import (
 
 	sluiceinformers "github.com/sluicehq/sluice/api/generated/informers/externalversions"
 	"github.com/sluicehq/sluice/pkg/crds"
+	"github.com/sluicehq/sluice/pkg/fluxwake"
 	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
+	"github.com/sluicehq/sluice/rollback-controller/internal/fluxsources"
 	"github.com/sluicehq/sluice/rollback-controller/internal/metrics"
 )
 
@@ -35,6 +37,8 @@ type wiring struct {
 	peers   sluiceinformers.SharedInformerFactory
 	kinds   *crdwatch.Kinds
 	metrics *metrics.Rollbacks
+	// fluxSources wakes the Flux sources of the branches reverts merge into.
+	fluxSources *fluxsources.Reverts
 }
 
 func newWiring(m *manager.Manager, cfg Config) (*wiring, error) {
@@ -42,12 +46,21 @@ func newWiring(m *manager.Manager, cfg Config) (*wiring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &wiring{
+	w := &wiring{
 		m: m, cfg: cfg,
 		peers:   sluiceinformers.NewSharedInformerFactoryWithOptions(m.Sluice, 0, sluiceinformers.WithNamespace(m.Options.Namespace)),
 		kinds:   kinds,
 		metrics: metrics.New(m.Metrics),
-	}, nil
+	}
+	waker, err := fluxwake.New(m.Dynamic, m.Metadata, m.Name, m.Log)
+	if err != nil {
+		return nil, err
+	}
+	m.WaitFor(waker.HasSynced)
+	m.AddServer(waker.Run)
+	w.fluxSources = &fluxsources.Reverts{Waker: waker,
+		Strategies: w.peers.Promoter().V1alpha1().PromotionStrategies().Lister(), Repositories: w.peers.Scm().V1alpha1().ScmRepositories().Lister()}
+	return w, nil
 }
 
 // peerCRDs reports whether every peer CRD is installed and its cache synced; when not, missing

@@ -1,5 +1,6 @@
 // Package plugin is the kubectl plugin `kubectl sluice`: its `ui` command runs the web UI on
-// this machine in local mode, with the caller's kubeconfig, and opens it in the browser.
+// this machine in local mode, with the caller's kubeconfig, and opens it in the browser; gate,
+// revert, release and promote make the UI's writes (pkg/actions) and show what the UI shows.
 package plugin
 
 import (
@@ -10,7 +11,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/sluicehq/sluice/gate-controller/gatecli"
 	"github.com/sluicehq/sluice/pkg/runtime/httpserve"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
@@ -21,13 +26,20 @@ import (
 const usage = `kubectl sluice: Sluice from kubectl.
 
 Commands:
-  ui    Run the Sluice web UI on this machine with your kubeconfig and open it in your browser.
-        Every action runs as you, as kubectl would. With --port-forward it opens the UI installed
-        in the cluster instead. kubectl sluice ui --help lists its flags.
+  ui       Run the Sluice web UI on this machine with your kubeconfig and open it in your browser.
+           Every action runs as you, as kubectl would. With --port-forward it opens the UI installed
+           in the cluster instead. kubectl sluice ui --help lists its flags.
+  gate     Close, open, approve revisions through and list Gates; suspend or resume any object
+           with a reason (close|open|approve|suspend|resume|list).
+  revert   Take an environment back to a dry SHA it ran healthy: revert STRATEGY/BRANCH --to SHA.
+  release  A ManifestRelease's snapshots: release history NAME, release rollback NAME --to N.
+  promote  Where a PromotionStrategy's changes are and what holds them: promote status STRATEGY.
+
+Every command takes kubectl's flags (-n, --kubeconfig, --context ...); COMMAND --help says more.
 `
 
 // Main runs the plugin with args (without the program name) until ctx ends, and returns the
-// process's exit code: 0 done, 1 failed, 2 bad usage.
+// process's exit code: 0 done, 1 failed, 2 bad usage, and for gate 3 applied but not confirmed.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -36,6 +48,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "ui":
 		return runUI(ctx, args[1:], stdout, stderr)
+	case "gate":
+		gates := gatecli.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: stdout, ErrOut: stderr})
+		return runCommand(ctx, gates, args[1:], stderr)
+	case "revert", "release", "promote", "--version":
+		return runCommand(ctx, newRootCommand(stdout, stderr), args, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

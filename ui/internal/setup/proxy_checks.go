@@ -10,7 +10,6 @@ import (
 
 // addProxyCheckFlags registers the flags that bound whom proxy mode acts as.
 func (c *Config) addProxyCheckFlags(fs *flag.FlagSet) {
-	c.AdminGroups = web.DefaultAdminGroups
 	fs.Func("proxy-admin-groups", "With --identity=proxy: comma-separated groups that hold cluster-admin on this cluster (default "+strings.Join(web.DefaultAdminGroups, ",")+"); a request naming one is refused unless --proxy-allowed-admin-groups lists it. system: groups are always refused.", func(v string) error {
 		c.AdminGroups = splitList(v)
 		return nil
@@ -21,13 +20,14 @@ func (c *Config) addProxyCheckFlags(fs *flag.FlagSet) {
 	})
 }
 
-// validateTrustedProxies refuses --trusted-proxies without an ID token verifier: a source
-// address alone proves nothing (pod IPs are reused, ranges get widened).
+// validateTrustedProxies refuses --trusted-proxies without an ID token verifier
+// (--oidc-issuer-url): a source address alone proves nothing (pod IPs are reused, ranges get
+// widened). With one, they narrow where the proxy's token is believed from.
 func (c *Config) validateTrustedProxies() error {
-	if len(c.TrustedProxies) == 0 || c.ProxyVerifier != nil {
+	if len(c.TrustedProxies) == 0 || c.OIDC.IssuerURL != "" {
 		return nil
 	}
-	return errors.New("--trusted-proxies needs the proxy's ID token verified (OIDC): headers from an address alone are never believed; run the proxy as a sidecar with --proxy-socket instead")
+	return errors.New("--trusted-proxies needs the proxy's ID token verified (--oidc-issuer-url and --oidc-client-id): headers from an address alone are never believed; run the proxy as a sidecar with --proxy-socket instead")
 }
 
 func splitList(v string) []string {

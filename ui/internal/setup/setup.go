@@ -1,5 +1,6 @@
-// Package setup wires the UI into a manager: Config, AddFlags, Validate and Setup(m, cfg) error,
-// the same shape as every controller module.
+// Package setup wires the UI into a manager in the style every controller's setup follows
+// (docs/architecture.md, "One setup style"): Config, Defaults, AddFlags, Validate and Setup here;
+// the handler and who a request comes from in handler.go; listening in serve.go.
 package setup
 
 import (
@@ -8,19 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
-
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/pkg/runtime/httpserve"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
-	"github.com/sluicehq/sluice/ui/internal/store"
 	"github.com/sluicehq/sluice/ui/internal/web"
 )
 
@@ -31,6 +26,7 @@ const (
 	// IdentityProxy: a trusted authenticating proxy (oauth2-proxy) names the user in headers;
 	// the UI impersonates them.
 	IdentityProxy = "proxy"
+	// IdentityOIDC (oidc.go): the UI signs people in itself and impersonates them.
 	// IdentityNone: nobody is named; with --anonymous=read everyone reads, else nobody does.
 	IdentityNone = "none"
 )
@@ -44,33 +40,49 @@ type Config struct {
 	// ProxySocket is the Unix socket a sidecar proxy forwards to; identity headers are believed
 	// on its connections. Only containers of the UI's pod can reach it (a shared emptyDir).
 	ProxySocket string
-	// TrustedProxies are the addresses of a proxy in another pod, whose identity headers are
-	// believed. Never loopback: a port-forward to the UI's pod arrives from there too.
+	// TrustedProxies are the addresses of a proxy in another pod. Only with --oidc-issuer-url:
+	// an address alone is never believed, and the proxy's ID token is then believed from these
+	// addresses only (proxy_checks.go). Never loopback: a port-forward arrives from there too.
 	TrustedProxies []netip.Prefix
 	// AdminGroups are refused in proxy mode unless in AllowedAdminGroups (proxy_checks.go).
 	AdminGroups, AllowedAdminGroups []string
-	// ProxyVerifier verifies the ID token of a proxy at TrustedProxies; without it they are refused.
-	ProxyVerifier web.TokenVerifier
 	// Anonymous is what a request naming nobody may do: "" nothing, or read (anonymous.go).
 	Anonymous string
 	// InsecureListenAnywhere lets local mode listen on a non-loopback address (local.go).
 	InsecureListenAnywhere bool
 	// LaunchToken is local mode's token; empty, $SLUICE_UI_TOKEN or a random one (local.go).
 	LaunchToken string
+	// OIDC configures --identity=oidc (oidc.go).
+	OIDC OIDC
 }
 
-// AddFlags registers the UI's flags on fs.
-func (c *Config) AddFlags(fs *flag.FlagSet) {
-	c.Identity = IdentityKubeconfig
+// Defaults returns the configuration the flags start from: local mode on loopback outside a
+// cluster, nobody named inside one (KUBERNETES_SERVICE_HOST set).
+func Defaults() Config {
+	c := Config{
+		Listen:       "127.0.0.1:8092",
+		Identity:     IdentityKubeconfig,
+		UserHeader:   "X-Forwarded-User",
+		GroupsHeader: "X-Forwarded-Groups",
+		OIDC:         defaultOIDC(),
+		AdminGroups:  web.DefaultAdminGroups,
+	}
 	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
 		c.Identity = IdentityNone
 	}
-	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8092", "Address the UI serves on.")
-	fs.StringVar(&c.Identity, "identity", c.Identity, "Who a request comes from: kubeconfig (local mode: you, acting with your kubeconfig; the default outside a cluster), proxy (the user an authenticating proxy names, impersonated), or none (nobody is named: with --anonymous=read everyone reads, else every page is refused; the default in a cluster).")
-	fs.StringVar(&c.UserHeader, "proxy-user-header", "X-Forwarded-User", "With --identity=proxy: the header naming the user.")
-	fs.StringVar(&c.GroupsHeader, "proxy-groups-header", "X-Forwarded-Groups", "With --identity=proxy: the header listing the user's groups, comma-separated.")
-	fs.StringVar(&c.ProxySocket, "proxy-socket", "", "With --identity=proxy: also serve on this Unix socket (an absolute path in an emptyDir shared with a sidecar proxy, which forwards to unix://PATH); identity headers are believed on its connections only, and every request to --listen is anonymous (refused unless --anonymous=read).")
-	fs.Func("trusted-proxies", "With --identity=proxy and a proxy in another pod: comma-separated CIDRs of the proxy, whose identity headers are believed. Never loopback: a port-forward to the UI's pod arrives from there; a sidecar uses --proxy-socket.", func(v string) error {
+	return c
+}
+
+// AddFlags registers the UI's flags on fs, starting from Defaults: manager.Main starts from a
+// zero Config.
+func (c *Config) AddFlags(fs *flag.FlagSet) {
+	*c = Defaults()
+	fs.StringVar(&c.Listen, "listen", c.Listen, "Address the UI serves on.")
+	fs.StringVar(&c.Identity, "identity", c.Identity, "Who a request comes from: kubeconfig (local mode: you, acting with your kubeconfig; the default outside a cluster), proxy (the user an authenticating proxy names, impersonated), oidc (the person who signed in with OpenID Connect, impersonated), or none (nobody is named: with --anonymous=read everyone reads, else every page is refused; the default in a cluster).")
+	fs.StringVar(&c.UserHeader, "proxy-user-header", c.UserHeader, "With --identity=proxy: the header naming the user.")
+	fs.StringVar(&c.GroupsHeader, "proxy-groups-header", c.GroupsHeader, "With --identity=proxy: the header listing the user's groups, comma-separated.")
+	fs.StringVar(&c.ProxySocket, "proxy-socket", c.ProxySocket, "With --identity=proxy: also serve on this Unix socket (an absolute path in an emptyDir shared with a sidecar proxy, which forwards to unix://PATH); identity headers are believed on its connections only, and every request to --listen is anonymous (refused unless --anonymous=read).")
+	fs.Func("trusted-proxies", "With --identity=proxy, --oidc-issuer-url and a proxy in another pod: comma-separated CIDRs of the proxy, the only addresses its ID token is then believed from (an address alone is never believed, so this needs --oidc-issuer-url). Never loopback: a port-forward to the UI's pod arrives from there; a sidecar uses --proxy-socket.", func(v string) error {
 		var out []netip.Prefix
 		for _, s := range strings.Split(v, ",") {
 			p, err := netip.ParsePrefix(strings.TrimSpace(s))
@@ -82,6 +94,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		c.TrustedProxies = out
 		return nil
 	})
+	c.OIDC.addFlags(fs)
 	c.addLocalFlags(fs)
 	c.addProxyCheckFlags(fs)
 	c.addAnonymousFlag(fs)
@@ -94,14 +107,17 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--listen %q is not host:port: %w", c.Listen, err))
 	}
 	switch c.Identity {
-	case IdentityKubeconfig, IdentityNone:
+	case IdentityKubeconfig, IdentityNone, IdentityOIDC:
 		if c.ProxySocket != "" || len(c.TrustedProxies) > 0 {
 			errs = append(errs, fmt.Errorf("--proxy-socket and --trusted-proxies are for --identity=proxy only, not %s", c.Identity))
 		}
 	case IdentityProxy:
 		errs = append(errs, c.validateProxy()...)
 	default:
-		errs = append(errs, fmt.Errorf("--identity must be kubeconfig, proxy or none, got %q", c.Identity))
+		errs = append(errs, fmt.Errorf("--identity must be kubeconfig, proxy, oidc or none, got %q", c.Identity))
+	}
+	if c.Identity == IdentityOIDC {
+		errs = append(errs, c.OIDC.validate()...)
 	}
 	errs = append(errs, c.validateLocal(), c.validateAnonymous())
 	return errors.Join(errs...)
@@ -109,11 +125,16 @@ func (c *Config) Validate() error {
 
 func (c *Config) validateProxy() []error {
 	var errs []error
-	if c.UserHeader == "" {
-		errs = append(errs, errors.New("--identity=proxy needs --proxy-user-header"))
-	}
-	if c.ProxySocket == "" && len(c.TrustedProxies) == 0 {
-		errs = append(errs, errors.New("--identity=proxy needs --proxy-socket (a sidecar proxy) or --trusted-proxies (a proxy in another pod)"))
+	if c.OIDC.IssuerURL != "" {
+		// The forwarded ID token names the person, wherever the request comes from.
+		errs = append(errs, c.OIDC.validateForwarded()...)
+	} else {
+		if c.UserHeader == "" {
+			errs = append(errs, errors.New("--identity=proxy needs --proxy-user-header"))
+		}
+		if c.ProxySocket == "" && len(c.TrustedProxies) == 0 {
+			errs = append(errs, errors.New("--identity=proxy needs --proxy-socket (a sidecar proxy) or --oidc-issuer-url (the proxy's ID token is verified, wherever the proxy runs)"))
+		}
 	}
 	if err := c.validateTrustedProxies(); err != nil {
 		errs = append(errs, err)
@@ -139,8 +160,13 @@ func coversLoopback(p netip.Prefix) bool {
 	return false
 }
 
-// Setup starts the store's informers and serves the UI on cfg.Listen.
+// Setup validates cfg, starts the store's informers and serves the UI on cfg.Listen (and to a
+// sidecar proxy on cfg.ProxySocket). An error is returned, never only logged, so the process
+// exits with the reason.
 func Setup(m *manager.Manager, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	cfg.LaunchToken = launchToken(cfg)
 	handler, err := NewHandler(m, cfg)
 	if err != nil {
@@ -156,85 +182,4 @@ func Setup(m *manager.Manager, cfg Config) error {
 		m.AddServer(func(ctx context.Context) error { return httpserve.Serve(ctx, ln, web.ViaProxySocket(handler)) })
 	}
 	return nil
-}
-
-// NewHandler builds the store and the web server on m, without serving it: tests serve it on a
-// listener of their own.
-func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
-	st, err := store.New(m.Sluice, m.Metadata, m.Options.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	st.Log(m.Log)
-	m.WaitFor(st.Kinds.HasSynced)
-	m.AddServer(st.Kinds.Run)
-
-	var identify web.Identifier = web.Anonymous{}
-	var actor *web.Actor
-	switch cfg.Identity {
-	case IdentityKubeconfig:
-		identify = localIdentity(cfg, whoAmI(m), m.Log)
-		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
-	case IdentityProxy:
-		identify = web.Proxy{UserHeader: cfg.UserHeader, GroupsHeader: cfg.GroupsHeader, Trusted: cfg.TrustedProxies,
-			Verifier: cfg.ProxyVerifier, AdminGroups: cfg.AdminGroups, AllowedGroups: cfg.AllowedAdminGroups}
-		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
-	}
-	srv, err := web.New(st, identify, actor, m.Log)
-	if err != nil {
-		return nil, err
-	}
-	srv.AnonymousRead = anonymousRead(cfg, m.Log)
-	return srv.Handler(), nil
-}
-
-// whoAmI asks the API server who the kubeconfig's user is, so Events name them as RBAC does.
-func whoAmI(m *manager.Manager) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r, err := m.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil || r.Status.UserInfo.Username == "" {
-		m.Log.Warn("cannot tell who the kubeconfig's user is; Events will say \"kubeconfig user\"", "error", err)
-		return "kubeconfig user"
-	}
-	return r.Status.UserInfo.Username
-}
-
-// Serve serves handler on addr until ctx ends. The event streams last as long as a page is
-// open, so there is no write timeout; headers must come within 10 s.
-// In local mode (token set) it prints the URL that carries the launch token to stdout, never to
-// the log.
-func Serve(ctx context.Context, addr string, handler http.Handler, m *manager.Manager, token string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--listen %s: %w", addr, err)
-	}
-	m.Log.Info("serving the UI", "url", "http://"+ln.Addr().String())
-	if token != "" {
-		fmt.Printf("Sluice UI, acting as you with your kubeconfig; open:\n  %s\n", LaunchURL(ln.Addr().String(), token))
-	}
-	return httpserve.Serve(ctx, ln, handler)
-}
-
-// ListenProxySocket listens on the Unix socket at path for a sidecar proxy, replacing a socket
-// left by an earlier run (never any other file), readable and writable by its owner and group
-// only: the pod's fsGroup, which an emptyDir gives every container of the pod.
-func ListenProxySocket(path string) (net.Listener, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode().Type() != os.ModeSocket {
-			return nil, fmt.Errorf("--proxy-socket %s exists and is not a socket; refusing to replace it", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("--proxy-socket %s: removing the stale socket: %w", path, err)
-		}
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("--proxy-socket %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o660); err != nil {
-		_ = ln.Close()
-		return nil, fmt.Errorf("--proxy-socket %s: %w", path, err)
-	}
-	return ln, nil
 }

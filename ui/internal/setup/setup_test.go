@@ -2,7 +2,6 @@ package setup
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"log/slog"
 	"net"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/sluicehq/sluice/ui/internal/web"
 )
 
 func TestConfigFlagsAndValidate(t *testing.T) {
@@ -31,12 +28,12 @@ func TestConfigFlagsAndValidate(t *testing.T) {
 	require.NoError(t, fs.Parse([]string{"--identity", "proxy", "--trusted-proxies", "10.0.0.7/32, 10.0.0.8/32", "--listen", ":8092"}))
 	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.7/32"), netip.MustParsePrefix("10.0.0.8/32")}, cfg.TrustedProxies)
 	assert.ErrorContains(t, cfg.Validate(), "--trusted-proxies needs the proxy's ID token verified", "an address alone is never enough")
-	cfg.ProxyVerifier = verifierFunc(nil)
-	require.NoError(t, cfg.Validate(), "with a verifier it is")
+	cfg.OIDC.IssuerURL, cfg.OIDC.ClientID = "https://idp.example.com", "oauth2-proxy"
+	require.NoError(t, cfg.Validate(), "with the proxy's ID token verified it is")
 	assert.Error(t, fs.Parse([]string{"--trusted-proxies", "everyone"}))
 
 	cfg.Identity = "admin"
-	assert.ErrorContains(t, cfg.Validate(), "kubeconfig, proxy or none")
+	assert.ErrorContains(t, cfg.Validate(), "kubeconfig, proxy, oidc or none")
 	cfg.Identity, cfg.Listen = IdentityNone, "8092"
 	assert.ErrorContains(t, cfg.Validate(), "host:port")
 }
@@ -61,7 +58,7 @@ func TestProxyModeValidationNamesEveryProblem(t *testing.T) {
 	require.NoError(t, sidecar.Validate())
 	assert.Equal(t, "/run/sluice-ui/ui.sock", sidecar.ProxySocket)
 
-	assert.ErrorContains(t, parse("--identity", "proxy").Validate(), "needs --proxy-socket (a sidecar proxy) or --trusted-proxies")
+	assert.ErrorContains(t, parse("--identity", "proxy").Validate(), "needs --proxy-socket (a sidecar proxy) or --oidc-issuer-url")
 	for _, loopback := range []string{"127.0.0.1/32", "::1/128", "0.0.0.0/0", "::ffff:127.0.0.1/128", "127.8.0.0/16"} {
 		assert.ErrorContains(t, parse("--identity", "proxy", "--trusted-proxies", loopback).Validate(), "covers loopback", loopback)
 	}
@@ -138,11 +135,6 @@ func TestEachLaunchHasItsOwnToken(t *testing.T) {
 	assert.Equal(t, "http://127.0.0.1:8092/?token=chosen", LaunchURL("127.0.0.1:8092", "chosen"))
 }
 
-// verifierFunc is a web.TokenVerifier for the configuration tests; it is never called.
-type verifierFunc func(string) (web.Identity, error)
-
-func (f verifierFunc) Verify(_ context.Context, raw string) (web.Identity, error) { return f(raw) }
-
 func TestAnonymousReadingIsAnOptInThatWarns(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
 	parse := func(args ...string) *Config {
@@ -166,4 +158,59 @@ func TestAnonymousReadingIsAnOptInThatWarns(t *testing.T) {
 
 	assert.ErrorContains(t, parse("--anonymous", "write").Validate(), "--anonymous must be empty or read")
 	assert.ErrorContains(t, parse("--identity", "kubeconfig", "--listen", "127.0.0.1:8092", "--anonymous", "read").Validate(), "local mode always names you")
+}
+
+func TestSetupRefusesAnInvalidConfigBeforeItStartsAnything(t *testing.T) {
+	// A nil manager: Setup must return Validate's reasons before it touches one.
+	err := Setup(nil, Config{Listen: "8092", Identity: "admin"})
+	assert.ErrorContains(t, err, "host:port")
+	assert.ErrorContains(t, err, "kubeconfig, proxy, oidc or none")
+}
+
+func TestAddFlagsStartsFromDefaults(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	cfg := Config{Listen: "stale:1", ProxySocket: "/stale.sock"}
+	cfg.AddFlags(flag.NewFlagSet("test", flag.ContinueOnError))
+	assert.Equal(t, Defaults(), cfg, "manager.Main starts from a zero Config; nothing from before survives")
+}
+
+func TestOIDCModeValidationNamesEveryProblem(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+	parse := func(args ...string) *Config {
+		var cfg Config
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		cfg.AddFlags(fs)
+		require.NoError(t, fs.Parse(append([]string{"--listen", ":8092", "--identity", "oidc"}, args...)))
+		return &cfg
+	}
+	good := parse("--oidc-issuer-url", "https://idp.example.com", "--oidc-client-id", "sluice-ui",
+		"--oidc-client-secret-file", "/etc/sluice-ui/oidc/client-secret", "--oidc-redirect-url", "https://sluice.example.com/oidc/callback")
+	require.NoError(t, good.Validate())
+	assert.Equal(t, "sub", good.OIDC.UsernameClaim, "the API server's default claim")
+	assert.Equal(t, "groups", good.OIDC.GroupsClaim)
+	loopback := parse("--oidc-issuer-url", "http://127.0.0.1:5556", "--oidc-client-id", "ui",
+		"--oidc-client-secret-file", "/s", "--oidc-redirect-url", "http://localhost:8092/oidc/callback")
+	require.NoError(t, loopback.Validate(), "a test's provider on loopback may use http")
+
+	err := parse("--oidc-issuer-url", "http://idp.example.com", "--oidc-redirect-url", "/oidc/callback",
+		"--oidc-session-ttl", "24h", "--oidc-scopes", "profile").Validate()
+	require.Error(t, err)
+	for _, problem := range []string{`--oidc-issuer-url "http://idp.example.com" must be https`, `--oidc-redirect-url "/oidc/callback" is not an absolute URL`,
+		"needs --oidc-client-id", "needs --oidc-client-secret-file", "at most --oidc-session-max-age", "must include openid"} {
+		assert.ErrorContains(t, err, problem)
+	}
+	assert.ErrorContains(t, parse("--proxy-socket", "/run/ui.sock").Validate(), "for --identity=proxy only, not oidc")
+}
+
+func TestProxyModeWithAnIssuerNeedsTheProxysClientIDAndNoTrustedAddress(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+	var cfg Config
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	cfg.AddFlags(fs)
+	require.NoError(t, fs.Parse([]string{"--listen", ":8092", "--identity", "proxy", "--oidc-issuer-url", "https://idp.example.com"}))
+	err := cfg.Validate()
+	assert.ErrorContains(t, err, "needs --oidc-client-id: the proxy's client ID")
+	assert.NotContains(t, err.Error(), "--proxy-socket", "a verified token needs no trusted source")
+	cfg.OIDC.ClientID = "oauth2-proxy"
+	require.NoError(t, cfg.Validate())
 }

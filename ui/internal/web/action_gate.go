@@ -6,15 +6,13 @@ import (
 	"net/url"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/util/retry"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/gate"
+	writes "github.com/sluicehq/sluice/pkg/actions"
 )
 
-// gateAction closes or opens a gate, as `kubectl gate close|open` does: by hand, or with an
+// gateAction closes or opens a gate, with the same write as `kubectl sluice gate close|open`: by hand, or with an
 // override that expires after a while and gives the gate back its state of now.
 func gateAction(open bool) *action {
 	verb, state, reason := "Close", gatingv1alpha1.StateClosed, "ClosedFromUI"
@@ -47,23 +45,8 @@ func gateAction(open bool) *action {
 		},
 		apply: func(ctx context.Context, c clients, ns, name string, f url.Values, now time.Time) (runtime.Object, error) {
 			d, _ := parseFor(f.Get("for"))
-			gates := c.Sluice.GatingV1alpha1().Gates(ns)
-			var updated *gatingv1alpha1.Gate
-			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				g, err := gates.Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				next := g.DeepCopy()
-				if d > 0 {
-					next.Spec.Override = gate.NewOverride(g.Spec, state, now.Add(d).UTC().Truncate(time.Second), f.Get("message"), now)
-				} else {
-					next.Spec.Closed, next.Spec.Message, next.Spec.Override = !open, f.Get("message"), nil
-				}
-				updated, err = gates.Update(ctx, next, metav1.UpdateOptions{FieldManager: fieldManager})
-				return err
-			})
-			return updated, err
+			change := writes.GateChange{Open: open, For: d, Message: f.Get("message")}
+			return writes.SetGate(ctx, c.Sluice.GatingV1alpha1().Gates(ns), name, change, now, fieldManager)
 		},
 	}
 }

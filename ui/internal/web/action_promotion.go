@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +13,7 @@ import (
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	writes "github.com/sluicehq/sluice/pkg/actions"
 )
 
 // mergeAction merges a promotion that waits for a person: spec.state merged on its PullRequest,
@@ -62,35 +62,9 @@ var revertAction = &action{
 		return fmt.Sprintf("A RevertCommit in %s: environment %s of %s goes back to dry commit %s; the rollback-controller writes the revert and its pull request", ns, f.Get("env"), name, f.Get("sha")), nil
 	},
 	apply: func(ctx context.Context, c clients, ns, name string, f url.Values, _ time.Time) (runtime.Object, error) {
-		rc := &rollbackv1alpha1.RevertCommit{
-			ObjectMeta: metav1.ObjectMeta{GenerateName: revertNamePrefix(name, f.Get("env")), Namespace: ns},
-			Spec: rollbackv1alpha1.RevertCommitSpec{
-				PromotionStrategyRef: rollbackv1alpha1.PromotionStrategyReference{Name: name},
-				ActiveBranch:         f.Get("env"), DrySHA: f.Get("sha"), Reason: f.Get("reason"),
-			},
-		}
-		return c.Sluice.RollbackV1alpha1().RevertCommits(ns).Create(ctx, rc, metav1.CreateOptions{FieldManager: fieldManager})
+		r := writes.Revert{Strategy: name, Branch: f.Get("env"), SHA: f.Get("sha"), Reason: f.Get("reason")}
+		return writes.CreateRevert(ctx, c.Sluice.RollbackV1alpha1().RevertCommits(ns), r, fieldManager)
 	},
-}
-
-// revertNamePrefix is the generateName of a RevertCommit started from the UI: the strategy and
-// the environment's branch, which may hold characters no object name can (env/prod becomes
-// env-prod), ending in '-' for the API server's random suffix.
-func revertNamePrefix(strategy, branch string) string {
-	prefix := strings.Map(func(c rune) rune {
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '.':
-			return c
-		case c >= 'A' && c <= 'Z':
-			return c + 'a' - 'A'
-		}
-		return '-'
-	}, strategy+"-"+branch)
-	// A name is at most 253 characters; the API server adds 5.
-	if len(prefix) > 200 {
-		prefix = prefix[:200]
-	}
-	return strings.TrimRight(prefix, "-.") + "-"
 }
 
 func healthySHAs(s *Server, ns, name string, f url.Values) []option {
@@ -98,16 +72,10 @@ func healthySHAs(s *Server, ns, name string, f url.Values) []option {
 	if ps == nil {
 		return nil
 	}
+	targets, _ := writes.RevertTargets(ps, f.Get("env"))
 	var out []option
-	for _, env := range ps.Status.Environments {
-		if env.Branch != f.Get("env") {
-			continue
-		}
-		for _, h := range env.LastHealthyDrySHAs {
-			if h.SHA != env.Active.DrySHA {
-				out = append(out, option{h.SHA, h.SHA[:min(7, len(h.SHA))] + " (healthy " + h.Time.UTC().Format("2006-01-02 15:04 UTC") + ")"})
-			}
-		}
+	for _, h := range targets {
+		out = append(out, option{h.SHA, h.SHA[:min(7, len(h.SHA))] + " (healthy " + h.Time.UTC().Format("2006-01-02 15:04 UTC") + ")"})
 	}
 	return out
 }
@@ -140,8 +108,7 @@ var releaseRollbackAction = &action{
 		if err != nil {
 			return nil, err
 		}
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, rollbackv1alpha1.RollbackToAnnotation, strconv.FormatInt(n, 10))
-		return c.Sluice.RollbackV1alpha1().ManifestReleases(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: fieldManager})
+		return writes.RollBack(ctx, c.Sluice.RollbackV1alpha1().ManifestReleases(ns), name, n, fieldManager)
 	},
 }
 

@@ -2,17 +2,16 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
+	writes "github.com/sluicehq/sluice/pkg/actions"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
@@ -37,7 +36,8 @@ var kindOptions = func(*Server, string, string, url.Values) []option {
 }
 
 // suspendAction suspends or resumes an object with RFC-0006's annotation, whose value is the
-// reason: one merge patch of metadata, which never bumps generation.
+// reason, with the same write as `kubectl sluice gate suspend|resume`; metadata only, which never
+// bumps generation (the Sluice kinds honour the annotation, so spec.suspend is not set).
 func suspendAction(resume bool) *action {
 	verb, reason := "Suspend", "SuspendedFromUI"
 	if resume {
@@ -64,7 +64,7 @@ func suspendAction(resume bool) *action {
 				return "", fmt.Errorf("choose the kind of %s/%s", ns, name)
 			}
 			if resume {
-				return fmt.Sprintf("%s %s/%s: the annotation %s is removed, so its controller resumes it", f.Get("kind"), ns, name, suspend.Annotation), nil
+				return fmt.Sprintf("%s %s/%s: the annotation %s is removed, and spec.suspend where it is true, so its controller resumes it", f.Get("kind"), ns, name, suspend.Annotation), nil
 			}
 			if f.Get("reason") == "" {
 				return "", fmt.Errorf("say why: the reason is what others see on the object")
@@ -72,13 +72,19 @@ func suspendAction(resume bool) *action {
 			return fmt.Sprintf("%s %s/%s: the annotation %s=%q is set, so its controller stops acting on it", f.Get("kind"), ns, name, suspend.Annotation, f.Get("reason")), nil
 		},
 		apply: func(ctx context.Context, c clients, ns, name string, f url.Values, _ time.Time) (runtime.Object, error) {
-			var value any = f.Get("reason")
+			k := suspendable[f.Get("kind")]
+			objects := c.Dynamic.Resource(k.resource).Namespace(ns)
+			var obj *unstructured.Unstructured
+			var err error
 			if resume {
-				value = nil
+				obj, _, err = writes.Resume(ctx, objects, name, fieldManager)
+			} else {
+				obj, _, err = writes.Suspend(ctx, objects, k.resource.GroupVersion().WithKind(f.Get("kind")), name, f.Get("reason"), false, fieldManager)
 			}
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{suspend.Annotation: value}}})
-			return c.Dynamic.Resource(suspendable[f.Get("kind")].resource).Namespace(ns).
-				Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+			if err != nil {
+				return nil, err
+			}
+			return obj, nil
 		},
 	}
 }

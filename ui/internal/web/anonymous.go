@@ -1,12 +1,16 @@
 package web
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // refuseAnonymous answers a request that names nobody when anonymous reading is off, and
 // reports whether it did. Local mode always names its user; a proxy names the people it signed
 // in; anything else (a port-forward to the pod, a pod that curls the Service) is anonymous.
+// The embedded assets are no one's data: the sign-in pages use them.
 func (s *Server) refuseAnonymous(w http.ResponseWriter, r *http.Request) bool {
-	if s.AnonymousRead {
+	if s.AnonymousRead || strings.HasPrefix(r.URL.Path, "/assets/") {
 		return false
 	}
 	if _, known := s.Identify.Identify(r); known {

@@ -53,18 +53,19 @@ func (l Local) AllowsHost(host string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// Proxy trusts the user and groups that an authenticating proxy in front of the UI puts in
-// request headers (oauth2-proxy's X-Forwarded-User and X-Forwarded-Groups), and only on
-// requests that came through the proxy: those served by ViaProxySocket (a sidecar proxy's Unix
-// socket, which only containers of the UI's pod can reach), or those from the addresses in
-// Trusted whose ID token Verifier verifies (a proxy in another pod: an address alone is never
-// believed). Headers anywhere else are refused; a request without them is anonymous. The checks
-// are in proxy_headers.go.
+// Proxy names the person an authenticating proxy in front of the UI signed in. With Verifier
+// (--oidc-issuer-url), the ID token the proxy forwards (oauth2-proxy's Authorization: Bearer) is
+// verified against the issuer and alone names the person, from anywhere or, with Trusted, from
+// those addresses and the proxy's socket only; identity headers are never read. Without one,
+// the user and groups headers (oauth2-proxy's X-Forwarded-User and X-Forwarded-Groups) are
+// believed only on requests served by ViaProxySocket (a sidecar proxy's Unix socket, which only
+// containers of the UI's pod can reach); headers anywhere else are refused. A request naming
+// nobody is anonymous. The checks are in proxy_headers.go.
 type Proxy struct {
 	UserHeader, GroupsHeader string
 	Trusted                  []netip.Prefix
-	// Verifier verifies the ID token a proxy in another pod forwards (TokenHeader, a bearer
-	// token); nil, requests from Trusted are not believed.
+	// Verifier verifies the ID token the proxy forwards (TokenHeader, a bearer token); nil,
+	// only the socket's headers name anyone.
 	Verifier    TokenVerifier
 	TokenHeader string
 	// AdminGroups are refused as groups unless listed in AllowedGroups: RBAC bounds whom the

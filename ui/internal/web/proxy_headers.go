@@ -9,7 +9,7 @@ import (
 )
 
 // TokenVerifier verifies an ID token an authenticating proxy forwards, against its issuer, and
-// returns the person it names. The OIDC mode provides it.
+// returns the person it names: auth.TokenVerifier (--oidc-issuer-url).
 type TokenVerifier interface {
 	Verify(ctx context.Context, rawIDToken string) (Identity, error)
 }
@@ -33,13 +33,17 @@ func (p Proxy) admit(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // resolve tells who r comes from: the person the proxy names, anonymous (false), or a refusal.
+// With a Verifier the verified ID token alone names the person and identity headers are never
+// read; without one, only the headers of requests on the proxy's socket are.
 func (p Proxy) resolve(r *http.Request) (Identity, bool, *refusal) {
 	names := len(r.Header.Values(p.UserHeader)) > 0 || (p.GroupsHeader != "" && len(r.Header.Values(p.GroupsHeader)) > 0)
 	switch {
+	case p.Verifier != nil && (len(p.Trusted) == 0 || cameOnProxySocket(r.Context()) || p.trusted(r.RemoteAddr)):
+		return p.fromToken(r)
+	case p.Verifier != nil:
+		return Identity{}, false, nil
 	case cameOnProxySocket(r.Context()):
 		return p.fromHeaders(r)
-	case p.Verifier != nil && p.trusted(r.RemoteAddr):
-		return p.fromToken(r)
 	case names:
 		return Identity{}, false, &refusal{http.StatusForbidden, fmt.Sprintf("identity headers (%s) are accepted only from the authenticating proxy; this request did not come through it", p.UserHeader)}
 	}
@@ -71,18 +75,23 @@ func (p Proxy) fromHeaders(r *http.Request) (Identity, bool, *refusal) {
 	return p.check(id)
 }
 
-// fromToken believes the person of a verified ID token; headers naming someone else are refused.
+// fromToken believes the person of the one verified ID token; without a token the request is
+// anonymous, and a repeated or failing one is refused.
 func (p Proxy) fromToken(r *http.Request) (Identity, bool, *refusal) {
-	raw, ok := strings.CutPrefix(r.Header.Get(p.tokenHeader()), "Bearer ")
-	if !ok || raw == "" {
+	values := r.Header.Values(p.tokenHeader())
+	if len(values) == 0 {
+		return Identity{}, false, nil
+	}
+	if len(values) > 1 {
+		return Identity{}, false, &refusal{http.StatusBadRequest, fmt.Sprintf("more than one %s header: the proxy must replace it, not append to it", p.tokenHeader())}
+	}
+	raw, ok := strings.CutPrefix(values[0], "Bearer ")
+	if !ok || strings.TrimSpace(raw) == "" {
 		return Identity{}, false, &refusal{http.StatusUnauthorized, "the proxy forwarded no ID token (Authorization: Bearer)"}
 	}
-	id, err := p.Verifier.Verify(r.Context(), raw)
+	id, err := p.Verifier.Verify(r.Context(), strings.TrimSpace(raw))
 	if err != nil {
 		return Identity{}, false, &refusal{http.StatusUnauthorized, "the proxy's ID token is not valid: " + err.Error()}
-	}
-	if u := r.Header.Get(p.UserHeader); u != "" && strings.TrimSpace(u) != id.User {
-		return Identity{}, false, &refusal{http.StatusBadRequest, fmt.Sprintf("%s names another user than the ID token", p.UserHeader)}
 	}
 	id.Impersonate = true
 	return p.check(id)

@@ -64,14 +64,25 @@ func TestForgedHeadersFromATrustedAddressNeedAVerifiedToken(t *testing.T) {
 	code, _, known = proxyRequest(p, false, "10.0.0.7:5000", http.Header{"X-Forwarded-User": {"admin"}, "Authorization": {"Bearer forged"}})
 	assert.Equal(t, http.StatusUnauthorized, code, "a token that does not verify")
 	assert.False(t, known)
-	code, _, _ = proxyRequest(p, false, "10.0.0.7:5000", http.Header{"X-Forwarded-User": {"admin"}, "Authorization": {"Bearer good"}})
-	assert.Equal(t, http.StatusBadRequest, code, "headers naming another user than the token")
-	code, id, known := proxyRequest(p, false, "10.0.0.7:5000", http.Header{"X-Forwarded-User": {"alice"}, "Authorization": {"Bearer good"}})
+	code, _, _ = proxyRequest(p, false, "10.0.0.7:5000", http.Header{"Authorization": {"Bearer good", "Bearer good"}})
+	assert.Equal(t, http.StatusBadRequest, code, "an appended token")
+	code, id, known := proxyRequest(p, false, "10.0.0.7:5000", http.Header{"X-Forwarded-User": {"admin"}, "X-Forwarded-Groups": {"ops"}, "Authorization": {"Bearer good"}})
 	assert.Equal(t, http.StatusOK, code)
 	assert.True(t, known)
-	assert.Equal(t, Identity{User: "alice", Groups: []string{"devs"}, Impersonate: true}, id)
-	code, _, _ = proxyRequest(p, false, "192.0.2.1:5000", http.Header{"X-Forwarded-User": {"alice"}, "Authorization": {"Bearer good"}})
-	assert.Equal(t, http.StatusForbidden, code, "a good token from outside the proxy's addresses is not the proxy")
+	assert.Equal(t, Identity{User: "alice", Groups: []string{"devs"}, Impersonate: true}, id, "the token alone names the person; identity headers are never read")
+	code, _, known = proxyRequest(p, false, "192.0.2.1:5000", http.Header{"X-Forwarded-User": {"alice"}, "Authorization": {"Bearer good"}})
+	assert.Equal(t, http.StatusUnauthorized, code, "a good token from outside the proxy's addresses is not the proxy: anonymous, and anonymous reading is off")
+	assert.False(t, known)
+	_, id, known = proxyRequest(p, true, "@", http.Header{"Authorization": {"Bearer good"}})
+	assert.True(t, known, "the proxy's socket is the proxy's too")
+	assert.Equal(t, "alice", id.User)
+	_, _, known = proxyRequest(p, true, "@", http.Header{"X-Forwarded-User": {"alice"}})
+	assert.False(t, known, "with a verifier even the socket's headers name nobody")
+
+	p.Trusted = nil
+	_, id, known = proxyRequest(p, false, "192.0.2.1:5000", http.Header{"Authorization": {"Bearer good"}})
+	assert.True(t, known, "without --trusted-proxies the verified token is believed from anywhere")
+	assert.Equal(t, "alice", id.User)
 }
 
 func TestDuplicatedIdentityHeadersAreRefused(t *testing.T) {

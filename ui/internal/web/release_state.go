@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	writes "github.com/sluicehq/sluice/pkg/actions"
 )
 
 // stalledMessage is why a ManifestRelease is stalled (its Stalled condition's message), or "".
@@ -25,10 +26,7 @@ func stalledMessage(mr *rollbackv1alpha1.ManifestRelease) string {
 // releaseSnapshots are the kept snapshots a release can roll back to: every one but the deployed.
 func releaseSnapshots(mr *rollbackv1alpha1.ManifestRelease) []option {
 	var out []option
-	for _, h := range mr.Status.History {
-		if h.Number == mr.Status.UpgradeNumber {
-			continue
-		}
+	for _, h := range writes.RollbackTargets(mr) {
 		label := fmt.Sprintf("version %s, test %s", h.Version, h.Test)
 		if h.RolledBack {
 			label += ", rolled back"

@@ -25,6 +25,9 @@ type page struct {
 	CSRF   string
 	Now    time.Time
 	Data   any
+
+	// SignOut is where the sign-out button posts, for a signed-in person (OIDC mode).
+	SignOut string
 }
 
 func parsePages() (map[string]*template.Template, error) {
@@ -95,6 +98,9 @@ func parsePages() (map[string]*template.Template, error) {
 	return pages, nil
 }
 
+// SignsOut is an Identifier whose people sign out with a POST to SignOutPath (auth.Login).
+type SignsOut interface{ SignOutPath() string }
+
 // render lays out a page. A page is rendered whole into a buffer first, so a template error is
 // a clean 500, never half a page.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
@@ -103,6 +109,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	if id, ok := s.Identify.Identify(r); ok {
 		p.User = id.User
 		p.CanAct = s.Act != nil
+		if so, ok := s.Identify.(SignsOut); ok {
+			p.SignOut = so.SignOutPath()
+		}
 	}
 	var buf bytes.Buffer
 	if err := s.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
@@ -84,18 +83,4 @@ func TestAGatePageListsTheObjectsThatReferenceIt(t *testing.T) {
 	data.One = false
 	require.NoError(t, pages["gates"].ExecuteTemplate(&buf, "layout", page{Title: "gates", Now: time.Now(), Data: data}))
 	assert.NotContains(t, buf.String(), "Objects that reference this gate", "only on a gate's own page")
-}
-
-// A RevertCommit started from the UI gets a valid name whatever its environment's branch holds.
-func TestRevertNamePrefixIsAValidGenerateName(t *testing.T) {
-	for _, c := range []struct{ strategy, branch, want string }{
-		{"checkout", "env/dev", "checkout-env-dev-"},
-		{"checkout", "prod", "checkout-prod-"},
-		{"checkout", "Env_Prod.", "checkout-env-prod-"},
-		{"web", strings.Repeat("x/", 150), "web-" + strings.Repeat("x-", 98)},
-	} {
-		got := revertNamePrefix(c.strategy, c.branch)
-		assert.Equal(t, c.want, got, c.branch)
-		assert.Empty(t, validation.IsDNS1123Subdomain(got+"abcde"), "%q with a suffix is a valid name", got)
-	}
 }

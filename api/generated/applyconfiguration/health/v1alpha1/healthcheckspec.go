@@ -30,6 +30,12 @@ type HealthCheckSpecApplyConfiguration struct {
 	// Targets select the objects whose health is computed. Objects selected by several targets
 	// count once.
 	Targets []TargetApplyConfiguration `json:"targets,omitempty"`
+	// ServiceAccountName is the ServiceAccount of the HealthCheck's namespace whose read rights
+	// bound what the check may read: every target, Kustomization and Application is read only
+	// when that ServiceAccount may get (or, for a selector, list) it, as the API server answers a
+	// SubjectAccessReview. Empty means the controller's --default-service-account, and, when
+	// that is not set either, the controller's own rights.
+	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
 	// HealthCheckExprs are RFC-0009 health checks for kinds that do not follow kstatus. They take
 	// precedence over the user library, which takes precedence over the built-in library. An entry
 	// without kind covers every kind of its API group; an entry with a kind overrides it for that
@@ -67,6 +73,14 @@ func (b *HealthCheckSpecApplyConfiguration) WithTargets(values ...*TargetApplyCo
 		}
 		b.Targets = append(b.Targets, *values[i])
 	}
+	return b
+}
+
+// WithServiceAccountName sets the ServiceAccountName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ServiceAccountName field is set to the value of the last call.
+func (b *HealthCheckSpecApplyConfiguration) WithServiceAccountName(value string) *HealthCheckSpecApplyConfiguration {
+	b.ServiceAccountName = &value
 	return b
 }
 

@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -59,6 +60,11 @@ type PromotionStrategySpecApplyConfiguration struct {
 	// Suspend stops promotion: nothing is fetched, opened or merged. The annotation
 	// reconcile.fluxcd.io/suspended has the same effect and carries a reason.
 	Suspend *bool `json:"suspend,omitempty"`
+	// FluxSourceRefresh says whether a merge into an environment branch (a promotion, or a
+	// revert of this strategy's) asks the Flux GitRepositories that track that branch to fetch at
+	// once, with the reconcile.fluxcd.io/requestedAt annotation as `flux reconcile source git`
+	// sets it, instead of waiting for their interval. Disabled leaves Flux to its interval.
+	FluxSourceRefresh *promoterv1alpha1.FluxSourceRefresh `json:"fluxSourceRefresh,omitempty"`
 }
 
 // PromotionStrategySpecApplyConfiguration constructs a declarative configuration of the PromotionStrategySpec type for use with
@@ -143,5 +149,13 @@ func (b *PromotionStrategySpecApplyConfiguration) WithInterval(value v1.Duration
 // If called multiple times, the Suspend field is set to the value of the last call.
 func (b *PromotionStrategySpecApplyConfiguration) WithSuspend(value bool) *PromotionStrategySpecApplyConfiguration {
 	b.Suspend = &value
+	return b
+}
+
+// WithFluxSourceRefresh sets the FluxSourceRefresh field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FluxSourceRefresh field is set to the value of the last call.
+func (b *PromotionStrategySpecApplyConfiguration) WithFluxSourceRefresh(value promoterv1alpha1.FluxSourceRefresh) *PromotionStrategySpecApplyConfiguration {
+	b.FluxSourceRefresh = &value
 	return b
 }

@@ -1,0 +1,239 @@
+package manifestrelease
+
+// The values the three legs pass along: the observation observe reads and decide reads, the step
+// decide returns, and what the acts of apply found for the next decision.
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/manifest"
+	"github.com/sluicehq/sluice/pkg/snapshot"
+	"github.com/sluicehq/sluice/pkg/suspend"
+)
+
+// observation is everything a step is decided from. It is kept from step to step (Progress):
+// observe reads what the next decision needs and is not known yet, and each act adds what it
+// found to Found.
+type observation struct {
+	// Release is the release as stored, after the reconcile's last write.
+	Release *rollbackv1.ManifestRelease
+	Suspend suspend.State
+	Now     time.Time
+	// Actor names the identity the release acts as, for messages.
+	Actor string
+
+	// Read at the first look at a release with no operation recorded, in this order; the first
+	// that settles the step leaves the rest unread.
+	SpecErr error
+	Ask     *rollbackAsk
+	Source  *sourceRead
+	Upgrade *upgradePlan
+
+	// Op is the snapshot the recorded operation applies.
+	Op *opTarget
+	// DeletionProblem is a right the identity lacks to delete the objects of a deleted release.
+	DeletionProblem *problem
+	deletionChecked bool
+
+	Found findings
+	// Steps counts the steps taken since the observation was started, to stop a circle.
+	Steps int
+}
+
+// sourceRead is the source as read, parsed and measured.
+type sourceRead struct {
+	Fetched Fetched
+	// Err is a source that cannot be read, with what to do about it.
+	Err        *SourceError
+	Digest     string
+	DigestErr  error
+	Objects    []*unstructured.Unstructured
+	PrepareErr error
+}
+
+// upgradePlan is what an upgrade to the source would do, and what stops it before it starts.
+type upgradePlan struct {
+	Number   int64
+	Objects  []*unstructured.Unstructured
+	Refs     []manifest.Ref
+	Previous []manifest.Ref
+	// Stale are the objects of the inventory the new version drops, when pruning.
+	Stale   []manifest.Ref
+	Problem *problem
+	// Adopt are live objects the release takes over, with their owners' leave.
+	Adopt []*unstructured.Unstructured
+}
+
+// opTarget is the snapshot the recorded operation applies, prepared, and for a rollback what it
+// changes and what stops it.
+type opTarget struct {
+	Number     int64
+	Objects    []*unstructured.Unstructured
+	LoadErr    error
+	PrepareErr error
+	// Target, Stale and Missing: a rollback's objects, those only the version left had, and
+	// whether the target has objects the inventory does not.
+	Target  []manifest.Ref
+	Stale   []manifest.Ref
+	Missing bool
+	Problem *problem
+}
+
+// rollbackAsk is a rollback-to annotation not yet acted on.
+type rollbackAsk struct {
+	Value  string
+	Number int64
+	// Refused says why the request cannot be carried out before any snapshot is read.
+	Refused string
+	LoadErr error
+	Info    snapshot.Info
+	Files   []snapshot.File
+	// Kept lists the snapshots that exist, for a refusal.
+	Kept string
+}
+
+// findings are what the acts of the steps found, each set once by its act.
+type findings struct {
+	// Operating is true once a step recorded or resumed the operation the observation carries.
+	Operating bool
+	// Awaiting is set by the last act, a look at health that found objects not healthy yet and
+	// time left: the next look comes after healthPoll.
+	Awaiting bool
+	Saved    *saved
+	Applied  *applied
+	Tested   *tested
+	Pruned   *pruned
+	Rolled   *rolled
+	Drift    *drift
+	Deleted  *deleted
+}
+
+type saved struct {
+	Info snapshot.Info
+	Err  error
+}
+
+// applied is a version applied at At, from which spec.timeout counts; Healthy once every
+// object is.
+type applied struct {
+	Failure *failed
+	At      time.Time
+	Healthy bool
+}
+
+type tested struct {
+	Result  rollbackv1.TestResult
+	Message string
+}
+
+type pruned struct {
+	Kept        []manifest.Ref
+	Message     string
+	KeptNumbers []int64
+	Foreign     error
+	Events      []event
+}
+
+// rolled is a rollback applied at At; Settled once its objects are healthy or the time for
+// them ran out, which HealthNote then says.
+type rolled struct {
+	Refused    error
+	At         time.Time
+	Settled    bool
+	HealthNote string
+}
+
+type drift struct{ Err error }
+
+type deleted struct {
+	Deleted, Left []manifest.Ref
+	Err           error
+}
+
+// failed is why a version did not make it.
+type failed struct {
+	Reason  string
+	Message string
+}
+
+// step is the one thing a reconcile does next, decided from its observation alone: a status
+// write, then what to announce once it landed, then one act.
+type step struct {
+	// Name says what the step is, in tests and in the log of a failed act.
+	Name string
+	// Status changes the status (with the generation it observes); nil writes nothing. It is
+	// written before the act, so that a crash during the act resumes from what it records.
+	Status statusChange
+	// Problem is something a person must fix: decide turns it into the Stalled condition.
+	Problem *problem
+	Events  []event
+	Counts  []count
+	// Snapshot sets the snapshot gauges.
+	Snapshot *snapshot.Info
+	Watch    watchOrder
+	Act      act
+	// Operating marks the step that records or resumes the operation this reconcile carries.
+	Operating bool
+	// Done ends the steps once this one is carried out: the release is looked at again after
+	// Requeue, or after spec.interval with Poll. Otherwise the next step follows at once.
+	Done    bool
+	Poll    bool
+	Requeue time.Duration
+
+	// What the act works on.
+	Objects []*unstructured.Unstructured
+	Stale   []manifest.Ref
+	Adopt   []*unstructured.Unstructured
+	Number  int64
+	Fetched Fetched
+}
+
+// statusChange changes a status; generation is the release's.
+type statusChange func(st *rollbackv1.ManifestReleaseStatus, generation int64)
+
+// act is what a step does to the cluster after its status write.
+type act int
+
+// problem is something a person must fix, which stops the release where it is.
+type problem struct {
+	Reason, Message string
+	// Backoff looks again with retryDelay (what is wrong is not watched); otherwise after Recheck.
+	Backoff bool
+	Recheck time.Duration
+	// More are further problems, announced as Events with the first.
+	More []event
+}
+
+// watchOrder says what to do with the watch for a missing source ConfigMap.
+type watchOrder struct {
+	Forget bool
+	// Await names the ConfigMap to watch for.
+	Await string
+}
+
+const (
+	actNone act = iota
+	actAddFinalizer
+	actRemoveFinalizer
+	actPruneAll
+	actCorrectDrift
+	actSaveSnapshot
+	actApplyVersion
+	actAwaitVersion
+	actTest
+	actPrune
+	actApplyRollback
+	actAwaitRollback
+)
+
+type event struct {
+	Type, Reason, Message string
+}
+
+// count is one increment of a counter: upgrades, tests or rollbacks, by its label value.
+type count struct {
+	Metric, Value string
+}

@@ -1,0 +1,220 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+)
+
+// gateGrace is how long after a gate closes a merge may still land: the promoter decides
+// from its cache, and a merge it started before it saw the gate finishes.
+const gateGrace = 10 * time.Second
+
+// invariantNames are the invariants of the soak, as docs/reliability.md states them.
+var invariantNames = map[int]string{
+	1:  "every promotion merged once",
+	2:  "a branch moves back only by a revert",
+	3:  "a fix forward is never overwritten",
+	4:  "at most one revert in flight per environment",
+	5:  "a reverted dry SHA is never promoted again",
+	6:  "no merge into an environment while its gate is closed",
+	9:  "convergence after the faults",
+	10: "no growth of RSS and goroutines",
+}
+
+// branchWatch follows one environment branch.
+type branchWatch struct {
+	strategy, env string
+	reader        *branchReader
+	tip           string
+	seen          time.Time
+}
+
+// checker checks the invariants on what git and the cluster show, again and again.
+type checker struct {
+	w        *workload
+	root     string
+	watches  []*branchWatch
+	mu       sync.Mutex
+	checks   map[int]int
+	found    []Violation
+	events   *eventLog
+	reported map[string]bool
+}
+
+func newChecker(w *workload, root string, events *eventLog) *checker {
+	c := &checker{w: w, root: root, checks: map[int]int{}, events: events, reported: map[string]bool{}}
+	for _, s := range w.strategy {
+		for _, env := range environments {
+			c.watches = append(c.watches, &branchWatch{strategy: s.name, env: env, reader: newBranchReader(filepath.Join(root, s.name+".git"))})
+		}
+	}
+	return c
+}
+
+func (c *checker) violate(v Violation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reported[v.String()] {
+		return
+	}
+	c.reported[v.String()] = true
+	c.found = append(c.found, v)
+	c.events.add("VIOLATION " + v.String())
+}
+
+func (c *checker) count(inv, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.checks[inv] += n
+}
+
+// pass checks every branch's new moves and the reverts in flight once.
+func (c *checker) pass(ctx context.Context) error {
+	now := time.Now()
+	for _, bw := range c.watches {
+		if err := c.follow(bw, now); err != nil {
+			return fmt.Errorf("%s/%s: %w", bw.strategy, bw.env, err)
+		}
+	}
+	return c.revertsInFlight(ctx)
+}
+
+// follow reads a branch's tip; a move must go forward (invariant 2), and a promotion seen to
+// land while the gate was closed breaks invariant 6.
+func (c *checker) follow(bw *branchWatch, now time.Time) error {
+	tip, err := bw.reader.tip(bw.env)
+	if err != nil || tip == "" || tip == bw.tip {
+		bw.seen = now
+		return err
+	}
+	if bw.tip != "" {
+		c.count(2, 1)
+		ok, err := bw.reader.isAncestor(bw.tip, tip)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			c.violate(Violation{2, bw.strategy + "/" + bw.env, fmt.Sprintf("the branch was rewound from %s to %s", short(bw.tip), short(tip))})
+		}
+		if bw.env == "prod" {
+			steps, err := bw.reader.steps(tip, bw.tip)
+			if err != nil {
+				return err
+			}
+			g := c.w.gateOf(bw.strategy)
+			for _, s := range steps {
+				c.count(6, 1)
+				if s.Revert == "" && s.Dry != s.ParentDry && g.heldThroughout(bw.seen, now, gateGrace) {
+					c.violate(Violation{6, bw.strategy + "/prod", fmt.Sprintf("%s (dry %s) merged while the gate was closed", short(s.SHA), short(s.Dry))})
+				}
+			}
+		}
+	}
+	c.events.add(fmt.Sprintf("%s/%s at %s", bw.strategy, bw.env, short(tip)))
+	bw.tip, bw.seen = tip, now
+	return nil
+}
+
+// revertsInFlight: at most one RevertCommit Pending or Open per environment (invariant 4).
+func (c *checker) revertsInFlight(ctx context.Context) error {
+	list, err := c.w.sluice.RollbackV1alpha1().RevertCommits(c.w.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	inFlight := map[string][]string{}
+	for _, rc := range list.Items {
+		p := rc.Status.Phase
+		if p == rollbackv1.RevertPending || p == rollbackv1.RevertOpen || p == "" {
+			key := rc.Spec.PromotionStrategyRef.Name + "/" + rc.Spec.ActiveBranch
+			inFlight[key] = append(inFlight[key], rc.Name)
+		}
+	}
+	for key, names := range inFlight {
+		c.count(4, 1)
+		if len(names) > 1 && c.bothStarted(ctx, names) {
+			c.violate(Violation{4, key, fmt.Sprintf("%d reverts in flight: %v", len(names), names)})
+		}
+	}
+	return nil
+}
+
+// bothStarted tells whether more than one of the reverts has a revert commit or pull request:
+// a RevertCommit waiting its turn (Pending, nothing written) is not in flight.
+func (c *checker) bothStarted(ctx context.Context, names []string) bool {
+	started := 0
+	for _, n := range names {
+		rc, err := c.w.sluice.RollbackV1alpha1().RevertCommits(c.w.ns).Get(ctx, n, metav1.GetOptions{})
+		if err == nil && (rc.Status.RevertSHA != "" || rc.Status.Phase == rollbackv1.RevertOpen) {
+			started++
+		}
+	}
+	return started > 1
+}
+
+// histories checks every branch's whole history (invariants 1, 2, 3 and 5).
+func (c *checker) histories() error {
+	seq := c.w.seqs()
+	for _, bw := range c.watches {
+		tip, err := bw.reader.tip(bw.env)
+		if err != nil || tip == "" {
+			return err
+		}
+		steps, err := bw.reader.steps(tip, "")
+		if err != nil {
+			return err
+		}
+		for _, inv := range []int{1, 2, 3, 5} {
+			c.count(inv, len(steps))
+		}
+		for _, v := range CheckHistory(bw.strategy+"/"+bw.env, steps, seq) {
+			c.violate(v)
+		}
+	}
+	return nil
+}
+
+func (c *checker) result() (map[int]int, []Violation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	checks := map[int]int{}
+	for k, v := range c.checks {
+		checks[k] = v
+	}
+	return checks, append([]Violation(nil), c.found...)
+}
+
+// eventLog keeps the recent events, printed around a violation.
+type eventLog struct {
+	mu    sync.Mutex
+	start time.Time
+	lines []string
+}
+
+func (e *eventLog) add(line string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lines = append(e.lines, fmt.Sprintf("+%7.1fs %s", time.Since(e.start).Seconds(), line))
+	if len(e.lines) > 5000 {
+		e.lines = e.lines[len(e.lines)-4000:]
+	}
+}
+
+// around returns the events around the first line that contains needle.
+func (e *eventLog) around(needle string, n int) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, l := range e.lines {
+		if strings.Contains(l, needle) {
+			return append([]string(nil), e.lines[max(0, i-n):min(len(e.lines), i+n)]...)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sluicehq/sluice/pkg/conditions"
+)
+
+// restWindow is how long the soak watches the controllers at rest once everything converged.
+const restWindow = 30 * time.Second
+
+// maxCallsPerReplicaAtRest bounds the API requests of a replica at rest: leader election
+// renews or polls its Lease every 2 s; a hot loop makes tens a second.
+const maxCallsPerReplicaAtRest = 2.0
+
+// recovered waits until every controller has a leader that renewed its Lease after the fault
+// ended, and returns how long that took.
+func (r *soakRun) recovered(ctx context.Context, since time.Time) (time.Duration, bool) {
+	deadline := since.Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		leases, err := r.env.Kube.CoordinationV1().Leases("sluice-soak").List(ctx, metav1.ListOptions{})
+		if err == nil {
+			fresh := 0
+			for _, l := range leases.Items {
+				if l.Spec.RenewTime != nil && l.Spec.RenewTime.After(since) {
+					fresh++
+				}
+			}
+			if fresh >= len(controllers) {
+				return time.Since(since), true
+			}
+		}
+		if sleep(ctx, 500*time.Millisecond) != nil {
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// settle ends the workload with one healthy fix forward per strategy, waits for everything to
+// converge (invariant 9), watches the controllers at rest, and checks the histories once more.
+func (r *soakRun) settle(ctx context.Context) error {
+	r.say("faults over; one healthy fix forward per strategy, then convergence within %s", r.cfg.ConvergeWithin)
+	if err := r.release(ctx); err != nil {
+		return err
+	}
+	final := map[string]string{}
+	r.w.mu.Lock()
+	r.w.healthyFrom = r.w.nextSeq + 1
+	r.w.mu.Unlock()
+	for _, s := range r.w.strategy {
+		dry, err := r.fixForward(ctx, s)
+		if err != nil {
+			return err
+		}
+		final[s.name] = dry
+	}
+	start := time.Now()
+	converged := false
+	for time.Since(start) < r.cfg.ConvergeWithin {
+		_ = r.w.reportHealth(ctx)
+		r.fleet.sampleAll(ctx)
+		if ok, _ := r.converged(ctx, final); ok {
+			converged = true
+			break
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+	r.check.count(9, 1)
+	r.report.ConvergedIn = time.Since(start)
+	if !converged {
+		_, why := r.converged(ctx, final)
+		r.check.violate(Violation{9, "all", fmt.Sprintf("not converged within %s: %s", r.cfg.ConvergeWithin, why)})
+	}
+	if err := r.atRest(ctx); err != nil {
+		return err
+	}
+	return r.check.histories()
+}
+
+// release opens every gate and resumes every strategy, retrying through the last faults'
+// after-effects: the people's undos may have failed against a restarting API server.
+func (r *soakRun) release(ctx context.Context) error {
+	for _, s := range r.w.strategy {
+		for attempt := 0; ; attempt++ {
+			err := errors.Join(r.w.setGate(ctx, s.name, false), r.w.setSuspended(ctx, s.name, ""))
+			if err == nil {
+				break
+			}
+			if attempt == 30 {
+				return fmt.Errorf("open the gate of %s and resume it: %w", s.name, err)
+			}
+			if err := sleep(ctx, 2*time.Second); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fixForward makes a dry commit the health rule never fails, and proposes it everywhere.
+func (r *soakRun) fixForward(ctx context.Context, s *strategy) (string, error) {
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		var dry string
+		if dry, err = r.w.hydrate(ctx, s); err == nil {
+			return dry, nil
+		}
+		if sleep(ctx, 2*time.Second) != nil {
+			break
+		}
+	}
+	return "", fmt.Errorf("fix forward of %s: %w", s.name, err)
+}
+
+// converged: every environment runs its strategy's final dry commit, every strategy is Ready
+// for its current generation, and no controller's queue holds work.
+func (r *soakRun) converged(ctx context.Context, final map[string]string) (bool, string) {
+	list, err := r.w.sluice.PromoterV1alpha1().PromotionStrategies(r.w.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, ps := range list.Items {
+		ready := conditions.Get(ps.Status.Conditions, conditions.Ready)
+		if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != ps.Generation {
+			return false, fmt.Sprintf("%s is not Ready: %v", ps.Name, ready)
+		}
+		for _, e := range ps.Status.Environments {
+			if e.Blocked != "" {
+				return false, fmt.Sprintf("%s/%s is blocked: %s", ps.Name, e.Branch, e.Blocked)
+			}
+			if e.Active.DrySHA != final[ps.Name] {
+				return false, fmt.Sprintf("%s/%s runs %s, not the final %s", ps.Name, e.Branch, short(e.Active.DrySHA), short(final[ps.Name]))
+			}
+		}
+	}
+	depth, _, err := r.fleet.totals(ctx)
+	if err != nil {
+		return false, err.Error()
+	}
+	if depth > 0 {
+		return false, fmt.Sprintf("%g items still queued", depth)
+	}
+	return true, ""
+}
+
+// atRest counts the API requests and git requests over restWindow with nothing to do: a hot
+// loop shows there (invariant 9).
+func (r *soakRun) atRest(ctx context.Context) error {
+	r.check.count(9, 2)
+	_, before, err := r.fleet.totals(ctx)
+	if err != nil {
+		r.check.violate(Violation{9, "all", "at rest: " + err.Error()})
+		return nil
+	}
+	gitBefore := r.in.git.requests.Load()
+	if err := sleep(ctx, restWindow); err != nil {
+		return err
+	}
+	_, after, err := r.fleet.totals(ctx)
+	if err != nil {
+		r.check.violate(Violation{9, "all", "at rest: " + err.Error()})
+		return nil
+	}
+	r.report.APICallsPerSecondAtRest = (after - before) / restWindow.Seconds()
+	r.report.GitRequestsAtRest = r.in.git.requests.Load() - gitBefore
+	if limit := maxCallsPerReplicaAtRest * float64(len(r.fleet.replicas)); r.report.APICallsPerSecondAtRest > limit {
+		r.check.violate(Violation{9, "all", fmt.Sprintf("%.1f API requests a second at rest, more than %.0f", r.report.APICallsPerSecondAtRest, limit)})
+	}
+	if r.report.GitRequestsAtRest > 0 {
+		r.check.violate(Violation{9, "all", fmt.Sprintf("%d git requests in %s at rest; the last: %s",
+			r.report.GitRequestsAtRest, restWindow, strings.Join(r.in.git.last(int(min(r.report.GitRequestsAtRest, 5))), "; "))})
+	}
+	return nil
+}
