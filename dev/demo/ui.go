@@ -2,17 +2,21 @@ package demo
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
 
-// startUI runs the web UI (bin/sluice-ui) in local mode as the demo's admin, and returns its
-// URL, or "" when it is not built.
+// startUI runs the web UI (bin/sluice-ui) in local mode as the demo's admin, and returns the
+// URL that lets a browser in (it carries the launch token, which the demo chooses), or "" when
+// it is not built.
 func startUI(binDir, kubeconfig, logDir string, s *Story) (*exec.Cmd, string, error) {
 	bin := filepath.Join(binDir, "sluice-ui")
 	if _, err := os.Stat(bin); err != nil {
@@ -30,6 +34,11 @@ func startUI(binDir, kubeconfig, logDir string, s *Story) (*exec.Cmd, string, er
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--listen", listen,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "text")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	token, err := randomToken()
+	if err != nil {
+		return nil, "", err
+	}
+	cmd.Env = append(os.Environ(), "SLUICE_UI_TOKEN="+token)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
@@ -37,7 +46,26 @@ func startUI(binDir, kubeconfig, logDir string, s *Story) (*exec.Cmd, string, er
 	}
 	url := "http://" + listen
 	s.Say("%-24s pid %-7d %s", "sluice-ui", cmd.Process.Pid, url)
-	return cmd, url, waitServing(url)
+	return cmd, url + "/?token=" + token, waitServing(url)
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// pageURL is page (a path) of the UI whose launch URL is launch, carrying its token: the
+// browser trades it for a cookie and lands on page.
+func pageURL(launch, page string) string {
+	base, token, _ := strings.Cut(launch, "/?")
+	sep := "?"
+	if strings.Contains(page, "?") {
+		sep = "&"
+	}
+	return base + page + sep + token
 }
 
 // waitServing waits until the UI answers, so the first screenshot is not of an error page.
@@ -91,7 +119,7 @@ func (sh *screenshotter) take(ctx context.Context, page string, s *Story) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, sh.browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
 		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+profile, "--hide-scrollbars", "--window-size=1280,900", "--screenshot="+out, sh.url+page)
+		"--user-data-dir="+profile, "--hide-scrollbars", "--window-size=1280,900", "--screenshot="+out, pageURL(sh.url, page))
 	if output, err := cmd.CombinedOutput(); err != nil {
 		s.Say("screenshot of %s failed: %v: %s", page, err, output)
 		return

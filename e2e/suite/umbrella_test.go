@@ -72,6 +72,8 @@ func TestUmbrellaChart(t *testing.T) {
 // the controllers that read Secrets allowed to in secretNamespace only.
 func (c *Cluster) umbrellaValues(tag, secretNamespace string) []string {
 	set := []string{"global.imageTag=" + tag, "promoter-controller.webhook.enabled=true", "ui.enabled=true", "ui.image.pullPolicy=Never",
+		// The suite reads the UI's pages from the host, with no sign-in: anonymous reading on.
+		"ui.identity.anonymous=read",
 		// The health story reads the gate-controller's Deployment, in the system namespace, as a
 		// ServiceAccount of the app's namespace that is granted just that (healthReader).
 		"health-controller.noCrossNamespaceRefs=false"}

@@ -30,14 +30,15 @@ func TestUIChartOIDCModeImpersonatesOnlyTheListedGroups(t *testing.T) {
 	assertRefused(t, renderer, dir, "groups", oidc...)
 	for mode, set := range map[string][]string{
 		"oidc":  oidc,
-		"proxy": {"identity.mode=proxy", "identity.proxy.trustedProxies[0]=10.244.0.7/32"},
+		"proxy": {"identity.mode=proxy", "identity.proxy.trustedProxies[0]=10.244.0.7/32", "identity.oidc.issuerURL=https://dex.example.com", "identity.oidc.clientID=oauth2-proxy"},
 	} {
 		out, err := renderer.Template(ctx, "sluice-ui", "sluice-system", dir, []string{"--skip-schema-validation"}, set...)
 		if assert.Error(t, err, "%s mode without groups renders nothing", mode) {
 			assert.Contains(t, out, "identity.mode "+mode+" needs identity.impersonate.groups", "the template refuses too, when the schema is skipped")
 		}
 	}
-	proxy := []string{"identity.mode=proxy", "identity.proxy.trustedProxies[0]=10.244.0.7/32", "identity.impersonate.groups[0]=team-a"}
+	proxy := []string{"identity.mode=proxy", "identity.proxy.trustedProxies[0]=10.244.0.7/32", "identity.impersonate.groups[0]=team-a",
+		"identity.oidc.issuerURL=https://dex.example.com", "identity.oidc.clientID=oauth2-proxy"}
 	out, err := renderer.Template(ctx, "sluice-ui", "sluice-system", dir, nil, proxy...)
 	require.NoError(t, err)
 	assert.Contains(t, out, "kind: NetworkPolicy\nmetadata:\n  name: sluice-ui-proxy", "proxy mode admits only the proxy")

@@ -17,7 +17,7 @@ import (
 
 // The UI's chart in proxy mode: its ServiceAccount may impersonate people, only the groups it
 // lists, never a ServiceAccount, and record Events; in the default mode it may do none of that.
-// Proxy mode without the proxy's addresses, and values the UI cannot run with, are refused.
+// Proxy mode without the proxy's addresses or its issuer, and values the UI cannot run with, are refused.
 func TestUIChartImpersonatesOnlyInProxyMode(t *testing.T) {
 	testenv.SkipIfShort(t)
 	ctx := context.Background()
@@ -25,11 +25,15 @@ func TestUIChartImpersonatesOnlyInProxyMode(t *testing.T) {
 	require.NoError(t, err)
 	env := startEmpty(t)
 	helm := newHelm(t, env)
-	proxy := []string{"identity.mode=proxy", "identity.proxy.trustedProxies[0]=10.244.0.7/32", "identity.impersonate.groups[0]=platform"}
+	proxy := []string{"identity.mode=proxy", "identity.proxy.trustedProxies[0]=10.244.0.7/32", "identity.impersonate.groups[0]=platform",
+		"identity.proxy.allowedAdminGroups[0]=kubeadm:cluster-admins", "identity.anonymous=read",
+		"identity.oidc.issuerURL=https://dex.example.com", "identity.oidc.clientID=oauth2-proxy"}
 	require.NoError(t, helm.Lint(ctx, dir, proxy...))
 
 	require.NoError(t, helm.Install(ctx, "sluice-ui", "sluice-system", dir))
 	assertUIPrivilege(t, env, "sluice-system", "sluice-ui", false)
+	_, anonymous := Flag(uiArgs(t, env, "sluice-ui"), "anonymous")
+	assert.False(t, anonymous, "anonymous reading is off by default")
 
 	require.NoError(t, helm.Upgrade(ctx, "sluice-ui", "sluice-system", dir, proxy...))
 	assertUIPrivilege(t, env, "sluice-system", "sluice-ui", true)
@@ -56,7 +60,8 @@ func TestUIChartImpersonatesOnlyInProxyMode(t *testing.T) {
 	}
 
 	args := uiArgs(t, env, "sluice-ui")
-	for flag, want := range map[string]string{"identity": "proxy", "trusted-proxies": "10.244.0.7/32", "listen": ":8092", "leader-elect": "false"} {
+	for flag, want := range map[string]string{"identity": "proxy", "trusted-proxies": "10.244.0.7/32", "listen": ":8092", "leader-elect": "false",
+		"proxy-allowed-admin-groups": "kubeadm:cluster-admins", "anonymous": "read", "oidc-issuer-url": "https://dex.example.com"} {
 		got, _ := Flag(args, flag)
 		assert.Equal(t, want, got, "--%s", flag)
 	}
@@ -69,6 +74,12 @@ func TestUIChartImpersonatesOnlyInProxyMode(t *testing.T) {
 	out, err := renderer.Template(ctx, "sluice-ui", "sluice-system", dir, []string{"--skip-schema-validation"}, "identity.mode=proxy")
 	if assert.Error(t, err, "proxy mode without the proxy's addresses") {
 		assert.Contains(t, out, "identity.mode proxy needs identity.proxy.trustedProxies")
+	}
+	// An address alone is never believed: proxy mode without the issuer is refused too.
+	out, err = renderer.Template(ctx, "sluice-ui", "sluice-system", dir, nil, "identity.mode=proxy",
+		"identity.proxy.trustedProxies[0]=10.244.0.7/32", "identity.impersonate.groups[0]=platform")
+	if assert.Error(t, err, "proxy mode without the issuer") {
+		assert.Contains(t, out, "identity.mode proxy needs identity.oidc.issuerURL")
 	}
 	for set, field := range map[string]string{
 		"identity.mode=kubeconfig":                      "mode",

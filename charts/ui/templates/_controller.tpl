@@ -1,25 +1,32 @@
 {{/* The UI's flags and its page port, added to the shared Deployment (see sluice.controllerParts
 in _sluice.tpl): it serves on every address of the pod, so the Service reaches it. In proxy mode
-it believes the forwarded ID token (with identity.oidc.issuerURL) or the identity headers from
-identity.proxy.trustedProxies; in oidc mode it signs people in itself, reading the client secret
-and cookie key from Secrets mounted as files. Both modes need identity.impersonate.groups. */}}
+it believes the ID token the proxy forwards from identity.proxy.trustedProxies, verified
+against identity.oidc.issuerURL (an address alone is never believed); in oidc mode it signs
+people in itself, reading the client secret and cookie key from Secrets mounted as files. Both modes need identity.impersonate.groups. */}}
 {{- define "ui.controller" -}}
 {{- $identity := .Values.identity -}}
 {{- $oidc := $identity.oidc | default dict -}}
 args:
   - {{ printf "--listen=:%v" .Values.http.port | quote }}
   - {{ printf "--identity=%s" $identity.mode | quote }}
+  {{- if $identity.anonymous }}
+  - {{ printf "--anonymous=%s" $identity.anonymous | quote }}
+  {{- end }}
   {{- if eq $identity.mode "proxy" }}
   {{- $trusted := $identity.proxy.trustedProxies | default list }}
   {{- if not $trusted }}
-  {{- fail "identity.mode proxy needs identity.proxy.trustedProxies: the CIDRs of the authenticating proxy, whose identity headers the UI believes" }}
+  {{- fail "identity.mode proxy needs identity.proxy.trustedProxies: the CIDRs of the authenticating proxy, the only addresses its ID token is believed from" }}
+  {{- end }}
+  {{- if not $oidc.issuerURL }}
+  {{- fail "identity.mode proxy needs identity.oidc.issuerURL and .clientID: the proxy's ID token is verified against the issuer, since an address alone is never believed" }}
   {{- end }}
   - {{ printf "--proxy-user-header=%s" $identity.proxy.userHeader | quote }}
   - {{ printf "--proxy-groups-header=%s" ($identity.proxy.groupsHeader | default "") | quote }}
   - {{ printf "--trusted-proxies=%s" (join "," $trusted) | quote }}
-  {{- if $oidc.issuerURL }}
-  {{- include "ui.oidcClaimArgs" $oidc | nindent 2 }}
+  {{- with $identity.proxy.allowedAdminGroups }}
+  - {{ printf "--proxy-allowed-admin-groups=%s" (join "," .) | quote }}
   {{- end }}
+  {{- include "ui.oidcClaimArgs" $oidc | nindent 2 }}
   {{- end }}
   {{- if and (has $identity.mode (list "proxy" "oidc")) (not ($identity.impersonate | default dict).groups) }}
   {{- fail (printf "identity.mode %s needs identity.impersonate.groups: the groups a person may be impersonated into (RBAC resourceNames), so that the UI's token can never become system:masters or another admin group" $identity.mode) }}

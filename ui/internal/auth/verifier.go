@@ -3,9 +3,6 @@ package auth
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"strings"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 
@@ -43,33 +40,3 @@ func (v *TokenVerifier) Verify(ctx context.Context, rawIDToken string) (web.Iden
 	}
 	return v.claims.Identity(claims)
 }
-
-// ForwardedToken is the web.Identifier of proxy mode with an issuer: the person is whoever the
-// ID token in the request's one Authorization header names, once verified; identity headers are
-// never read, so a forged or appended X-Forwarded-User names nobody. A missing, repeated or
-// failing token is anonymous.
-type ForwardedToken struct {
-	Verifier *TokenVerifier
-	Log      *slog.Logger
-}
-
-// Identify verifies the request's bearer ID token.
-func (f ForwardedToken) Identify(r *http.Request) (web.Identity, bool) {
-	values := r.Header.Values("Authorization")
-	if len(values) != 1 {
-		return web.Identity{}, false
-	}
-	raw, ok := strings.CutPrefix(values[0], "Bearer ")
-	if !ok || raw == "" {
-		return web.Identity{}, false
-	}
-	id, err := f.Verifier.Verify(r.Context(), strings.TrimSpace(raw))
-	if err != nil {
-		f.Log.Info("a forwarded ID token was refused", "error", err)
-		return web.Identity{}, false
-	}
-	return id, true
-}
-
-// AllowsHost accepts any host: the proxy decides who reaches the UI.
-func (ForwardedToken) AllowsHost(string) bool { return true }

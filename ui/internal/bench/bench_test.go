@@ -25,7 +25,7 @@ import (
 // firstByte requests url and returns the time to the first byte of the body, then reads the rest.
 func firstByte(b *testing.B, url string) time.Duration {
 	start := time.Now()
-	resp, err := http.Get(url)
+	resp, err := uiClient.Get(url)
 	require.NoError(b, err)
 	defer resp.Body.Close()
 	one := make([]byte, 1)
@@ -84,7 +84,7 @@ func BenchmarkStatusWriteToPage(b *testing.B) {
 		require.NoError(b, err)
 	}
 	b.Run("sluice-ui", func(b *testing.B) {
-		resp, err := http.Get(uiURL + "/events")
+		resp, err := uiClient.Get(uiURL + "/events")
 		require.NoError(b, err)
 		defer resp.Body.Close()
 		events := bufio.NewScanner(resp.Body)

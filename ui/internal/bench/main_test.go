@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,10 +38,12 @@ const (
 )
 
 var (
-	env     *testenv.Env
-	ui      *exec.Cmd
-	uiURL   string
-	kubectl string
+	env   *testenv.Env
+	ui    *exec.Cmd
+	uiURL string
+	// uiClient carries the local-mode UI's cookie.
+	uiClient = http.DefaultClient
+	kubectl  string
 )
 
 func TestMain(m *testing.M) {
@@ -153,6 +157,16 @@ func startUI() error {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	ui = exec.Command(bin, "--kubeconfig", env.Kubeconfig, "--listen", addr, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	// Local mode lets in only the launch token's cookie: the bench chooses the token.
+	token := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	ui.Env = append(os.Environ(), "SLUICE_UI_TOKEN="+token)
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return err
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	jar.SetCookies(&url.URL{Scheme: "http", Host: addr, Path: "/"}, []*http.Cookie{{Name: "sluice_ui_" + port, Value: token, Path: "/"}})
+	uiClient = &http.Client{Jar: jar}
 	if err := ui.Start(); err != nil {
 		return err
 	}
@@ -169,7 +183,7 @@ func startUI() error {
 }
 
 func get(url string) (string, error) {
-	resp, err := http.Get(url)
+	resp, err := uiClient.Get(url)
 	if err != nil {
 		return "", err
 	}

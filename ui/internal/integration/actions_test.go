@@ -34,6 +34,7 @@ func TestRevertFromThePipelinePageCreatesARevertCommit(t *testing.T) {
 	})
 
 	b := browser(t)
+	signIn(b, t, url)
 	within(b, t, chromedp.Navigate(url+"/pipelines/"+ns+"/checkout"), chromedp.WaitVisible(css(`#live.on`)),
 		chromedp.Click(css(`a[href^="/act/revert/"]`)), chromedp.WaitVisible(css(`#f-sha`)))
 	choices := read(b, t, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#f-sha option')].map(o => o.value)`))
@@ -79,6 +80,7 @@ func TestRollbackFromTheRollbacksPageAnnotatesTheRelease(t *testing.T) {
 	require.NoError(t, err)
 
 	b := browser(t)
+	signIn(b, t, url)
 	within(b, t, chromedp.Navigate(url+"/rollbacks"), chromedp.WaitVisible(css(`#live.on`)),
 		chromedp.Click(css(`a[href="/act/rollback/`+ns+`/payments"]`)), chromedp.WaitVisible(css(`#f-number`)))
 	choices := read(b, t, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#f-number option')].map(o => o.value)`))
@@ -104,6 +106,7 @@ func TestSuspendAndResumeFromTheGatePage(t *testing.T) {
 	gates := env.Sluice.GatingV1alpha1().Gates(ns)
 
 	b := browser(t)
+	signIn(b, t, url)
 	within(b, t, chromedp.Navigate(url+"/gates/"+ns+"/freeze"), chromedp.WaitVisible(css(`#live.on`)),
 		chromedp.Click(css(`a[href^="/act/suspend/`+ns+`/freeze"]`)), chromedp.WaitVisible(css(`#f-reason`)),
 		chromedp.SendKeys(css(`#f-reason`), "auditors at work"), chromedp.Click(css(`button[type=submit]`)), chromedp.WaitVisible(css(`#change`)))

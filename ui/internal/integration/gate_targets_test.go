@@ -31,6 +31,7 @@ func TestAGatePageListsTheKustomizationsThatReferenceIt(t *testing.T) {
 	createGate(t, ns, "other")
 
 	b := browser(t)
+	signIn(b, t, url)
 	within(b, t, chromedp.Navigate(url+"/gates/"+ns+"/freeze"), chromedp.WaitVisible(css(`#live.on`)),
 		chromedp.WaitVisible(css(`#targets-missing`)))
 	missing := read(b, t, chromedp.Text(css(`#targets-missing`)))

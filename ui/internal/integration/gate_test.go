@@ -102,6 +102,7 @@ func TestAGateClosedFromThePageHoldsAKustomization(t *testing.T) {
 	createGate(t, ns, "freeze")
 	createKustomization(t, ns, "apps", "freeze")
 	b := browser(t)
+	signIn(b, t, url)
 	closeFromPage(t, b, url, ns, "freeze", "release 1.4 sign-off")
 	within(b, t, chromedp.WaitVisible(css(`.done`)), chromedp.WaitVisible(css(`.gate [data-state]`)))
 	testenv.WaitFor(t, time.Minute, func() (bool, error) {
@@ -126,7 +127,7 @@ func TestAGateClosedFromThePageHoldsAKustomization(t *testing.T) {
 func TestActionsRunAsThePersonTheProxyNames(t *testing.T) {
 	socket := proxySocketPath(t)
 	startUI(t, env.Config, setup.Config{Identity: setup.IdentityProxy, UserHeader: "X-Forwarded-User",
-		GroupsHeader: "X-Forwarded-Groups", ProxySocket: socket})
+		GroupsHeader: "X-Forwarded-Groups", ProxySocket: socket, Anonymous: setup.AnonymousRead})
 	url := sidecarProxy(t, socket)
 	ns := newNamespace(t)
 	createGate(t, ns, "freeze")

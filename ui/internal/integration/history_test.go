@@ -63,6 +63,7 @@ func TestHistoryPageShowsCommitsEnvironmentsAndDORA(t *testing.T) {
 	require.NoError(t, err)
 
 	b := browser(t)
+	signIn(b, t, url)
 	within(b, t, chromedp.Navigate(url+"/pipelines/"+ns+"/checkout"), chromedp.WaitVisible(css(`#live.on`)),
 		chromedp.Focus(css(`#history-link`)), chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitVisible(css(`#history`)), chromedp.WaitVisible(css(`#live.on`)))

@@ -10,9 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,6 +95,9 @@ func startUI(t *testing.T, cfg *rest.Config, c setup.Config) string {
 	}
 	m, err := manager.New("sluice-ui", opts, cfg, slog.New(slog.NewTextHandler(out, nil)))
 	require.NoError(t, err)
+	if c.Identity == setup.IdentityKubeconfig {
+		c.LaunchToken = web.NewLaunchToken()
+	}
 	h, err := setup.NewHandler(m, c)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -107,7 +114,24 @@ func startUI(t *testing.T, cfg *rest.Config, c setup.Config) string {
 		t.Cleanup(func() { cancel(); require.NoError(t, <-sockDone) })
 	}
 	testenv.RunManager(t, m)
-	return "http://" + ln.Addr().String()
+	url := "http://" + ln.Addr().String()
+	if c.Identity == setup.IdentityKubeconfig {
+		launchTokens.Store(url, c.LaunchToken)
+	}
+	return url
+}
+
+// launchTokens are the launch tokens of the local-mode UIs the tests started, by URL.
+var launchTokens sync.Map
+
+// signIn opens the URL that carries the launch token of the local-mode UI at url, as the URL
+// sluice-ui prints at start: the browser keeps the token's cookie.
+func signIn(b context.Context, t *testing.T, url string) {
+	t.Helper()
+	token, ok := launchTokens.Load(url)
+	require.True(t, ok, "no local-mode UI was started at %s", url)
+	within(b, t, chromedp.Navigate(setup.LaunchURL(strings.TrimPrefix(url, "http://"), token.(string))),
+		chromedp.WaitVisible(css(`#live.on`)))
 }
 
 // browser starts a headless Chromium with a fresh profile for the test.
@@ -165,4 +189,11 @@ func newNamespace(t *testing.T) string {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ui-"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return ns.Name
+}
+
+func newJar(t *testing.T) http.CookieJar {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	return jar
 }

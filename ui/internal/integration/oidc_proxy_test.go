@@ -20,8 +20,8 @@ import (
 
 // TestBehindOAuth2ProxyOnlyTheVerifiedIDTokenNamesThePerson: the real oauth2-proxy signs people
 // in at the real provider and forwards their ID token; the UI verifies it against the issuer
-// and acts as the person its claims name. Identity headers sent straight to the UI, and a
-// token the issuer did not sign, name nobody.
+// and acts as the person its claims name. Identity headers sent straight to the UI name nobody
+// (and anonymous visitors are refused), and a token the issuer did not sign is refused.
 func TestBehindOAuth2ProxyOnlyTheVerifiedIDTokenNamesThePerson(t *testing.T) {
 	testenv.SkipIfShort(t)
 	proxyClient := oidc.Client{ID: "oauth2-proxy", Secret: "oauth2-proxy-test-secret",
@@ -69,13 +69,16 @@ func TestBehindOAuth2ProxyOnlyTheVerifiedIDTokenNamesThePerson(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	for name, headers := range map[string]map[string]string{
-		"identity headers":                {"X-Forwarded-User": "oidc:alice", "X-Forwarded-Groups": "oidc:release-managers"},
-		"a token the issuer never signed": {"Authorization": "Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"},
+	for name, forgery := range map[string]struct {
+		headers map[string]string
+		says    string
+	}{
+		"identity headers":                {map[string]string{"X-Forwarded-User": "oidc:alice", "X-Forwarded-Groups": "oidc:release-managers"}, "Sign in first"},
+		"a token the issuer never signed": {map[string]string{"Authorization": "Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"}, "ID token is not valid"},
 	} {
-		status, body := forged(headers)
-		assert.Equal(t, http.StatusForbidden, status, name)
-		assert.Contains(t, body, "read-only for you", name)
+		status, body := forged(forgery.headers)
+		assert.Equal(t, http.StatusUnauthorized, status, name)
+		assert.Contains(t, body, forgery.says, name)
 	}
 	g, err = env.Sluice.GatingV1alpha1().Gates(ns).Get(context.Background(), "freeze", metav1.GetOptions{})
 	require.NoError(t, err)

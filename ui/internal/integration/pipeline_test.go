@@ -56,6 +56,7 @@ func TestPromotionMovesLiveOnThePipelinePage(t *testing.T) {
 	require.NoError(t, err)
 
 	b := browser(t)
+	signIn(b, t, url)
 	page := url + "/pipelines/" + ns + "/checkout"
 	within(b, t, chromedp.Navigate(page), chromedp.WaitVisible(css(`#live.on`)))
 	read(b, t, chromedp.Evaluate[bool](`window.sluiceNotReloaded = true`))

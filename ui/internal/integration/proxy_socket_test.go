@@ -45,7 +45,7 @@ func TestIdentityHeadersAreBelievedOnlyOnTheProxySocket(t *testing.T) {
 
 	status, body := closeGateAsAlice(t, http.DefaultClient, tcpURL, ns, "from a port-forward")
 	assert.Equal(t, http.StatusForbidden, status)
-	assert.Contains(t, body, "this UI is read-only for you", "over TCP the headers name no one")
+	assert.Contains(t, body, "accepted only from the authenticating proxy", "over TCP the headers are refused")
 	g, err := env.Sluice.GatingV1alpha1().Gates(ns).Get(ctx, "freeze", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.False(t, g.Spec.Closed, "nothing changed")

@@ -39,6 +39,7 @@ func TestARevertStartedFromThePageIsMerged(t *testing.T) {
 	require.NotEqual(t, healthyTree, g.repo.ReadCommit(t, bad.Active.HydratedSHA).TreeHash.String())
 
 	b := browser(t)
+	signIn(b, t, url)
 	within(b, t, chromedp.Navigate(url+"/pipelines/"+g.ns+"/app"), chromedp.WaitVisible(css(`#live.on`)),
 		chromedp.WaitVisible(css(`[data-branch="prod"][data-active="`+badDry+`"]`)),
 		chromedp.Click(css(`a[href^="/act/revert/"]`)), chromedp.WaitVisible(css(`#f-sha`)),

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/ui/internal/setup"
+	"github.com/sluicehq/sluice/ui/internal/web"
 )
 
 const usage = `kubectl sluice: Sluice from kubectl.
@@ -96,7 +97,7 @@ func serveUI(ctx context.Context, flags uiFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	cfg := setup.Config{Listen: flags.listen, Identity: setup.IdentityKubeconfig}
+	cfg := setup.Config{Listen: flags.listen, Identity: setup.IdentityKubeconfig, LaunchToken: web.NewLaunchToken()}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -108,7 +109,8 @@ func serveUI(ctx context.Context, flags uiFlags, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", flags.listen, err)
 	}
-	url := "http://" + ln.Addr().String() + "/"
+	// The URL carries the launch token once; the browser trades it for a cookie.
+	url := setup.LaunchURL(ln.Addr().String(), cfg.LaunchToken)
 	m.AddServer(func(ctx context.Context) error { return httpserve.Serve(ctx, ln, handler) })
 	fmt.Fprintf(stdout, "Sluice UI, acting as you with your kubeconfig: %s\nPress Ctrl-C to stop.\n", url)
 	if flags.open {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,9 +68,20 @@ func TestUIServesTheKubeconfigsClusterAndOpensTheBrowser(t *testing.T) {
 	assert.True(t, strings.HasPrefix(url, "http://127.0.0.1:"), "a loopback URL: %s", url)
 	assert.Contains(t, stdout.String(), url, "the URL is printed too")
 
+	require.Contains(t, url, "/?token=", "the URL carries the launch token")
+	base, _, _ := strings.Cut(url, "?")
+	resp, err := http.Get(base + "pipelines")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "without the token, nobody gets in")
+
+	// The browser trades the token for a cookie and lands on the pipelines.
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	client := &http.Client{Jar: jar}
 	var page string
 	testenv.WaitFor(t, 30*time.Second, func() (bool, error) {
-		resp, err := http.Get(url + "pipelines")
+		resp, err := client.Get(url)
 		if err != nil {
 			return false, err
 		}

@@ -29,16 +29,18 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 	var actor *web.Actor
 	switch cfg.Identity {
 	case IdentityKubeconfig:
-		identify = web.Local{User: whoAmI(m)}
+		identify = localIdentity(cfg, whoAmI(m), m.Log)
 		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
 	case IdentityProxy:
-		identify = web.Proxy{UserHeader: cfg.UserHeader, GroupsHeader: cfg.GroupsHeader, Trusted: cfg.TrustedProxies}
-		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
+		proxy := web.Proxy{UserHeader: cfg.UserHeader, GroupsHeader: cfg.GroupsHeader, Trusted: cfg.TrustedProxies,
+			AdminGroups: cfg.AdminGroups, AllowedGroups: cfg.AllowedAdminGroups}
 		if cfg.OIDC.IssuerURL != "" {
-			if identify, err = newForwardedToken(m, cfg.OIDC); err != nil {
+			if proxy.Verifier, err = newTokenVerifier(cfg.OIDC); err != nil {
 				return nil, err
 			}
 		}
+		identify = proxy
+		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
 	}
 	var login *auth.Login
 	if cfg.Identity == IdentityOIDC {
@@ -52,6 +54,7 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	srv.AnonymousRead = anonymousRead(cfg, m.Log)
 	if login != nil {
 		return login.Wrap(srv.Handler()), nil
 	}

@@ -94,12 +94,12 @@ func (o *OIDC) validateForwarded() []error {
 	return errs
 }
 
-// newForwardedToken reads the provider's discovery document for proxy mode.
-func newForwardedToken(m *manager.Manager, o OIDC) (auth.ForwardedToken, error) {
+// newTokenVerifier reads the provider's discovery document for proxy mode: the verifier of the
+// ID tokens the proxy forwards (web.Proxy.Verifier).
+func newTokenVerifier(o OIDC) (*auth.TokenVerifier, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	v, err := auth.NewTokenVerifier(ctx, o.IssuerURL, o.ClientID, o.claims())
-	return auth.ForwardedToken{Verifier: v, Log: m.Log}, err
+	return auth.NewTokenVerifier(ctx, o.IssuerURL, o.ClientID, o.claims())
 }
 
 func (o OIDC) claims() auth.Claims {

@@ -13,12 +13,17 @@ import (
 
 // Serve serves handler on addr until ctx ends. The event streams last as long as a page is
 // open, so there is no write timeout; headers must come within 10 s.
-func Serve(ctx context.Context, addr string, handler http.Handler, m *manager.Manager) error {
+// In local mode (token set) it prints the URL that carries the launch token to stdout, never to
+// the log.
+func Serve(ctx context.Context, addr string, handler http.Handler, m *manager.Manager, token string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", addr, err)
 	}
 	m.Log.Info("serving the UI", "url", "http://"+ln.Addr().String())
+	if token != "" {
+		fmt.Printf("Sluice UI, acting as you with your kubeconfig; open:\n  %s\n", LaunchURL(ln.Addr().String(), token))
+	}
 	return httpserve.Serve(ctx, ln, handler)
 }
 

@@ -27,7 +27,7 @@ const (
 	// the UI impersonates them.
 	IdentityProxy = "proxy"
 	// IdentityOIDC (oidc.go): the UI signs people in itself and impersonates them.
-	// IdentityNone: read-only for everyone.
+	// IdentityNone: nobody is named; with --anonymous=read everyone reads, else nobody does.
 	IdentityNone = "none"
 )
 
@@ -40,15 +40,24 @@ type Config struct {
 	// ProxySocket is the Unix socket a sidecar proxy forwards to; identity headers are believed
 	// on its connections. Only containers of the UI's pod can reach it (a shared emptyDir).
 	ProxySocket string
-	// TrustedProxies are the addresses of a proxy in another pod, whose identity headers are
-	// believed. Never loopback: a port-forward to the UI's pod arrives from there too.
+	// TrustedProxies are the addresses of a proxy in another pod. Only with --oidc-issuer-url:
+	// an address alone is never believed, and the proxy's ID token is then believed from these
+	// addresses only (proxy_checks.go). Never loopback: a port-forward arrives from there too.
 	TrustedProxies []netip.Prefix
+	// AdminGroups are refused in proxy mode unless in AllowedAdminGroups (proxy_checks.go).
+	AdminGroups, AllowedAdminGroups []string
+	// Anonymous is what a request naming nobody may do: "" nothing, or read (anonymous.go).
+	Anonymous string
+	// InsecureListenAnywhere lets local mode listen on a non-loopback address (local.go).
+	InsecureListenAnywhere bool
+	// LaunchToken is local mode's token; empty, $SLUICE_UI_TOKEN or a random one (local.go).
+	LaunchToken string
 	// OIDC configures --identity=oidc (oidc.go).
 	OIDC OIDC
 }
 
 // Defaults returns the configuration the flags start from: local mode on loopback outside a
-// cluster, read-only for everyone inside one (KUBERNETES_SERVICE_HOST set).
+// cluster, nobody named inside one (KUBERNETES_SERVICE_HOST set).
 func Defaults() Config {
 	c := Config{
 		Listen:       "127.0.0.1:8092",
@@ -56,6 +65,7 @@ func Defaults() Config {
 		UserHeader:   "X-Forwarded-User",
 		GroupsHeader: "X-Forwarded-Groups",
 		OIDC:         defaultOIDC(),
+		AdminGroups:  web.DefaultAdminGroups,
 	}
 	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
 		c.Identity = IdentityNone
@@ -68,11 +78,11 @@ func Defaults() Config {
 func (c *Config) AddFlags(fs *flag.FlagSet) {
 	*c = Defaults()
 	fs.StringVar(&c.Listen, "listen", c.Listen, "Address the UI serves on.")
-	fs.StringVar(&c.Identity, "identity", c.Identity, "Who a request comes from: kubeconfig (local mode: you, acting with your kubeconfig; the default outside a cluster), proxy (the user an authenticating proxy names, impersonated), oidc (the person who signed in with OpenID Connect, impersonated), or none (read-only; the default in a cluster).")
+	fs.StringVar(&c.Identity, "identity", c.Identity, "Who a request comes from: kubeconfig (local mode: you, acting with your kubeconfig; the default outside a cluster), proxy (the user an authenticating proxy names, impersonated), oidc (the person who signed in with OpenID Connect, impersonated), or none (nobody is named: with --anonymous=read everyone reads, else every page is refused; the default in a cluster).")
 	fs.StringVar(&c.UserHeader, "proxy-user-header", c.UserHeader, "With --identity=proxy: the header naming the user.")
 	fs.StringVar(&c.GroupsHeader, "proxy-groups-header", c.GroupsHeader, "With --identity=proxy: the header listing the user's groups, comma-separated.")
-	fs.StringVar(&c.ProxySocket, "proxy-socket", c.ProxySocket, "With --identity=proxy: also serve on this Unix socket (an absolute path in an emptyDir shared with a sidecar proxy, which forwards to unix://PATH); identity headers are believed on its connections only, and every request to --listen is anonymous and read-only.")
-	fs.Func("trusted-proxies", "With --identity=proxy and a proxy in another pod: comma-separated CIDRs of the proxy, whose identity headers are believed. Never loopback: a port-forward to the UI's pod arrives from there; a sidecar uses --proxy-socket.", func(v string) error {
+	fs.StringVar(&c.ProxySocket, "proxy-socket", c.ProxySocket, "With --identity=proxy: also serve on this Unix socket (an absolute path in an emptyDir shared with a sidecar proxy, which forwards to unix://PATH); identity headers are believed on its connections only, and every request to --listen is anonymous (refused unless --anonymous=read).")
+	fs.Func("trusted-proxies", "With --identity=proxy, --oidc-issuer-url and a proxy in another pod: comma-separated CIDRs of the proxy, the only addresses its ID token is then believed from (an address alone is never believed, so this needs --oidc-issuer-url). Never loopback: a port-forward to the UI's pod arrives from there; a sidecar uses --proxy-socket.", func(v string) error {
 		var out []netip.Prefix
 		for _, s := range strings.Split(v, ",") {
 			p, err := netip.ParsePrefix(strings.TrimSpace(s))
@@ -85,6 +95,9 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	c.OIDC.addFlags(fs)
+	c.addLocalFlags(fs)
+	c.addProxyCheckFlags(fs)
+	c.addAnonymousFlag(fs)
 }
 
 // Validate rejects a configuration the UI cannot serve with, naming every problem.
@@ -106,6 +119,7 @@ func (c *Config) Validate() error {
 	if c.Identity == IdentityOIDC {
 		errs = append(errs, c.OIDC.validate()...)
 	}
+	errs = append(errs, c.validateLocal(), c.validateAnonymous())
 	return errors.Join(errs...)
 }
 
@@ -119,8 +133,11 @@ func (c *Config) validateProxy() []error {
 			errs = append(errs, errors.New("--identity=proxy needs --proxy-user-header"))
 		}
 		if c.ProxySocket == "" && len(c.TrustedProxies) == 0 {
-			errs = append(errs, errors.New("--identity=proxy needs --proxy-socket (a sidecar proxy) or --trusted-proxies (a proxy in another pod)"))
+			errs = append(errs, errors.New("--identity=proxy needs --proxy-socket (a sidecar proxy) or --oidc-issuer-url (the proxy's ID token is verified, wherever the proxy runs)"))
 		}
+	}
+	if err := c.validateTrustedProxies(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.ProxySocket != "" && !filepath.IsAbs(c.ProxySocket) {
 		errs = append(errs, fmt.Errorf("--proxy-socket %q must be an absolute path", c.ProxySocket))
@@ -150,11 +167,12 @@ func Setup(m *manager.Manager, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	cfg.LaunchToken = launchToken(cfg)
 	handler, err := NewHandler(m, cfg)
 	if err != nil {
 		return err
 	}
-	m.AddServer(func(ctx context.Context) error { return Serve(ctx, cfg.Listen, handler, m) })
+	m.AddServer(func(ctx context.Context) error { return Serve(ctx, cfg.Listen, handler, m, cfg.LaunchToken) })
 	if cfg.ProxySocket != "" {
 		ln, err := ListenProxySocket(cfg.ProxySocket)
 		if err != nil {

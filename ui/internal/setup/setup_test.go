@@ -1,7 +1,9 @@
 package setup
 
 import (
+	"bytes"
 	"flag"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -25,7 +27,9 @@ func TestConfigFlagsAndValidate(t *testing.T) {
 
 	require.NoError(t, fs.Parse([]string{"--identity", "proxy", "--trusted-proxies", "10.0.0.7/32, 10.0.0.8/32", "--listen", ":8092"}))
 	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.7/32"), netip.MustParsePrefix("10.0.0.8/32")}, cfg.TrustedProxies)
-	require.NoError(t, cfg.Validate())
+	assert.ErrorContains(t, cfg.Validate(), "--trusted-proxies needs the proxy's ID token verified", "an address alone is never enough")
+	cfg.OIDC.IssuerURL, cfg.OIDC.ClientID = "https://idp.example.com", "oauth2-proxy"
+	require.NoError(t, cfg.Validate(), "with the proxy's ID token verified it is")
 	assert.Error(t, fs.Parse([]string{"--trusted-proxies", "everyone"}))
 
 	cfg.Identity = "admin"
@@ -54,7 +58,7 @@ func TestProxyModeValidationNamesEveryProblem(t *testing.T) {
 	require.NoError(t, sidecar.Validate())
 	assert.Equal(t, "/run/sluice-ui/ui.sock", sidecar.ProxySocket)
 
-	assert.ErrorContains(t, parse("--identity", "proxy").Validate(), "needs --proxy-socket (a sidecar proxy) or --trusted-proxies")
+	assert.ErrorContains(t, parse("--identity", "proxy").Validate(), "needs --proxy-socket (a sidecar proxy) or --oidc-issuer-url")
 	for _, loopback := range []string{"127.0.0.1/32", "::1/128", "0.0.0.0/0", "::ffff:127.0.0.1/128", "127.8.0.0/16"} {
 		assert.ErrorContains(t, parse("--identity", "proxy", "--trusted-proxies", loopback).Validate(), "covers loopback", loopback)
 	}
@@ -91,6 +95,69 @@ func TestTheProxySocketReplacesAStaleSocketOnlyAndIsNotWorldWritable(t *testing.
 	_, err = ListenProxySocket(file)
 	assert.ErrorContains(t, err, "is not a socket; refusing to replace it")
 	assert.FileExists(t, file)
+}
+
+func TestLocalModeRefusesANonLoopbackListenUnlessAskedTo(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	parse := func(args ...string) *Config {
+		var cfg Config
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		cfg.AddFlags(fs)
+		require.NoError(t, fs.Parse(args))
+		return &cfg
+	}
+	for _, listen := range []string{"0.0.0.0:18093", ":8092", "192.0.2.1:8092", "[::]:8092", "example.com:8092"} {
+		assert.ErrorContains(t, parse("--listen", listen).Validate(), "is not a loopback address", listen)
+	}
+	for _, listen := range []string{"127.0.0.1:0", "[::1]:8092", "localhost:8092", "127.0.0.2:8092"} {
+		assert.NoError(t, parse("--listen", listen).Validate(), listen)
+	}
+	anywhere := parse("--listen", "0.0.0.0:18093", "--insecure-listen-anywhere")
+	require.NoError(t, anywhere.Validate())
+	var logged bytes.Buffer
+	local := localIdentity(*anywhere, "alice", slog.New(slog.NewTextHandler(&logged, nil)))
+	assert.Contains(t, logged.String(), "level=WARN")
+	assert.Contains(t, logged.String(), "--insecure-listen-anywhere")
+	assert.Len(t, local.Token, 64, "a random token all the same")
+
+	assert.NoError(t, parse("--identity", "none", "--listen", ":8092").Validate(), "only local mode is bound to loopback")
+}
+
+func TestEachLaunchHasItsOwnToken(t *testing.T) {
+	t.Setenv(tokenEnv, "")
+	cfg := Config{Identity: IdentityKubeconfig}
+	a, b := launchToken(cfg), launchToken(cfg)
+	assert.Len(t, a, 64)
+	assert.NotEqual(t, a, b)
+	t.Setenv(tokenEnv, "chosen")
+	assert.Equal(t, "chosen", launchToken(cfg))
+	assert.Empty(t, launchToken(Config{Identity: IdentityNone}), "no token outside local mode")
+	assert.Equal(t, "http://127.0.0.1:8092/?token=chosen", LaunchURL("127.0.0.1:8092", "chosen"))
+}
+
+func TestAnonymousReadingIsAnOptInThatWarns(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+	parse := func(args ...string) *Config {
+		var cfg Config
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		cfg.AddFlags(fs)
+		require.NoError(t, fs.Parse(append([]string{"--listen", ":8092"}, args...)))
+		return &cfg
+	}
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	off := parse()
+	require.NoError(t, off.Validate())
+	assert.False(t, anonymousRead(*off, log), "off by default")
+	assert.Empty(t, logged.String())
+
+	on := parse("--anonymous", "read")
+	require.NoError(t, on.Validate())
+	assert.True(t, anonymousRead(*on, log))
+	assert.Contains(t, logged.String(), "level=WARN")
+
+	assert.ErrorContains(t, parse("--anonymous", "write").Validate(), "--anonymous must be empty or read")
+	assert.ErrorContains(t, parse("--identity", "kubeconfig", "--listen", "127.0.0.1:8092", "--anonymous", "read").Validate(), "local mode always names you")
 }
 
 func TestSetupRefusesAnInvalidConfigBeforeItStartsAnything(t *testing.T) {

@@ -25,7 +25,7 @@ func gateAction(open bool) *action {
 			{Name: "message", Label: "Message", Help: "Why; shown on the gate and to everyone it holds."},
 			{Name: "for", Label: "For (optional)", Help: "An expiry such as 30m or 2h: the gate then returns to what it is now. Empty: until someone changes it."},
 		},
-		back: func(ns, name string, _ url.Values) string { return "/gates/" + ns + "/" + name },
+		back: func(_ *Server, ns, name string, _ url.Values) string { return pathOf("gates", ns, name) },
 		describe: func(s *Server, ns, name string, f url.Values, now time.Time) (string, error) {
 			d, err := parseFor(f.Get("for"))
 			if err != nil {

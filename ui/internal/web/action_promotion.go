@@ -21,8 +21,13 @@ import (
 var mergeAction = &action{
 	Title: "Merge promotion", Kind: "PullRequest", reason: "MergeRequestedFromUI",
 	Fields: []field{{Name: "strategy", Hidden: true}},
-	back: func(ns, _ string, f url.Values) string {
-		return "/pipelines/" + ns + "/" + f.Get("strategy")
+	// back is the strategy's page when the strategy exists, else the list: the field comes
+	// from the form, so it never makes a path of its own.
+	back: func(s *Server, ns, _ string, f url.Values) string {
+		if strategy := f.Get("strategy"); strategy != "" && s.Store.PromotionStrategy(ns, strategy) != nil {
+			return pathOf("pipelines", ns, strategy)
+		}
+		return "/pipelines"
 	},
 	describe: func(s *Server, ns, name string, _ url.Values, _ time.Time) (string, error) {
 		pr := s.Store.PullRequest(ns, name)
@@ -49,7 +54,7 @@ var revertAction = &action{
 		{Name: "sha", Label: "Go back to", Options: healthySHAs},
 		{Name: "reason", Label: "Reason", Help: "Goes into the revert commit, its pull request and the Events."},
 	},
-	back: func(ns, name string, _ url.Values) string { return "/pipelines/" + ns + "/" + name },
+	back: func(_ *Server, ns, name string, _ url.Values) string { return pathOf("pipelines", ns, name) },
 	describe: func(s *Server, ns, name string, f url.Values, _ time.Time) (string, error) {
 		if !validSHA(s, ns, name, f) {
 			return "", fmt.Errorf("choose one of the healthy dry SHAs of %s", f.Get("env"))
@@ -89,7 +94,7 @@ func validSHA(s *Server, ns, name string, f url.Values) bool {
 var releaseRollbackAction = &action{
 	Title: "Roll back release", Kind: "ManifestRelease", reason: "RollbackRequestedFromUI",
 	Fields: []field{{Name: "number", Label: "Snapshot", Options: snapshots}},
-	back:   func(string, string, url.Values) string { return "/rollbacks" },
+	back:   func(*Server, string, string, url.Values) string { return "/rollbacks" },
 	describe: func(s *Server, ns, name string, f url.Values, _ time.Time) (string, error) {
 		for _, o := range snapshots(s, ns, name, f) {
 			if o.Value == f.Get("number") {
@@ -112,15 +117,7 @@ func snapshots(s *Server, ns, name string, _ url.Values) []option {
 	if mr == nil {
 		return nil
 	}
-	var out []option
-	for _, h := range writes.RollbackTargets(mr) {
-		label := fmt.Sprintf("version %s, test %s", h.Version, h.Test)
-		if h.RolledBack {
-			label += ", rolled back"
-		}
-		out = append(out, option{strconv.FormatInt(h.Number, 10), label})
-	}
-	return out
+	return releaseSnapshots(mr)
 }
 
 // actions are every action, by the name in its URL.

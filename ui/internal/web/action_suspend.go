@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,13 +49,13 @@ func suspendAction(resume bool) *action {
 	}
 	return &action{
 		Title: verb, Kind: "object", reason: reason, Fields: fields,
-		back: func(ns, name string, f url.Values) string {
+		back: func(_ *Server, ns, name string, f url.Values) string {
 			k, ok := suspendable[f.Get("kind")]
 			if !ok {
 				return "/"
 			}
 			if k.page == "/pipelines/" || k.page == "/gates/" {
-				return k.page + ns + "/" + name
+				return pathOf(strings.Trim(k.page, "/"), ns, name)
 			}
 			return k.page[:len(k.page)-3]
 		},

@@ -22,8 +22,8 @@ type action struct {
 	// apply makes the change with the person's clients and returns the object changed or
 	// created, for the Event.
 	apply func(ctx context.Context, c clients, ns, name string, f url.Values, now time.Time) (runtime.Object, error)
-	// back is the page to return to.
-	back   func(ns, name string, f url.Values) string
+	// back is the page to return to: a path built with pathOf from objects that exist.
+	back   func(s *Server, ns, name string, f url.Values) string
 	reason string
 }
 
@@ -65,7 +65,7 @@ func (s *Server) lookupAction(w http.ResponseWriter, r *http.Request) (*action, 
 }
 
 func (s *Server) formData(a *action, name, ns, obj string, values url.Values) actionData {
-	d := actionData{Action: a, Name: name, Namespace: ns, Object: obj, Values: values, Back: a.back(ns, obj, values)}
+	d := actionData{Action: a, Name: name, Namespace: ns, Object: obj, Values: values, Back: a.back(s, ns, obj, values)}
 	for _, f := range a.Fields {
 		ff := formField{field: f, Value: values.Get(f.Name)}
 		if f.Options != nil {
@@ -125,7 +125,7 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		if changed, err = a.apply(r.Context(), c, ns, obj, values, now); err == nil {
 			s.Act.Recorder.Eventf(changed, corev1.EventTypeNormal, a.reason, "%s (by %s, from the Sluice UI)", desc, id.User)
 			s.Log.Info("action", "action", data.Name, "namespace", ns, "name", obj, "user", id.User)
-			http.Redirect(w, r, a.back(ns, obj, values)+"?done="+url.QueryEscape(desc), http.StatusSeeOther)
+			http.Redirect(w, r, withDone(a.back(s, ns, obj, values), s.flashes.put(desc, now)), http.StatusSeeOther)
 			return
 		}
 	}

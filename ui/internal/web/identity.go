@@ -27,10 +27,14 @@ type Identifier interface {
 }
 
 // Local is the identity of local mode: whoever runs sluice-ui with their kubeconfig. Requests
-// are that person's only when they are addressed to the loopback host the UI listens on.
+// are that person's only when they are addressed to the loopback host the UI listens on and
+// carry the launch token (local_token.go).
 type Local struct {
 	// User is the kubeconfig's user, as the API server names it (a SelfSubjectReview).
 	User string
+	// Token is the launch's secret (NewLaunchToken): only a browser that presents it is let in,
+	// so no other local user or process acts with the kubeconfig through the loopback port.
+	Token string
 }
 
 // Identify returns the kubeconfig's user.
@@ -49,37 +53,30 @@ func (l Local) AllowsHost(host string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// Proxy trusts the user and groups that an authenticating proxy in front of the UI puts in
-// request headers (oauth2-proxy's X-Forwarded-User and X-Forwarded-Groups), and only on
-// requests that came through the proxy: those served by ViaProxySocket (a sidecar proxy's Unix
-// socket, which only containers of the UI's pod can reach), or from the addresses in Trusted (a
-// proxy in another pod). Anyone else who reaches the UI, such as a port-forward to its pod, is
-// anonymous.
+// Proxy names the person an authenticating proxy in front of the UI signed in. With Verifier
+// (--oidc-issuer-url), the ID token the proxy forwards (oauth2-proxy's Authorization: Bearer) is
+// verified against the issuer and alone names the person, from anywhere or, with Trusted, from
+// those addresses and the proxy's socket only; identity headers are never read. Without one,
+// the user and groups headers (oauth2-proxy's X-Forwarded-User and X-Forwarded-Groups) are
+// believed only on requests served by ViaProxySocket (a sidecar proxy's Unix socket, which only
+// containers of the UI's pod can reach); headers anywhere else are refused. A request naming
+// nobody is anonymous. The checks are in proxy_headers.go.
 type Proxy struct {
 	UserHeader, GroupsHeader string
 	Trusted                  []netip.Prefix
+	// Verifier verifies the ID token the proxy forwards (TokenHeader, a bearer token); nil,
+	// only the socket's headers name anyone.
+	Verifier    TokenVerifier
+	TokenHeader string
+	// AdminGroups are refused as groups unless listed in AllowedGroups: RBAC bounds whom the
+	// UI may impersonate, and this is the second line. system: groups are always refused.
+	AdminGroups, AllowedGroups []string
 }
 
 // Identify returns the proxy's user, or false.
 func (p Proxy) Identify(r *http.Request) (Identity, bool) {
-	if !cameOnProxySocket(r.Context()) && !p.trusted(r.RemoteAddr) {
-		return Identity{}, false
-	}
-	user := strings.TrimSpace(r.Header.Get(p.UserHeader))
-	if user == "" || strings.HasPrefix(user, "system:") {
-		return Identity{}, false
-	}
-	id := Identity{User: user, Impersonate: true}
-	if p.GroupsHeader != "" {
-		for _, v := range r.Header.Values(p.GroupsHeader) {
-			for _, g := range strings.Split(v, ",") {
-				if g = strings.TrimSpace(g); g != "" && !strings.HasPrefix(g, "system:") {
-					id.Groups = append(id.Groups, g)
-				}
-			}
-		}
-	}
-	return id, true
+	id, known, refused := p.resolve(r)
+	return id, known && refused == nil
 }
 
 type proxySocketKey struct{}

@@ -3,40 +3,12 @@ package web
 import (
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 )
-
-func TestProxyIsBelievedOnlyFromItsAddresses(t *testing.T) {
-	p := Proxy{UserHeader: "X-Forwarded-User", GroupsHeader: "X-Forwarded-Groups", Trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
-	req := func(remote, user, groups string) *http.Request {
-		r := httptest.NewRequest("GET", "/", nil)
-		r.RemoteAddr = remote
-		if user != "" {
-			r.Header.Set("X-Forwarded-User", user)
-		}
-		if groups != "" {
-			r.Header.Set("X-Forwarded-Groups", groups)
-		}
-		return r
-	}
-	id, ok := p.Identify(req("127.0.0.1:5000", "alice", "devs, ops"))
-	assert.True(t, ok)
-	assert.Equal(t, Identity{User: "alice", Groups: []string{"devs", "ops"}, Impersonate: true}, id)
-
-	_, ok = p.Identify(req("10.1.2.3:5000", "alice", ""))
-	assert.False(t, ok, "a request that did not come through the proxy is anonymous")
-	_, ok = p.Identify(req("127.0.0.1:5000", "", ""))
-	assert.False(t, ok, "no user, no identity")
-	_, ok = p.Identify(req("127.0.0.1:5000", "system:serviceaccount:x:y", ""))
-	assert.False(t, ok, "a proxy never names a system identity")
-	id, _ = p.Identify(req("127.0.0.1:5000", "bob", "system:masters,devs"))
-	assert.Equal(t, []string{"devs"}, id.Groups, "system groups are never impersonated")
-}
 
 func TestLocalAnswersOnlyOnLoopbackHosts(t *testing.T) {
 	for host, want := range map[string]bool{"127.0.0.1:8092": true, "localhost:8092": true, "[::1]:8092": true, "evil.example:8092": false, "10.0.0.1": false} {

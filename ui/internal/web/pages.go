@@ -17,6 +17,7 @@ type pipelinesData struct {
 	// Matched of Total strategies answer the filter; the page shows From to To of them.
 	Matched, Total, From, To int
 	Prev, Next               string
+	Done                     string
 }
 
 // pageSize bounds a list page: a thousand strategies render in one page slower than a person
@@ -25,7 +26,7 @@ const pageSize = 100
 
 func (s *Server) pipelines(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	data := pipelinesData{}
+	data := pipelinesData{Done: s.flashes.get(r.URL.Query().Get("done"), s.Now())}
 	if !s.Store.Strategies.Installed() {
 		data.Missing = &notInstalled{Kind: "PromotionStrategy", Chart: "promoter-controller"}
 	}
@@ -84,7 +85,7 @@ func (s *Server) pipeline(w http.ResponseWriter, r *http.Request) {
 	for _, o := range s.Store.RevertCommits.InNamespace(ns) {
 		in.RevertCommits = append(in.RevertCommits, asRevertCommit(o))
 	}
-	data := pipelineData{Pipeline: view.BuildPipeline(ps, in), Done: r.URL.Query().Get("done")}
+	data := pipelineData{Pipeline: view.BuildPipeline(ps, in), Done: s.flashes.get(r.URL.Query().Get("done"), s.Now())}
 	s.render(w, r, http.StatusOK, "pipeline", page{Title: ns + "/" + name, Nav: "pipelines",
 		Watch: "PromotionStrategy,CommitStatus,Gate,RevertCommit,PullRequest", Data: data})
 }

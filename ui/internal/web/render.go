@@ -52,11 +52,13 @@ func parsePages() (map[string]*template.Template, error) {
 		"ago": func(t time.Time, now time.Time) string {
 			return strings.TrimPrefix(view.Until(now.Add(now.Sub(t)), now), "in ") + " ago"
 		},
-		"dur":     view.Duration,
-		"percent": func(f float64) string { return strconv.FormatFloat(f*100, 'f', 0, 64) + "%" },
-		"perday":  func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
-		"utc":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
-		"join":    strings.Join,
+		"dur":         view.Duration,
+		"percent":     func(f float64) string { return strconv.FormatFloat(f*100, 'f', 0, 64) + "%" },
+		"perday":      func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+		"utc":         func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"join":        strings.Join,
+		"stalled":     stalledMessage,
+		"canRollBack": canRollBack,
 		// anchor makes a branch such as env/dev an id and URL fragment that needs no escaping.
 		"anchor": func(s string) string {
 			return strings.Map(func(r rune) rune {

@@ -23,11 +23,16 @@ type Server struct {
 	Store *store.Store
 	// Identify tells who sent a request; an anonymous request may read but never act.
 	Identify Identifier
+	// AnonymousRead lets requests that name nobody read the pages (anonymous.go); off, they are
+	// refused.
+	AnonymousRead bool
 	// Act performs actions; nil makes the UI read-only.
 	Act  *Actor
 	Log  *slog.Logger
 	Now  func() time.Time
 	csrf csrfGuard
+	// flashes are the banners of done actions, by the key in ?done= (flash.go).
+	flashes flashes
 
 	pages map[string]*template.Template
 }
@@ -74,6 +79,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		if !s.Identify.AllowsHost(r.Host) {
 			http.Error(w, "this UI answers only on the host it was started for", http.StatusMisdirectedRequest)
+			return
+		}
+		if a, ok := s.Identify.(admitter); ok && !a.admit(w, r) {
+			return
+		}
+		if s.refuseAnonymous(w, r) {
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -36,7 +36,7 @@ type gatesData struct {
 
 func (s *Server) gates(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	data := gatesData{Done: r.URL.Query().Get("done")}
+	data := gatesData{Done: s.flashes.get(r.URL.Query().Get("done"), s.Now())}
 	if !s.Store.Gates.Installed() {
 		data.Missing = &notInstalled{Kind: "Gate", Chart: "gate-controller"}
 	}
@@ -96,7 +96,7 @@ type rollbacksData struct {
 func (s *Server) rollbacks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query().Get("q")
 	data := rollbacksData{Reverts: filter(s.Store.RevertCommitList(), q), Policies: filter(s.Store.RollbackPolicyList(), q),
-		Releases: filter(s.Store.ManifestReleaseList(), q), Done: r.URL.Query().Get("done")}
+		Releases: filter(s.Store.ManifestReleaseList(), q), Done: s.flashes.get(r.URL.Query().Get("done"), s.Now())}
 	if !s.Store.RevertCommits.Installed() {
 		data.Missing = &notInstalled{Kind: "RevertCommit, RollbackPolicy and ManifestRelease", Chart: "rollback-controller"}
 	}
