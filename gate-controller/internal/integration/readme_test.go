@@ -42,8 +42,8 @@ func TestChartReadmeInstallBlockWorksWhereTheCRDExists(t *testing.T) {
 	shell("helm uninstall gate-controller --namespace sluice-system --wait")
 }
 
-// The README's "Approving one revision" block works pasted whole, with kubectl-gate in bin/ as
-// `make build` leaves it, and records who approved.
+// The README's "Approving one revision" block works pasted whole, with the kubectl plugins in bin/
+// as `make build` leaves them, and records who approved.
 func TestChartReadmeApprovalBlockWorks(t *testing.T) {
 	testenv.SkipIfShort(t)
 	root, err := testenv.RepoRoot()
@@ -54,7 +54,7 @@ func TestChartReadmeApprovalBlockWorks(t *testing.T) {
 	require.NotNil(t, block, "the README has the approval block")
 
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin")+string(os.PathSeparator), "./gate-controller/cmd/kubectl-gate")
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin")+string(os.PathSeparator), "./gate-controller/cmd/kubectl-gate", "./ui/cmd/kubectl-sluice")
 	build.Dir = root
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
