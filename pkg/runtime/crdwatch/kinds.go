@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
@@ -212,6 +213,10 @@ func (k *Kinds) startLocked(kd *kind) {
 		return
 	}
 	kd.started = true
+	// A CRD is seen as soon as it is created, a moment before the API server serves its
+	// resource; the reflector's first lists then answer NotFound and are retried. That is no
+	// failure worth a log line (nor is it after the CRD is removed, which is logged once).
+	_ = kd.informer.SetWatchErrorHandlerWithContext(quietWhileNotServed)
 	go kd.informer.RunWithContext(k.ctx)
 	k.notifyWhenSynced(kd)
 }
@@ -232,4 +237,13 @@ func (k *Kinds) notify() {
 	for _, f := range fs {
 		f()
 	}
+}
+
+// quietWhileNotServed is client-go's watch error handler, less the NotFound of a resource the
+// API server does not serve (yet, or any more).
+func quietWhileNotServed(ctx context.Context, r *cache.Reflector, err error) {
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	cache.DefaultWatchErrorHandler(ctx, r, err)
 }
