@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	typedappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
@@ -69,6 +70,7 @@ func TestFleetPromotionWaitsForAnotherClustersHealthThroughGitea(t *testing.T) {
 	startController(t, controllerOptions{config: b.env.Config})
 	runController(t, health, b.env.Kubeconfig)
 	createWebDeployment(t, b.env.Kube, ns)
+	letDefaultServiceAccountReadDeployments(t, b.env.Kube, ns)
 
 	// A new dry commit is proposed to both; staging has no checks of its own and is promoted.
 	_ = repo.Fetch(ctx, "main")
@@ -211,4 +213,20 @@ func progressFailed(t *testing.T, kube kubernetes.Interface, ns string) {
 func rolledOutWeb(t *testing.T, kube kubernetes.Interface, ns string) {
 	webStatus(t, kube, ns, appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue,
 		Reason: "NewReplicaSetAvailable"}, 0)
+}
+
+// letDefaultServiceAccountReadDeployments grants what a HealthCheck that names no ServiceAccount
+// reads with: the namespace's default ServiceAccount, as the health-controller's
+// --default-service-account has it.
+func letDefaultServiceAccountReadDeployments(t *testing.T, kube kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "health-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch"}}}},
+		metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "health-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "health-reader"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: ns}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
 }
