@@ -59,6 +59,7 @@ func parsePages() (map[string]*template.Template, error) {
 		"join":        strings.Join,
 		"stalled":     stalledMessage,
 		"canRollBack": canRollBack,
+		"suspension":  suspendState,
 		// anchor makes a branch such as env/dev an id and URL fragment that needs no escaping.
 		"anchor": func(s string) string {
 			return strings.Map(func(r rune) rune {
@@ -76,7 +77,7 @@ func parsePages() (map[string]*template.Template, error) {
 			return m
 		},
 	}
-	base, err := template.New("layout").Funcs(funcs).ParseFS(embedded, "templates/layout.html")
+	base, err := template.New("layout").Funcs(funcs).ParseFS(embedded, "templates/layout.html", "templates/parts/*.html")
 	if err != nil {
 		return nil, err
 	}
