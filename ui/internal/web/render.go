@@ -55,7 +55,7 @@ func parsePages() (map[string]*template.Template, error) {
 		"dur":         view.Duration,
 		"percent":     func(f float64) string { return strconv.FormatFloat(f*100, 'f', 0, 64) + "%" },
 		"perday":      func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
-		"utc":         func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"utc":         timeElement,
 		"join":        strings.Join,
 		"stalled":     stalledMessage,
 		"canRollBack": canRollBack,

@@ -8,7 +8,48 @@
     var t = e.target.tagName;
     if (e.key === "/" && t !== "INPUT" && t !== "SELECT" && t !== "TEXTAREA") { e.preventDefault(); search.focus(); }
   });
+  // The theme toggle: auto (the system's preference), dark, light; remembered in this browser.
+  var themeButton = document.getElementById("theme");
+  function showTheme() {
+    var t = document.documentElement.getAttribute("data-theme") || "auto";
+    themeButton.textContent = "Theme: " + t;
+  }
+  if (themeButton) {
+    themeButton.hidden = false;
+    showTheme();
+    themeButton.addEventListener("click", function () {
+      var order = ["auto", "dark", "light"];
+      var now = document.documentElement.getAttribute("data-theme") || "auto";
+      var next = order[(order.indexOf(now) + 1) % order.length];
+      if (next === "auto") document.documentElement.removeAttribute("data-theme");
+      else document.documentElement.setAttribute("data-theme", next);
+      try { if (next === "auto") localStorage.removeItem("sluice-theme"); else localStorage.setItem("sluice-theme", next); } catch (e) { /* not kept */ }
+      showTheme();
+    });
+  }
+  // Times come in UTC; each is shown in the reader's time zone, with UTC kept on hover.
+  var localFormat = window.Intl ? new Intl.DateTimeFormat(undefined, { weekday: "short", year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short" }) : null;
+  function localTimes(root) {
+    if (!localFormat) return;
+    var times = root.querySelectorAll("time[datetime]");
+    for (var i = 0; i < times.length; i++) {
+      var d = new Date(times[i].getAttribute("datetime"));
+      if (!isNaN(d)) times[i].textContent = localFormat.format(d);
+    }
+  }
+  // The day labels of a gate's timeline go where their midnight falls (CSSOM, which the
+  // Content-Security-Policy allows, unlike style attributes); without this they are a list.
+  function placeDays(root) {
+    var rows = root.querySelectorAll(".week .days");
+    for (var i = 0; i < rows.length; i++) {
+      var spans = rows[i].querySelectorAll("span[data-percent]");
+      for (var j = 0; j < spans.length; j++) spans[j].style.left = spans[j].getAttribute("data-percent") + "%";
+      rows[i].classList.add("placed");
+    }
+  }
   var main = document.getElementById("main");
+  localTimes(main);
+  placeDays(main);
   var watch = (main.getAttribute("data-watch") || "").split(",").filter(Boolean);
   if (!window.EventSource || watch.length === 0) { live.textContent = ""; return; }
   var busy = false, again = false;
@@ -53,6 +94,8 @@
         if (!next) return;
         var kept = keep(document.activeElement);
         main.innerHTML = next.innerHTML;
+        localTimes(main);
+        placeDays(main);
         main.setAttribute("data-updates", String(Number(main.getAttribute("data-updates") || 0) + 1));
         restore(kept);
       })
@@ -60,6 +103,9 @@
       .then(function () { busy = false; if (again) { again = false; refresh(); } });
   }
   var es = new EventSource("/events");
+  // A page left for another closes its stream at once: a browser opens only six connections to
+  // one host, and streams of pages kept in its back/forward cache would use them up.
+  window.addEventListener("pagehide", function () { es.close(); });
   es.addEventListener("ready", function () { live.textContent = "live"; live.className = "live on"; });
   es.addEventListener("error", function () { live.textContent = "reconnecting"; live.className = "live"; });
   es.addEventListener("change", function (e) {
