@@ -58,6 +58,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /pipelines", s.pipelines)
 	mux.HandleFunc("GET /pipelines/{namespace}/{name}", s.pipeline)
 	mux.HandleFunc("GET /pipelines/{namespace}/{name}/history", s.history)
+	mux.HandleFunc("GET /pipelines/{namespace}/{name}/diff", s.pipelineDiff)
 	mux.HandleFunc("GET /gates", s.gates)
 	mux.HandleFunc("GET /gates/{namespace}/{name}", s.gates)
 	mux.HandleFunc("GET /health", s.health)
