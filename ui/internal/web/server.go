@@ -63,6 +63,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /rollbacks", s.rollbacks)
 	mux.HandleFunc("GET /search", s.search)
+	mux.HandleFunc("GET /frozen", s.frozen)
+	mux.HandleFunc("GET /frozen/count", s.frozenCount)
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /act/{action}/{namespace}/{name}", s.actionForm)
 	mux.HandleFunc("POST /act/{action}/{namespace}/{name}", s.action)
