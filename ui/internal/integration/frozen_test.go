@@ -89,5 +89,5 @@ func TestFrozenNowFollowsAGateClosingLive(t *testing.T) {
 // page between finding the element and reading it cannot fail the read.
 func textOf(b context.Context, t *testing.T, selector string) string {
 	t.Helper()
-	return read(b, t, chromedp.Evaluate[string](`(document.querySelector(` + strconv.Quote(selector) + `) || {innerText: ""}).innerText`))
+	return read(b, t, chromedp.Evaluate[string](`(document.querySelector(`+strconv.Quote(selector)+`) || {innerText: ""}).innerText`))
 }
