@@ -77,6 +77,8 @@ func (s *Server) Handler() http.Handler {
 	page("GET /health", (*Server).health)
 	page("GET /rollbacks", (*Server).rollbacks)
 	page("GET /search", (*Server).search)
+	page("GET /frozen", (*Server).frozen)
+	page("GET /frozen/count", (*Server).frozenCount)
 	page("GET /events", (*Server).events)
 	page("GET /act/{action}/{namespace}/{name}", (*Server).actionForm)
 	page("POST /act/{action}/{namespace}/{name}", (*Server).action)
