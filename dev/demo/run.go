@@ -75,6 +75,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 			return err
 		}
 	}
+	s.logDir = logDir
+	defer func() {
+		if s.flux != nil {
+			err = errors.Join(err, s.flux.stop())
+		}
+	}()
 	s.Step("starting the controllers as processes (logs in %s)", logDir)
 	procs, err := startControllers(ctx, opts.BinDir, env.Kubeconfig, logDir, s)
 	if err != nil {
