@@ -117,6 +117,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		<-ctx.Done()
 	}
 	s.Chapter("The end")
+	s.Say("the story took %.0fs, the control plane's start included", time.Since(s.start).Seconds())
 	s.Step("stopping the controllers and the control plane")
 	return nil
 }
