@@ -63,6 +63,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /gates/{namespace}/{name}", s.gates)
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /rollbacks", s.rollbacks)
+	mux.HandleFunc("GET /rollbacks/{namespace}/{name}/diff", s.releaseDiff)
 	mux.HandleFunc("GET /search", s.search)
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /act/{action}/{namespace}/{name}", s.actionForm)
