@@ -36,6 +36,8 @@ type Store struct {
 	Providers        *Kind
 	// Targets are the Flux and Argo CD kinds gates hold, by TargetKinds: metadata only.
 	Targets []*Kind
+	// Agents deploy the environments: their status, with only the fields shown (WatchAgents).
+	Agents Agents
 }
 
 // Kind is one resource's informer and what the UI calls it.
