@@ -91,26 +91,31 @@ func (r *Repo) commit(sha string) (*object.Commit, error) {
 
 // diffChanges renders each change, in path order, until a bound is reached.
 func diffChanges(ctx context.Context, changes object.Changes, lim Limits) (Result, error) {
+	return collect(ctx, len(changes), func(i int) (File, error) { return fileOf(ctx, changes[i], lim.FileBytes) }, lim)
+}
+
+// collect renders n files, in order, until lim.Files files or lim.PatchBytes of text are shown,
+// and says how many it left out and why.
+func collect(ctx context.Context, n int, file func(i int) (File, error), lim Limits) (Result, error) {
 	var res Result
 	budget := lim.PatchBytes
-	for i, ch := range changes {
+	for i := range n {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
 		if len(res.Files) == lim.Files {
-			res.Omitted, res.TooLarge = len(changes)-i, fmt.Sprintf("more than %d files changed", lim.Files)
+			res.Omitted, res.TooLarge = n-i, fmt.Sprintf("more than %d files changed", lim.Files)
 			break
 		}
-		f, err := fileOf(ctx, ch, lim.FileBytes)
+		f, err := file(i)
 		if err != nil {
 			return Result{}, err
 		}
-		if n := size(f); n > budget {
-			res.Omitted, res.TooLarge = len(changes)-i, fmt.Sprintf("the diff is over %d KiB", lim.PatchBytes>>10)
+		if size(f) > budget {
+			res.Omitted, res.TooLarge = n-i, fmt.Sprintf("the diff is over %d KiB", lim.PatchBytes>>10)
 			break
-		} else {
-			budget -= n
 		}
+		budget -= size(f)
 		res.Files = append(res.Files, f)
 	}
 	return res, nil

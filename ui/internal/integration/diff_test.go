@@ -51,7 +51,7 @@ func TestTheDiffPageShowsTheChangeReadWithTheCredentialsThePersonMayRead(t *test
 	createStrategy(t, ns, promoterv1alpha1.EnvironmentStatus{Branch: "env/dev",
 		Active:   promoterv1alpha1.CommitState{DrySHA: oldSHA, HydratedSHA: active},
 		Proposed: promoterv1alpha1.CommitState{DrySHA: newSHA, HydratedSHA: proposed}})
-	readers(t, ns, "deploy-creds", "release-managers")
+	secretReaders(t, ns, "release-managers", "deploy-creds")
 	pipelineReaders(t, ns, "release-managers", "devs")
 
 	alice := browser(t)
@@ -78,12 +78,12 @@ func TestTheDiffPageShowsTheChangeReadWithTheCredentialsThePersonMayRead(t *test
 	assert.Zero(t, read(bob, t, chromedp.Evaluate[int](`document.querySelectorAll('section.file').length`)), "no diff")
 }
 
-// readers lets group get the Secret secret in ns.
-func readers(t *testing.T, ns, secret, group string) {
+// secretReaders lets group get the Secrets named in ns, and nothing else of them.
+func secretReaders(t *testing.T, ns, group string, secrets ...string) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := env.Kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "repo-readers"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secret}, Verbs: []string{"get"}}}}, metav1.CreateOptions{})
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: secrets, Verbs: []string{"get"}}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = env.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "repo-readers"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "repo-readers"},

@@ -76,6 +76,7 @@ func (s *Server) Handler() http.Handler {
 	page("GET /gates/{namespace}/{name}", (*Server).gates)
 	page("GET /health", (*Server).health)
 	page("GET /rollbacks", (*Server).rollbacks)
+	page("GET /rollbacks/{namespace}/{name}/diff", (*Server).releaseDiff)
 	page("GET /search", (*Server).search)
 	page("GET /frozen", (*Server).frozen)
 	page("GET /frozen/count", (*Server).frozenCount)
