@@ -28,6 +28,9 @@ type page struct {
 
 	// SignOut is where the sign-out button posts, for a signed-in person (OIDC mode).
 	SignOut string
+
+	// may backs May (may.go): whether the person may take an action.
+	may func(action, ns, name, kind string) bool
 }
 
 func parsePages() (map[string]*template.Template, error) {
@@ -109,6 +112,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	if id, ok := s.Identify.Identify(r); ok {
 		p.User = id.User
 		p.CanAct = s.Act != nil
+		if p.CanAct {
+			p.may = s.offers(r)
+		}
 		if so, ok := s.Identify.(SignsOut); ok {
 			p.SignOut = so.SignOutPath()
 		}
