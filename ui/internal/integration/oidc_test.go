@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,6 +101,8 @@ func gateKeepers(t *testing.T, ns string) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "gate-keepers"},
 		Subjects: []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "oidc:release-managers"}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	waitAllowed(t, "oidc:alice", []string{"oidc:release-managers"},
+		authorizationv1.ResourceAttributes{Verb: "update", Group: "gating.sluice.dev", Resource: "gates", Namespace: ns, Name: "freeze"})
 }
 
 // signedInReaders lets every signed-in person read ns (bob too): the UI shows each person what

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,6 +40,14 @@ func readers(t *testing.T, ns string, subject rbacv1.Subject) {
 	_, err = env.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}, Subjects: []rbacv1.Subject{subject}}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	user, groups := subject.Name, []string(nil)
+	if subject.Kind == "Group" {
+		user, groups = "someone-in-"+subject.Name, []string{subject.Name}
+	}
+	if subject.Name == "system:unauthenticated" {
+		user = "system:anonymous"
+	}
+	waitAllowed(t, user, groups, authorizationv1.ResourceAttributes{Verb: "list", Group: "promoter.sluice.dev", Resource: "promotionstrategies", Namespace: ns})
 }
 
 // clusterReader lets user read the per-user kinds in every namespace: the control that the UI
@@ -230,4 +239,16 @@ func TestAnonymousReadersSeeWhatSystemAnonymousMayRead(t *testing.T) {
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
+
+// waitAllowed waits until the API server's authorizer lets user in groups do attrs: a RoleBinding
+// just created takes a moment to reach it, and the UI remembers a refusal for 30 s.
+func waitAllowed(t *testing.T, user string, groups []string, attrs authorizationv1.ResourceAttributes) {
+	t.Helper()
+	testenv.WaitFor(t, time.Minute, func() (bool, error) {
+		review, err := env.Kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(),
+			&authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, ResourceAttributes: &attrs}},
+			metav1.CreateOptions{})
+		return err == nil && review.Status.Allowed, err
+	}, user+" may "+attrs.Verb+" "+attrs.Resource)
 }

@@ -36,7 +36,7 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 	switch cfg.Identity {
 	case IdentityKubeconfig:
 		identify = localIdentity(cfg, whoAmI(m), m.Log)
-		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
+		actor = web.NewActor(m.RESTConfig, m.Recorder, false)
 	case IdentityProxy:
 		proxy := web.Proxy{UserHeader: cfg.UserHeader, GroupsHeader: cfg.GroupsHeader, Trusted: cfg.TrustedProxies,
 			AdminGroups: cfg.AdminGroups, AllowedGroups: cfg.AllowedAdminGroups}
@@ -46,7 +46,7 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 			}
 		}
 		identify = proxy
-		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
+		actor = web.NewActor(m.RESTConfig, m.Recorder, true)
 	}
 	var login *auth.Login
 	if cfg.Identity == IdentityOIDC {
@@ -54,7 +54,7 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 			return nil, err
 		}
 		identify = login
-		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
+		actor = web.NewActor(m.RESTConfig, m.Recorder, true)
 	}
 	srv, err := web.New(st, identify, actor, m.Log)
 	if err != nil {

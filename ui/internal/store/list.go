@@ -11,6 +11,15 @@ import (
 // every page lists them in the same order.
 func listOf[T metav1.Object](k *Kind) []T {
 	objs := k.Informer.GetStore().List()
+	if memo, ok := k.scope.(*memoScope); ok {
+		namespaces := map[string]struct{}{}
+		for _, o := range objs {
+			if m, ok := o.(metav1.Object); ok {
+				namespaces[m.GetNamespace()] = struct{}{}
+			}
+		}
+		memo.listsIn(k.Resource, namespaces)
+	}
 	out := make([]T, 0, len(objs))
 	for _, o := range objs {
 		if t, ok := o.(T); ok && k.mayList(t.GetNamespace()) {

@@ -91,6 +91,31 @@ func (m *memoScope) MayGet(resource schema.GroupResource, namespace, name string
 	})
 }
 
+// askAhead is how many reviews a page asks at once when it lists a kind in many namespaces: a
+// person never seen before costs one review per namespace, and asked in turn they add up.
+const askAhead = 8
+
+// listsIn asks, askAhead at a time, whether the scope may list resource in each of namespaces
+// it has not answered yet, so that the page's filter then finds every answer remembered.
+func (m *memoScope) listsIn(resource schema.GroupResource, namespaces map[string]struct{}) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, askAhead)
+	for ns := range namespaces {
+		m.mu.Lock()
+		_, known := m.answers[memoKey{resource: resource, namespace: ns, list: true}]
+		m.mu.Unlock()
+		if known {
+			continue
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			m.MayList(resource, ns)
+		})
+	}
+	wg.Wait()
+}
+
 func (m *memoScope) remember(key memoKey, ask func() bool) bool {
 	m.mu.Lock()
 	ok, known := m.answers[key]

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,12 +18,19 @@ import (
 
 // namespaces may list and get in the namespaces it holds, and counts what it was asked.
 type namespaces struct {
+	mu      sync.Mutex
 	allowed map[string]bool
 	asked   int
 }
 
-func (n *namespaces) MayList(_ schema.GroupResource, ns string) bool { n.asked++; return n.allowed[ns] }
+func (n *namespaces) MayList(_ schema.GroupResource, ns string) bool { return n.answer(ns) }
 func (n *namespaces) MayGet(_ schema.GroupResource, ns, _ string) bool {
+	return n.answer(ns)
+}
+
+func (n *namespaces) answer(ns string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	n.asked++
 	return n.allowed[ns]
 }
@@ -99,7 +107,9 @@ func TestASubscriptionIsToldOnlyTheChangesItsScopeMayRead(t *testing.T) {
 	assert.Equal(t, []string{"*", "Gate"}, sub.Take())
 
 	// The scope is asked every time, not remembered: a right revoked is seen at the next change.
+	scope.mu.Lock()
 	scope.allowed["a"] = false
+	scope.mu.Unlock()
 	s.Changes.Notify("Gate", "a")
 	<-sub.Ready
 	assert.Empty(t, sub.Take())

@@ -46,8 +46,15 @@ type reviewedScope struct {
 	log      *slog.Logger
 }
 
+// MayList asks first whether the person may list the kind in every namespace (a
+// ClusterRoleBinding): one review then answers for all of them.
 func (v reviewedScope) MayList(gr schema.GroupResource, namespace string) bool {
-	return v.allowed(access.Request{Verb: "list", Group: gr.Group, Resource: gr.Resource, Namespace: namespace})
+	every := access.Request{Verb: "list", Group: gr.Group, Resource: gr.Resource}
+	if ok, err := v.reviewer.AllowedPerson(v.ctx, v.person, every); ok && err == nil {
+		return true
+	}
+	every.Namespace = namespace
+	return v.allowed(every)
 }
 
 func (v reviewedScope) MayGet(gr schema.GroupResource, namespace, name string) bool {
