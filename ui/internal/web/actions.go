@@ -25,6 +25,9 @@ type action struct {
 	// back is the page to return to: a path built with pathOf from objects that exist.
 	back   func(s *Server, ns, name string, f url.Values) string
 	reason string
+	// prefill, when set, completes the form's values with what it reads as the person, before
+	// the form is shown (the revision a held object would apply, say).
+	prefill func(ctx context.Context, c clients, ns, name string, f url.Values) url.Values
 }
 
 // field is one input of an action's form.
@@ -82,7 +85,13 @@ func (s *Server) actionForm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.render(w, r, http.StatusOK, "action", page{Title: a.Title, Data: s.formData(a, r.PathValue("action"), ns, obj, r.URL.Query())})
+	values := r.URL.Query()
+	if id, known := s.Identify.Identify(r); known && s.Act != nil && a.prefill != nil {
+		if c, err := s.Act.clientsFor(id); err == nil {
+			values = a.prefill(r.Context(), c, ns, obj, values)
+		}
+	}
+	s.render(w, r, http.StatusOK, "action", page{Title: a.Title, Data: s.formData(a, r.PathValue("action"), ns, obj, values)})
 }
 
 // action reviews (step=review: the confirmation, saying exactly what changes) or applies
