@@ -36,6 +36,8 @@ type Store struct {
 	Providers        *Kind
 	// Targets are the Flux and Argo CD kinds gates hold, by TargetKinds: metadata only.
 	Targets []*Kind
+	// Activity is the Events about Sluice's kinds, once WatchEvents has added them (events.go).
+	Activity *Activity
 }
 
 // Kind is one resource's informer and what the UI calls it.

@@ -65,6 +65,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /search", s.search)
 	mux.HandleFunc("GET /frozen", s.frozen)
 	mux.HandleFunc("GET /frozen/count", s.frozenCount)
+	mux.HandleFunc("GET /activity", s.activity)
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /act/{action}/{namespace}/{name}", s.actionForm)
 	mux.HandleFunc("POST /act/{action}/{namespace}/{name}", s.action)
