@@ -72,8 +72,10 @@ func TestApproveThisDrySHAFromTheCardLetsExactlyItThrough(t *testing.T) {
 	waitEventNamingMe(t, ns, "freeze", "ApprovedFromUI")
 	within(b, t, chromedp.WaitVisible(css(`[data-branch="env/prod"] [data-approved]`)))
 	assert.Contains(t, textOf(b, t, `[data-branch="env/prod"] [data-approved]`), "lets dry 2222222 through: approved by "+me, "the card says the gate lets it through")
+	screenshot(b, t, "approved")
 
 	within(b, t, chromedp.Navigate(url+"/gates/"+ns+"/freeze"), chromedp.WaitVisible(css(`[data-lets-through]`)))
+	screenshot(b, t, "gate-approvals")
 	row := textOf(b, t, `#approvals tr[data-revision="`+newSHA+`"]`)
 	assert.Contains(t, row, me)
 	assert.Contains(t, row, "until removed")
