@@ -10,7 +10,7 @@ CONTROLLERS := gate health promoter commitstatus rollback
 GOTEST_FLAGS ?= -count=1
 LOCK        := .cache/codegen.lock
 
-.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux demo controlplane flux clean e2e soak
+.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux testbin-axe screenshots demo controlplane flux clean e2e soak
 
 all: build
 
@@ -39,7 +39,7 @@ images:
 
 ## testbin: build kube-apiserver, etcd, kubectl, helm, gitea, the OpenID provider, oauth2-proxy
 ## and Flux's source-controller and kustomize-controller from Go modules into the cache (once).
-testbin: testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux
+testbin: testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux testbin-axe
 
 ## testbin-kube: only the control plane, kubectl and helm (all make controlplane needs).
 testbin-kube:
@@ -55,6 +55,16 @@ testbin-oidc:
 ## testbin-oauth2-proxy: oauth2-proxy, in front of the UI in its proxy-mode tests.
 testbin-oauth2-proxy:
 	bash hack/tools/oauth2-proxy/build.sh
+
+## screenshots: every screenshot of the UI in docs/images, taken in Chromium by the browser tests
+## that show each view, from the real UI against the embedded control plane.
+SCREENSHOT_TESTS := TestPromotionMovesLiveOnThePipelinePage|TestHistoryPageShowsCommitsEnvironmentsAndDORA|TestAGateClosedFromThePageHoldsAKustomization|TestActionsRunAsThePersonTheProxyNames|TestFrozenNowFollowsAGateClosingLive|TestActivityNamesThePersonLive|TestApproveThisDrySHAFromTheCardLetsExactlyItThrough|TestDarkModeFollowsTheSystemAndTheToggleIsRemembered|TestEveryPageFitsAPhoneAndShowsTimesInThePersonsZone
+screenshots: testbin-kube
+	cd ui && SLUICE_UI_SCREENSHOTS=$(CURDIR)/docs/images go test -count=1 -run '^($(SCREENSHOT_TESTS))$$' ./internal/integration/
+
+## testbin-axe: axe-core from npm, the accessibility engine the UI's browser tests run in Chromium.
+testbin-axe:
+	bash hack/tools/axe/install.sh
 
 ## testbin-flux: only the real Flux controllers that integration tests run beside the control plane.
 testbin-flux:

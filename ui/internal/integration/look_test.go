@@ -60,6 +60,7 @@ func TestDarkModeFollowsTheSystemAndTheToggleIsRemembered(t *testing.T) {
 	assert.Equal(t, light, bodyColours(b, t), "a light system, a light page")
 	scheme("dark")
 	assert.Equal(t, dark, bodyColours(b, t), "a dark system, a dark page")
+	screenshot(b, t, "dark")
 	within(b, t, chromedp.Click(css(`#theme`)), chromedp.Click(css(`#theme`)))
 	assert.Equal(t, "Theme: light", read(b, t, chromedp.Text(css(`#theme`))))
 	assert.Equal(t, light, bodyColours(b, t), "the toggle chose light over the dark system")
@@ -97,6 +98,7 @@ func TestEveryPageFitsAPhoneAndShowsTimesInThePersonsZone(t *testing.T) {
 	local := textOf(b, t, `[data-branch="env/dev"] time`)
 	assert.Contains(t, local, "09:00 PM", "12:00 UTC is 21:00 in Tokyo")
 	assert.Contains(t, local, "GMT+9", "the zone is named")
+	screenshot(b, t, "phone")
 
 	_, err = chromedp.Call(b, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 1280, Height: 900, DeviceScaleFactor: 1})
 	require.NoError(t, err)

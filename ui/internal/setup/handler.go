@@ -30,6 +30,11 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 	st.Log(m.Log)
 	m.WaitFor(st.Kinds.HasSynced)
 	m.AddServer(st.Kinds.Run)
+	activity, err := st.WatchEvents(m.Kube, m.Options.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	m.AddServer(activity.Run)
 
 	var identify web.Identifier = web.Anonymous{}
 	var actor *web.Actor

@@ -41,6 +41,8 @@ type Store struct {
 	scope Scope
 	// Agents deploy the environments: their status, with only the fields shown (WatchAgents).
 	Agents Agents
+	// Activity is the Events about Sluice's kinds, once WatchEvents has added them (events.go).
+	Activity *Activity
 }
 
 // Kind is one resource's informer and what the UI calls it.

@@ -75,6 +75,9 @@ type GateHold struct {
 	Open            bool
 	Reason, Message string
 	NextChange      *time.Time
+	// Approval is the gate's approval of the environment's proposed dry SHA, by which a closed
+	// gate lets that promotion through.
+	Approval *gatingv1alpha1.GateApproval
 }
 
 // HealthySHA is a dry commit an environment was healthy on.
@@ -116,7 +119,7 @@ func BuildPipeline(s *promoterv1alpha1.PromotionStrategy, in PipelineInput) Pipe
 			AutoMerge: spec.AutoMerge == nil || *spec.AutoMerge,
 			Active:    commit(st.Active, in.Links, checks), Proposed: commit(st.Proposed, in.Links, checks),
 			Eligible: st.Eligible, Blocked: st.Blocked, Blocks: st.Blocks, History: st.History,
-			Gates:   gateHolds(spec.Gates, s.Namespace, in.Gate),
+			Gates:   withApprovals(gateHolds(spec.Gates, s.Namespace, in.Gate), st.Proposed.DrySHA, in.Gate),
 			Reverts: reverts(s.Name, spec.Branch, in.RevertCommits),
 		}
 		env.Change = environmentChange(in.Links, s, spec.Branch, env.Active, env.Proposed)

@@ -126,11 +126,13 @@ func snapshots(s *Server, ns, name string, _ url.Values) []option {
 
 // actions are every action, by the name in its URL.
 var actions = map[string]*action{
-	"close-gate": gateAction(false),
-	"open-gate":  gateAction(true),
-	"suspend":    suspendAction(false),
-	"resume":     suspendAction(true),
-	"merge":      mergeAction,
-	"revert":     revertAction,
-	"rollback":   releaseRollbackAction,
+	"close-gate":      gateAction(false),
+	"open-gate":       gateAction(true),
+	"suspend":         suspendAction(false),
+	"resume":          suspendAction(true),
+	"merge":           mergeAction,
+	"revert":          revertAction,
+	"rollback":        releaseRollbackAction,
+	"approve":         approveAction,
+	"remove-approval": removeApprovalAction,
 }

@@ -30,6 +30,9 @@ type action struct {
 	// permission is what RBAC must allow the person for apply's write, asked before the action is
 	// offered or taken; false when it depends on a field not chosen yet.
 	permission func(ns, name string, f url.Values) (access.Request, bool)
+	// prefill, when set, completes the form's values with what it reads as the person, before
+	// the form is shown (the revision a held object would apply, say).
+	prefill func(ctx context.Context, c clients, ns, name string, f url.Values) url.Values
 }
 
 // field is one input of an action's form.
@@ -87,7 +90,13 @@ func (s *Server) actionForm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	data := s.formData(a, r.PathValue("action"), ns, obj, r.URL.Query())
+	values := r.URL.Query()
+	if id, known := s.Identify.Identify(r); known && s.Act != nil && a.prefill != nil {
+		if c, err := s.Act.clientsFor(id); err == nil {
+			values = a.prefill(r.Context(), c, ns, obj, values)
+		}
+	}
+	data := s.formData(a, r.PathValue("action"), ns, obj, values)
 	if s.refuseUnallowed(w, r, data) {
 		return
 	}

@@ -28,6 +28,8 @@ type Actor struct {
 type clients struct {
 	Sluice  sluice.Interface
 	Dynamic dynamic.Interface
+	// User is the person's name, as an approval records it.
+	User string
 }
 
 func (a *Actor) clientsFor(id Identity) (clients, error) {
@@ -35,7 +37,7 @@ func (a *Actor) clientsFor(id Identity) (clients, error) {
 	if id.Impersonate {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: id.User, Groups: id.Groups}
 	}
-	var c clients
+	c := clients{User: id.User}
 	var err error
 	if c.Sluice, err = sluice.NewForConfig(cfg); err != nil {
 		return c, err

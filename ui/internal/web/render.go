@@ -65,6 +65,7 @@ func parsePages() (map[string]*template.Template, error) {
 		"stalled":     stalledMessage,
 		"canRollBack": canRollBack,
 		"suspension":  suspendState,
+		"activityOf":  view.ActivityURL,
 		// anchor makes a branch such as env/dev an id and URL fragment that needs no escaping.
 		"anchor": func(s string) string {
 			return strings.Map(func(r rune) rune {

@@ -80,6 +80,7 @@ func (s *Server) Handler() http.Handler {
 	page("GET /search", (*Server).search)
 	page("GET /frozen", (*Server).frozen)
 	page("GET /frozen/count", (*Server).frozenCount)
+	page("GET /activity", (*Server).activity)
 	page("GET /events", (*Server).events)
 	page("GET /act/{action}/{namespace}/{name}", (*Server).actionForm)
 	page("POST /act/{action}/{namespace}/{name}", (*Server).action)

@@ -52,7 +52,7 @@
   placeDays(main);
   var watch = (main.getAttribute("data-watch") || "").split(",").filter(Boolean);
   if (!window.EventSource || watch.length === 0) { live.textContent = ""; return; }
-  var busy = false, again = false;
+  var busy = false, again = false, synced = false;
   // keep remembers the focused element of <main> by what names it (id, form field name, link
   // target, button text) and its place among the elements so named, with what a person typed
   // into it and where the caret was; restore finds it again in the new <main>, so a live update
@@ -100,13 +100,23 @@
         restore(kept);
       })
       .catch(function () {})
-      .then(function () { busy = false; if (again) { again = false; refresh(); } });
+      .then(function () {
+        busy = false;
+        if (again) { again = false; refresh(); return; }
+        if (!synced) { synced = true; live.textContent = "live"; live.className = "live on"; }
+      });
   }
   var es = new EventSource("/events");
   // A page left for another closes its stream at once: a browser opens only six connections to
   // one host, and streams of pages kept in its back/forward cache would use them up.
   window.addEventListener("pagehide", function () { es.close(); });
-  es.addEventListener("ready", function () { live.textContent = "live"; live.className = "live on"; });
+  // Once subscribed, and again after each reconnection, the page fetches itself once: a change
+  // made between rendering this page (or losing the stream) and subscribing would be missed. It
+  // says "live" once that fetch is in.
+  es.addEventListener("ready", function () {
+    synced = false;
+    refresh();
+  });
   es.addEventListener("error", function () { live.textContent = "reconnecting"; live.className = "live"; });
   // The header's count of closed gates follows the gates on every page.
   var frozen = document.getElementById("frozen");
