@@ -13,19 +13,6 @@ import (
 	"github.com/sluicehq/sluice/testenv/flux"
 )
 
-// step is one step of a chapter.
-type step func(context.Context) error
-
-// runSteps runs a chapter's steps in order and stops at the first that fails.
-func runSteps(ctx context.Context, steps ...step) error {
-	for _, run := range steps {
-		if err := run(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // friday is chapter 2: real Flux starts beside the control plane, a closed window freezes
 // production, the real Kustomization behind the gate is held with the reason on it and applies
 // nothing, and a hotfix override opens the gate for an hour, so kustomize-controller applies.

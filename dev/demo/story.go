@@ -95,3 +95,16 @@ func (s *Story) applyQuietly(ctx context.Context, manifest string) error {
 	}
 	return nil
 }
+
+// step is one step of a chapter.
+type step func(context.Context) error
+
+// runSteps runs a chapter's steps in order and stops at the first that fails.
+func runSteps(ctx context.Context, steps ...step) error {
+	for _, run := range steps {
+		if err := run(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
