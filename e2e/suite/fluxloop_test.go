@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,6 +88,7 @@ func (c *Cluster) floorLoop(t *testing.T, server gitServer) loopTimes {
 	good := a.dry["prod-next"]
 
 	a.propose(t, "prod: web 1.2.0-bad", badRelease)
+	neverReady := a.neverReady(t, "prod", badRelease["prod"])
 	a.promoteByAPI(t, badRelease, "dev", "staging")
 	a.openAndMerge(t, "prod-next", "prod")
 	a.wake(t, "prod")
@@ -104,6 +106,7 @@ func (c *Cluster) floorLoop(t *testing.T, server gitServer) loopTimes {
 	a.openAndMerge(t, "prod-revert", "prod")
 	a.wake(t, "prod")
 	times.restore = a.waitRuns(t, "prod", goodRelease["prod"]).Sub(verdict)
+	assert.True(t, neverReady(), "no pod of the bad release was ever Ready")
 	return times
 }
 
@@ -133,6 +136,37 @@ func (a *webApp) waitBadPodNotReady(t *testing.T, env, version string) time.Time
 	}, "a pod of %s runs %s and fails readiness (pods: %s)\n%s", env, version,
 		lazy(func() string { return a.describePods(env) }), lazy(func() string { return a.fluxState(env) }))
 	return time.Now()
+}
+
+// neverReady watches env's pods until the returned function is called (or the test ends), which
+// reports whether no pod running version was Ready meanwhile.
+func (a *webApp) neverReady(t *testing.T, env, version string) func() bool {
+	done, result := make(chan struct{}), make(chan bool, 1)
+	var once sync.Once
+	var never bool
+	stop := func() bool {
+		once.Do(func() { close(done); never = <-result })
+		return never
+	}
+	t.Cleanup(func() { stop() })
+	go func() {
+		ready := false
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			pods, _ := a.pods(env)
+			for _, p := range pods {
+				ready = ready || (podVersion(p) == version && podReady(&p))
+			}
+			select {
+			case <-done:
+				result <- !ready
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return stop
 }
 
 // sluiceLoop installs the sluice chart, sets up the delivery pipeline of a second copy of the app,
@@ -165,6 +199,7 @@ func (c *Cluster) sluiceLoop(t *testing.T, server gitServer) loopTimes {
 	c.assertPromoted(t, a, p, d1)
 
 	d2 := a.propose(t, "prod: web 1.2.0-bad", badRelease)
+	neverReady := a.neverReady(t, "prod", badRelease["prod"])
 	seen := a.waitBadPodNotReady(t, "prod", badRelease["prod"])
 	var check *healthv1alpha1.HealthCheck
 	testenv.WaitFor(t, 2*time.Minute, func() (bool, error) {
@@ -176,6 +211,7 @@ func (c *Cluster) sluiceLoop(t *testing.T, server gitServer) loopTimes {
 	times.verdict = failing.Sub(seen)
 	restored := a.waitRuns(t, "prod", goodRelease["prod"])
 	times.restore = restored.Sub(failing)
+	assert.True(t, neverReady(), "no pod of the bad release was ever Ready")
 	c.assertRolledBack(t, a, p, d1, d2)
 	return times
 }
