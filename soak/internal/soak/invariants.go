@@ -3,7 +3,6 @@ package soak
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -24,6 +23,8 @@ var invariantNames = map[int]string{
 	4:  "at most one revert in flight per environment",
 	5:  "a reverted dry SHA is never promoted again",
 	6:  "no merge into an environment while its gate is closed",
+	7:  "every CommitStatus reaches the SCM with its last state",
+	8:  "a ManifestRelease is one whole version and touches nothing it did not create",
 	9:  "convergence after the faults",
 	10: "no growth of RSS and goroutines",
 }
@@ -42,7 +43,6 @@ type checker struct {
 	// branchReader (its open repository, its cache of dry SHAs) is not safe for concurrent use.
 	walking  sync.Mutex
 	w        *workload
-	root     string
 	watches  []*branchWatch
 	mu       sync.Mutex
 	checks   map[int]int
@@ -50,13 +50,18 @@ type checker struct {
 	events   *eventLog
 	reported map[string]bool
 	context  map[string][]string
+	// flux follows what Flux applied of the strategies it deploys.
+	flux fluxChecks
 }
 
-func newChecker(w *workload, root string, events *eventLog) *checker {
-	c := &checker{w: w, root: root, checks: map[int]int{}, events: events, reported: map[string]bool{}, context: map[string][]string{}}
+func newChecker(w *workload, events *eventLog) *checker {
+	c := &checker{w: w, checks: map[int]int{}, events: events, reported: map[string]bool{}, context: map[string][]string{}}
 	for _, s := range w.strategy {
 		for _, env := range environments {
-			c.watches = append(c.watches, &branchWatch{strategy: s.name, env: env, reader: newBranchReader(filepath.Join(root, s.name+".git"))})
+			c.watches = append(c.watches, &branchWatch{strategy: s.name, env: env, reader: newBranchReader(s.dir)})
+		}
+		if s.flux {
+			c.flux.watches = append(c.flux.watches, &appliedWatch{strategy: s.name})
 		}
 	}
 	return c
@@ -91,6 +96,12 @@ func (c *checker) pass(ctx context.Context) error {
 			return fmt.Errorf("%s/%s: %w", bw.strategy, bw.env, err)
 		}
 	}
+	if err := c.followApplied(ctx, now); err != nil {
+		return err
+	}
+	if err := c.checkReleases(ctx); err != nil {
+		return err
+	}
 	return c.revertsInFlight(ctx)
 }
 
@@ -119,7 +130,7 @@ func (c *checker) follow(bw *branchWatch, now time.Time) error {
 			g := c.w.gateOf(bw.strategy)
 			for _, s := range steps {
 				c.count(6, 1)
-				if s.Revert == "" && s.Dry != s.ParentDry && g.heldThroughout(bw.seen, now, gateGrace) {
+				if s.Revert == "" && s.Dry != s.ParentDry && !g.wasApproved(s.Dry) && g.heldThroughout(bw.seen, now, gateGrace) {
 					c.violate(Violation{6, bw.strategy + "/prod", fmt.Sprintf("%s (dry %s) merged while the gate was closed", short(s.SHA), short(s.Dry))})
 				}
 			}
