@@ -141,52 +141,57 @@ func (c *checker) follow(bw *branchWatch, now time.Time) error {
 	return nil
 }
 
-// revertsInFlight: at most one RevertCommit Pending or Open per environment (invariant 4).
+// revertsInFlight: at most one RevertCommit started and in flight per environment (invariant 4),
+// judged on one List, a consistent snapshot: reading each one again would mix moments, and a
+// revert that merged in between would count as in flight beside the next one.
 func (c *checker) revertsInFlight(ctx context.Context) error {
 	list, err := c.w.sluice.RollbackV1alpha1().RevertCommits(c.w.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
-	inFlight := map[string][]string{}
-	for _, rc := range list.Items {
-		p := rc.Status.Phase
-		if p == rollbackv1.RevertPending || p == rollbackv1.RevertOpen || p == "" {
-			key := rc.Spec.PromotionStrategyRef.Name + "/" + rc.Spec.ActiveBranch
-			inFlight[key] = append(inFlight[key], rc.Name)
-		}
-	}
-	for key, names := range inFlight {
-		c.count(4, 1)
-		if len(names) > 1 && c.bothStarted(ctx, names) {
+	started, environments := startedReverts(list.Items)
+	c.count(4, environments)
+	for key, names := range started {
+		if len(names) > 1 {
 			c.violate(Violation{4, key, fmt.Sprintf("%d reverts in flight: %v", len(names), names)})
 		}
 	}
 	return nil
 }
 
-// bothStarted tells whether more than one of the reverts has a revert commit or pull request:
-// a RevertCommit waiting its turn (Pending, nothing written) is not in flight.
-func (c *checker) bothStarted(ctx context.Context, names []string) bool {
-	started := 0
-	for _, n := range names {
-		rc, err := c.w.sluice.RollbackV1alpha1().RevertCommits(c.w.ns).Get(ctx, n, metav1.GetOptions{})
-		if err == nil && (rc.Status.RevertSHA != "" || rc.Status.Phase == rollbackv1.RevertOpen) {
-			started++
+// startedReverts gives, per strategy/environment, the RevertCommits in flight (Pending, Open or
+// not yet seen) that wrote a revert commit or opened a pull request: one waiting its turn, with
+// nothing written, is not in flight. environments counts the environments with any in flight.
+func startedReverts(items []rollbackv1.RevertCommit) (map[string][]string, int) {
+	started := map[string][]string{}
+	any := map[string]bool{}
+	for _, rc := range items {
+		p := rc.Status.Phase
+		if p != rollbackv1.RevertPending && p != rollbackv1.RevertOpen && p != "" {
+			continue
+		}
+		key := rc.Spec.PromotionStrategyRef.Name + "/" + rc.Spec.ActiveBranch
+		any[key] = true
+		if rc.Status.RevertSHA != "" || p == rollbackv1.RevertOpen {
+			started[key] = append(started[key], rc.Name)
 		}
 	}
-	return started > 1
+	return started, len(any)
 }
 
 // histories checks every branch's whole history (invariants 1, 2, 3 and 5).
 func (c *checker) histories() error {
 	c.walking.Lock()
 	defer c.walking.Unlock()
-	seq := c.w.seqs()
 	for _, bw := range c.watches {
 		tip, err := bw.reader.tip(bw.env)
 		if err != nil || tip == "" {
 			return err
 		}
+		// The order of the dry commits is read after the tip: the hydrator records a dry commit
+		// before it proposes it, so every one the tip holds is known. Read before, a dry commit
+		// made during the walk of the branches looked like one older than them all.
+		seq := c.w.seqs()
 		steps, err := bw.reader.steps(tip, "")
 		if err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/yaml"
 
+	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 )
@@ -160,4 +161,24 @@ func TestReleaseManifestsNameTheForeignObjectOnlyWhenAsked(t *testing.T) {
 	}
 	assert.InDelta(t, 100, failing, 30, "one version in three fails its tests")
 	assert.False(t, releaseFailing(1, "rel-00", 1), "the first version installs")
+}
+
+// Invariant 4 is judged on one List: a revert that merged is not in flight, whatever it wrote,
+// and one waiting its turn with nothing written is not started.
+func TestStartedReverts(t *testing.T) {
+	rc := func(name, env string, phase rollbackv1.RevertPhase, sha string) rollbackv1.RevertCommit {
+		return rollbackv1.RevertCommit{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:   rollbackv1.RevertCommitSpec{PromotionStrategyRef: rollbackv1.PromotionStrategyReference{Name: "app"}, ActiveBranch: env},
+			Status: rollbackv1.RevertCommitStatus{Phase: phase, RevertSHA: sha}}
+	}
+	started, envs := startedReverts([]rollbackv1.RevertCommit{
+		rc("merged", "staging", rollbackv1.RevertMerged, "a"),
+		rc("open", "staging", rollbackv1.RevertOpen, "b"),
+		rc("waiting", "staging", rollbackv1.RevertPending, ""),
+		rc("superseded", "staging", rollbackv1.RevertSuperseded, "c"),
+		rc("prod-written", "prod", rollbackv1.RevertPending, "d"),
+		rc("prod-open", "prod", rollbackv1.RevertOpen, "e"),
+	})
+	assert.Equal(t, 2, envs)
+	assert.Equal(t, map[string][]string{"app/staging": {"open"}, "app/prod": {"prod-written", "prod-open"}}, started)
 }
