@@ -29,6 +29,8 @@ type Environment struct {
 	AutoMerge bool
 	Active    Commit
 	Proposed  Commit
+	// Change links what a promotion of Proposed would change, when it differs from Active.
+	Change *Change
 	// PullRequest is the open or last promotion pull request, if any.
 	PullRequest *PullRequest
 	Gates       []GateHold
@@ -113,6 +115,7 @@ func BuildPipeline(s *promoterv1alpha1.PromotionStrategy, in PipelineInput) Pipe
 			Gates:   gateHolds(spec.Gates, s.Namespace, in.Gate),
 			Reverts: reverts(s.Name, spec.Branch, in.RevertCommits),
 		}
+		env.Change = environmentChange(in.Links, s, spec.Branch, env.Active, env.Proposed)
 		if pr := st.PullRequest; pr != nil {
 			env.PullRequest = &PullRequest{Name: pr.Name, State: string(pr.State), URL: pr.URL,
 				WaitsForPerson: !env.AutoMerge && pr.State == promoterv1alpha1.PullRequestOpen}
