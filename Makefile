@@ -114,9 +114,10 @@ demo:
 	$(MAKE) --no-print-directory -j4 testbin-kube testbin-gitea testbin-flux build
 	bin/sluice-demo $(if $(UI),--keep-running)
 
-## soak: every controller with two replicas, a workload and seeded faults for SOAK_DURATION
-## (default 30m), invariants checked on git and the cluster; a violation prints the seed that
-## replays it (docs/reliability.md). SOAK_SEED and SOAK_STRATEGIES choose the rest.
+## soak: every controller with two replicas, Gitea and the plain git server behind fault proxies,
+## real Flux, ManifestReleases, a workload and seeded faults for SOAK_DURATION (default 30m),
+## invariants checked on git, Gitea and the cluster; a violation prints the seed that replays it
+## (docs/reliability.md). SOAK_SEED and SOAK_STRATEGIES choose the rest.
 soak: testbin build
 	@mkdir -p .cache/soak
 	go build -o bin/ ./soak/cmd/sluice-soak
