@@ -55,10 +55,11 @@ func parsePages() (map[string]*template.Template, error) {
 		"dur":         view.Duration,
 		"percent":     func(f float64) string { return strconv.FormatFloat(f*100, 'f', 0, 64) + "%" },
 		"perday":      func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
-		"utc":         func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"utc":         timeElement,
 		"join":        strings.Join,
 		"stalled":     stalledMessage,
 		"canRollBack": canRollBack,
+		"suspension":  suspendState,
 		// anchor makes a branch such as env/dev an id and URL fragment that needs no escaping.
 		"anchor": func(s string) string {
 			return strings.Map(func(r rune) rune {
@@ -76,7 +77,7 @@ func parsePages() (map[string]*template.Template, error) {
 			return m
 		},
 	}
-	base, err := template.New("layout").Funcs(funcs).ParseFS(embedded, "templates/layout.html")
+	base, err := template.New("layout").Funcs(funcs).ParseFS(embedded, "templates/layout.html", "templates/parts/*.html")
 	if err != nil {
 		return nil, err
 	}
