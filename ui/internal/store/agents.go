@@ -261,21 +261,3 @@ func (s *Store) AgentsOf(repoURL, branch string) []AgentObject {
 	}
 	return out
 }
-
-// AgentKindsMissing names the agents' kinds whose CRD is not installed, as "Application (Argo CD)".
-func (s *Store) AgentKindsMissing() []string {
-	if s.Agents.Kustomizations == nil {
-		return nil
-	}
-	var out []string
-	for _, k := range []*Kind{s.Agents.Kustomizations, s.Agents.Applications} {
-		if !k.Installed() {
-			project := "Flux"
-			if k == s.Agents.Applications {
-				project = "Argo CD"
-			}
-			out = append(out, k.Name+" ("+project+")")
-		}
-	}
-	return out
-}
