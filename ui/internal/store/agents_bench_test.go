@@ -37,7 +37,7 @@ func realisticKustomization(i int) *unstructured.Unstructured {
 			"managedFields": managed},
 		"spec": map[string]any{"interval": "5m", "path": "./apps/web", "prune": true, "wait": true, "timeout": "3m",
 			"sourceRef": map[string]any{"kind": "GitRepository", "name": "deploy-dev"},
-			"patches": []any{map[string]any{"patch": "- op: replace\n  path: /spec/replicas\n  value: 3\n", "target": map[string]any{"kind": "Deployment"}}}},
+			"patches":   []any{map[string]any{"patch": "- op: replace\n  path: /spec/replicas\n  value: 3\n", "target": map[string]any{"kind": "Deployment"}}}},
 		"status": map[string]any{"observedGeneration": int64(3), "lastAppliedRevision": "env/dev@sha1:" + fmt.Sprintf("%040d", i),
 			"lastAttemptedRevision": "env/dev@sha1:" + fmt.Sprintf("%040d", i), "inventory": map[string]any{"entries": inventory}, "history": history,
 			"conditions": []any{
