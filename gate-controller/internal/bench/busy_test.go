@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -46,12 +45,13 @@ const (
 
 // BenchmarkHoldBusyKustomizations closes a gate that busyTargets Kustomizations reference while
 // real kustomize-controller reconciles each of them every busyInterval, the moment a new commit
-// has been fetched, and times how long the
-// hold takes to be visible on every one (controller-s, per close). It counts the conflicts the
-// controller's writes met meanwhile: conflicts/target is 409 answers to its patches per target
-// held. Beside it, in the same run, on as many Kustomizations that the same kustomize-controller
-// reconciles as often, baseline-s is a bare client-go server-side apply of the same fields with
-// no precondition, from the first patch sent until all are visible.
+// has been fetched, and times how long the hold takes to be visible on every one (controller-s,
+// per close). It counts what the controller met meanwhile: conflicts/target is 409 answers to its
+// patches per target held, and backoffs/target the reconciles of a target that failed and went
+// back to the queue's backoff (each delays that target's hold by 50 ms or more). Beside it, in the
+// same run, on as many Kustomizations that the same kustomize-controller reconciles as often,
+// baseline-s is a bare client-go server-side apply of the same fields with no precondition, from
+// the first patch sent until all are visible.
 func BenchmarkHoldBusyKustomizations(b *testing.B) {
 	testenv.SkipIfShort(b)
 	w := startBusyFlux(b)
@@ -83,6 +83,7 @@ func BenchmarkHoldBusyKustomizations(b *testing.B) {
 	b.ReportMetric(baseline.Seconds()/float64(rounds), "baseline-s")
 	b.ReportMetric(controller.Seconds()/baseline.Seconds(), "ratio")
 	b.ReportMetric(float64(conflicts)/float64(rounds*busyTargets), "conflicts/target")
+	b.ReportMetric(float64(requests.backoffs.Load())/float64(rounds*busyTargets), "backoffs/target")
 }
 
 // busyFlux is a namespace with real Flux, a repository with one folder per Kustomization, and
@@ -269,12 +270,33 @@ func (w *busyFlux) waitReleased(b *testing.B, names []string) {
 	}
 }
 
-// conflictCounts counts the 409 answers to the controller's writes to Kustomizations while
-// counting is on.
+// conflictCounts counts, while counting is on, the 409 answers to the controller's writes to
+// Kustomizations, and the reconciles of a target that failed and went back to the queue's backoff.
 type conflictCounts struct {
 	counting  atomic.Bool
 	conflicts atomic.Int64
+	backoffs  atomic.Int64
 }
+
+// backoffLog is what the controller's queue logs for a reconcile sent back with backoff.
+const backoffLog = "reconcile failed; retrying with backoff"
+
+// Handle counts the log records of the target reconciles sent back with backoff.
+func (c *conflictCounts) Handle(_ context.Context, r slog.Record) error {
+	if c.counting.Load() && r.Message == backoffLog {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "key" && strings.HasPrefix(a.Value.String(), "kustomizations.") {
+				c.backoffs.Add(1)
+			}
+			return true
+		})
+	}
+	return nil
+}
+
+func (c *conflictCounts) Enabled(context.Context, slog.Level) bool { return true }
+func (c *conflictCounts) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *conflictCounts) WithGroup(string) slog.Handler            { return c }
 
 func (c *conflictCounts) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -296,7 +318,7 @@ func startBusyController(b *testing.B, ns string, requests *conflictCounts) (sto
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(requests.wrap)
-	m, err := manager.New("gate-controller", opts, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m, err := manager.New("gate-controller", opts, cfg, slog.New(requests))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func TestTheDiffPageShowsTheChangeReadWithTheCredentialsThePersonMayRead(t *test
 			{DrySHA: newSHA, HydratedSHA: proposed, MergeSHA: proposed, Time: metav1.Now()},
 			{DrySHA: oldSHA, HydratedSHA: active, MergeSHA: active, Time: metav1.NewTime(time.Now().Add(-time.Hour))},
 		}})
-	readers(t, ns, "release-managers", "deploy-creds")
+	secretReaders(t, ns, "release-managers", "deploy-creds")
 	pipelineReaders(t, ns, "release-managers", "devs")
 
 	alice := browser(t)
@@ -90,8 +90,8 @@ func TestTheDiffPageShowsTheChangeReadWithTheCredentialsThePersonMayRead(t *test
 	assert.Zero(t, read(bob, t, chromedp.Evaluate[int](`document.querySelectorAll('section.file').length`)), "no diff")
 }
 
-// readers lets group get the Secrets named in ns, and nothing else of them.
-func readers(t *testing.T, ns, group string, secrets ...string) {
+// secretReaders lets group get the Secrets named in ns, and nothing else of them.
+func secretReaders(t *testing.T, ns, group string, secrets ...string) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := env.Kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "repo-readers"},

@@ -132,6 +132,9 @@ func TestActionsRunAsThePersonTheProxyNames(t *testing.T) {
 	ns := newNamespace(t)
 	createGate(t, ns, "freeze")
 	ctx := context.Background()
+	// Everyone may read the namespace's gates, signed in or not: the UI shows them what they may read.
+	readers(t, ns, rbacv1.Subject{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:authenticated"})
+	readers(t, ns, rbacv1.Subject{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:unauthenticated"})
 
 	anonymous := browser(t)
 	within(anonymous, t, chromedp.Navigate(url+"/gates/"+ns+"/freeze"), chromedp.WaitVisible(css(`.gate`)))

@@ -89,12 +89,12 @@ func TestEveryPageFitsAPhoneAndShowsTimesInThePersonsZone(t *testing.T) {
 		assert.LessOrEqual(t, overflow, 0, "%s scrolls sideways on a phone", path)
 	}
 	within(b, t, chromedp.Navigate(url+"/pipelines?q=no-such-pipeline"), chromedp.WaitVisible(css(`#no-match`)))
-	assert.Contains(t, read(b, t, chromedp.Text(css(`#no-match`))), "No pipeline matches “no-such-pipeline”")
+	assert.Contains(t, textOf(b, t, `#no-match`), "No pipeline matches “no-such-pipeline”")
 
 	within(b, t, chromedp.Navigate(url+"/pipelines/"+ns+"/checkout"), chromedp.WaitVisible(css(`#live.on`)))
-	healthy := css(`[data-branch="env/dev"] time`)
-	assert.Equal(t, "2026-11-20 12:00 UTC", read(b, t, chromedp.AttributeValue(healthy, "title")).Value, "UTC on hover")
-	local := read(b, t, chromedp.Text(healthy))
+	title := read(b, t, chromedp.Evaluate[string](`document.querySelector('[data-branch="env/dev"] time').title`))
+	assert.Equal(t, "2026-11-20 12:00 UTC", title, "UTC on hover")
+	local := textOf(b, t, `[data-branch="env/dev"] time`)
 	assert.Contains(t, local, "09:00 PM", "12:00 UTC is 21:00 in Tokyo")
 	assert.Contains(t, local, "GMT+9", "the zone is named")
 
@@ -103,8 +103,8 @@ func TestEveryPageFitsAPhoneAndShowsTimesInThePersonsZone(t *testing.T) {
 	within(b, t, chromedp.Navigate(url+"/gates/"+ns+"/freeze"), chromedp.WaitVisible(css(`.week .days.placed`)))
 	ticks := read(b, t, chromedp.Evaluate[int](`document.querySelectorAll('.week svg line.tick').length`))
 	assert.Equal(t, 7, ticks, "a tick at each midnight of the seven days")
-	labels := read(b, t, chromedp.Text(css(`.week .days`)))
+	labels := textOf(b, t, `.week .days`)
 	assert.True(t, strings.HasPrefix(labels, "▲ now"), labels)
-	segments := read(b, t, chromedp.Text(css(`.week .segments`)))
+	segments := textOf(b, t, `.week .segments`)
 	assert.Regexp(t, `closed from \w{3} \d{1,2} \w{3} \d\d:\d\d until after \w{3} \d{1,2} \w{3} \d\d:\d\d`, segments, "dated, and open-ended past the timeline")
 }

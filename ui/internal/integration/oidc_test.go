@@ -102,6 +102,13 @@ func gateKeepers(t *testing.T, ns string) {
 	require.NoError(t, err)
 }
 
+// signedInReaders lets every signed-in person read ns (bob too): the UI shows each person what
+// they may read.
+func signedInReaders(t *testing.T, ns string) {
+	t.Helper()
+	readers(t, ns, rbacv1.Subject{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:authenticated"})
+}
+
 // signedIn is a cookie-keeping client that signed user in through the provider's login page,
 // starting from page; it returns the client and the page it landed on.
 func signedIn(t *testing.T, provider *oidc.Provider, base, page string, user oidc.User) (*http.Client, string) {
@@ -171,6 +178,7 @@ func TestOIDCSignInImpersonatesThePersonTheIDTokenNames(t *testing.T) {
 	ns := newNamespace(t)
 	createGate(t, ns, "freeze")
 	gateKeepers(t, ns)
+	signedInReaders(t, ns)
 	ctx := context.Background()
 
 	anonymous := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

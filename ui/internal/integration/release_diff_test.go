@@ -54,7 +54,7 @@ func TestTheReleaseDiffReadsTheSnapshotSecretsAsThePerson(t *testing.T) {
 	}
 	_, err = releases.UpdateStatus(ctx, mr, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	readers(t, ns, "release-managers", snapshot.HeadName(mr.Name, 1), snapshot.HeadName(mr.Name, 2))
+	secretReaders(t, ns, "release-managers", snapshot.HeadName(mr.Name, 1), snapshot.HeadName(mr.Name, 2))
 	pipelineReaders(t, ns, "release-managers", "devs")
 
 	alice := browser(t)

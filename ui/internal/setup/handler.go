@@ -8,6 +8,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sluicehq/sluice/pkg/access"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/ui/internal/auth"
 	"github.com/sluicehq/sluice/ui/internal/store"
@@ -60,6 +61,10 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	srv.AnonymousRead = anonymousRead(cfg, m.Log)
+	if cfg.Identity != IdentityKubeconfig {
+		// People read what they may read themselves, not what the UI's ServiceAccount may.
+		srv.Reads = &access.Reviewer{Reviews: m.Kube.AuthorizationV1().SubjectAccessReviews(), Clock: m.Clock}
+	}
 	if login != nil {
 		return login.Wrap(srv.Handler()), nil
 	}

@@ -7,13 +7,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// listOf returns a kind's objects as T, sorted by namespace and name, so every page lists them
-// in the same order.
+// listOf returns a kind's objects as T that the scope may list, sorted by namespace and name, so
+// every page lists them in the same order.
 func listOf[T metav1.Object](k *Kind) []T {
 	objs := k.Informer.GetStore().List()
 	out := make([]T, 0, len(objs))
 	for _, o := range objs {
-		if t, ok := o.(T); ok {
+		if t, ok := o.(T); ok && k.mayList(t.GetNamespace()) {
 			out = append(out, t)
 		}
 	}

@@ -38,7 +38,7 @@ func (s *Server) pipelines(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if data.Matched >= offset && data.Matched < offset+pageSize {
-			data.Pipelines = append(data.Pipelines, view.Summarize(ps))
+			data.Pipelines = append(data.Pipelines, view.WithClosedGates(view.Summarize(ps), ps, s.Store.Gate))
 		}
 		data.Matched++
 	}
@@ -49,7 +49,7 @@ func (s *Server) pipelines(w http.ResponseWriter, r *http.Request) {
 	if offset+pageSize < data.Matched {
 		data.Next = listURL(q, offset+pageSize)
 	}
-	s.render(w, r, http.StatusOK, "pipelines", page{Title: "Pipelines", Nav: "pipelines", Query: q, Watch: "PromotionStrategy", Data: data})
+	s.render(w, r, http.StatusOK, "pipelines", page{Title: "Pipelines", Nav: "pipelines", Query: q, Watch: "PromotionStrategy,Gate", Data: data})
 }
 
 func listURL(q string, from int) string {

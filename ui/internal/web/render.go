@@ -28,6 +28,8 @@ type page struct {
 
 	// SignOut is where the sign-out button posts, for a signed-in person (OIDC mode).
 	SignOut string
+	// Frozen is the header's link to the closed gates, as "2 closed gates".
+	Frozen string
 }
 
 func parsePages() (map[string]*template.Template, error) {
@@ -106,6 +108,7 @@ type SignsOut interface{ SignOutPath() string }
 // a clean 500, never half a page.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
 	p.Now = s.Now()
+	p.Frozen = closedGatesLabel(s.closedGates())
 	p.CSRF = s.csrf.token(w, r)
 	if id, ok := s.Identify.Identify(r); ok {
 		p.User = id.User

@@ -19,7 +19,7 @@ import (
 func TestEveryPageParses(t *testing.T) {
 	pages, err := parsePages()
 	require.NoError(t, err)
-	for _, name := range []string{"pipelines", "pipeline", "gates", "health", "rollbacks", "search", "notfound", "action", "confirm", "history"} {
+	for _, name := range []string{"pipelines", "pipeline", "gates", "health", "rollbacks", "search", "notfound", "action", "confirm", "history", "frozen"} {
 		assert.Contains(t, pages, name)
 	}
 }

@@ -108,8 +108,17 @@
   window.addEventListener("pagehide", function () { es.close(); });
   es.addEventListener("ready", function () { live.textContent = "live"; live.className = "live on"; });
   es.addEventListener("error", function () { live.textContent = "reconnecting"; live.className = "live"; });
+  // The header's count of closed gates follows the gates on every page.
+  var frozen = document.getElementById("frozen");
+  function refreshFrozen() {
+    fetch("/frozen/count", { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (t) { if (t && frozen) frozen.textContent = t; })
+      .catch(function () {});
+  }
   es.addEventListener("change", function (e) {
     var kinds = e.data.split(",");
+    if (kinds.indexOf("Gate") >= 0 || kinds.indexOf("*") >= 0) refreshFrozen();
     for (var i = 0; i < kinds.length; i++) {
       if (kinds[i] === "*" || watch.indexOf(kinds[i]) >= 0) { refresh(); return; }
     }
