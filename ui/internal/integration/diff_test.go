@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -50,7 +51,12 @@ func TestTheDiffPageShowsTheChangeReadWithTheCredentialsThePersonMayRead(t *test
 	require.NoError(t, err)
 	createStrategy(t, ns, promoterv1alpha1.EnvironmentStatus{Branch: "env/dev",
 		Active:   promoterv1alpha1.CommitState{DrySHA: oldSHA, HydratedSHA: active},
-		Proposed: promoterv1alpha1.CommitState{DrySHA: newSHA, HydratedSHA: proposed}})
+		Proposed: promoterv1alpha1.CommitState{DrySHA: newSHA, HydratedSHA: proposed},
+		// The history: oldSHA reached dev at active, then newSHA at proposed (as a fast-forward).
+		History: []promoterv1alpha1.PromotionRecord{
+			{DrySHA: newSHA, HydratedSHA: proposed, MergeSHA: proposed, Time: metav1.Now()},
+			{DrySHA: oldSHA, HydratedSHA: active, MergeSHA: active, Time: metav1.NewTime(time.Now().Add(-time.Hour))},
+		}})
 	secretReaders(t, ns, "release-managers", "deploy-creds")
 	pipelineReaders(t, ns, "release-managers", "devs")
 
@@ -67,6 +73,12 @@ func TestTheDiffPageShowsTheChangeReadWithTheCredentialsThePersonMayRead(t *test
 	assert.Equal(t, []string{"+image: web:2"}, added)
 	assert.Equal(t, []string{"-image: web:1"}, removed)
 	screenshot(alice, t, "diff")
+
+	// The history row of newSHA links the change its promotion brought: the same lines.
+	within(alice, t, chromedp.Navigate(url+"/pipelines/"+ns+"/checkout/history"),
+		chromedp.Click(css(`#commit-`+newSHA+` td[data-branch="env/dev"] a.diff`)), chromedp.WaitVisible(css(`section.file`)))
+	added = read(alice, t, chromedp.Evaluate[[]string](`[...document.querySelectorAll('section.file .line.add')].map(l => l.textContent)`))
+	assert.Equal(t, []string{"+image: web:2"}, added, "from the tip the promotion before it left")
 
 	bob := browser(t)
 	proxyHeaders(t, bob, network.Headers{"X-Forwarded-User": "bob", "X-Forwarded-Groups": "devs"})

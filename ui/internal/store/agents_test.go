@@ -6,7 +6,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/sluicehq/sluice/pkg/fluxwake"
 )
 
 func obj(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
@@ -22,14 +25,16 @@ func obj(apiVersion, kind, ns, name string, fields map[string]any) *unstructured
 // transform first, as the informers cache them.
 func agentStore(t *testing.T, objs ...*unstructured.Unstructured) *Store {
 	t.Helper()
-	s := &Store{}
-	informer := func(index cache.IndexFunc, name string) *Kind {
-		return &Kind{Informer: cache.NewSharedIndexInformer(nil, &unstructured.Unstructured{}, 0,
+	// The Sluice kinds are empty: For scopes them too.
+	s := &Store{Strategies: &Kind{}, PullRequests: &Kind{}, CommitStatuses: &Kind{}, Gates: &Kind{}, HealthChecks: &Kind{},
+		RevertCommits: &Kind{}, RollbackPolicies: &Kind{}, ManifestReleases: &Kind{}, Repositories: &Kind{}, Providers: &Kind{}}
+	informer := func(gr schema.GroupResource, index cache.IndexFunc, name string) *Kind {
+		return &Kind{Resource: gr, Informer: cache.NewSharedIndexInformer(nil, &unstructured.Unstructured{}, 0,
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, name: index})}
 	}
-	s.Agents.Kustomizations = informer(sourceRefOf, bySourceRef)
-	s.Agents.GitRepositories = informer(gitRepositoryBranch, byTrackedBranch)
-	s.Agents.Applications = informer(applicationBranches, byTrackedBranch)
+	s.Agents.Kustomizations = informer(kustomizationsGVR.GroupResource(), sourceRefOf, bySourceRef)
+	s.Agents.GitRepositories = informer(fluxwake.GitRepositories.GroupResource(), gitRepositoryBranch, byTrackedBranch)
+	s.Agents.Applications = informer(applicationsGVR.GroupResource(), applicationBranches, byTrackedBranch)
 	for _, o := range objs {
 		kept, err := keepAgentFields(o)
 		require.NoError(t, err)
@@ -83,6 +88,22 @@ func TestAgentsOfAnEnvironmentAreWhatDeploysItsBranchOfTheRepository(t *testing.
 	assert.ElementsMatch(t, []string{"Kustomization flux-system/apps-prod", "Application argocd/web-prod"}, names("git@git.example.com:acme/deploy.git", "env/prod"))
 	assert.Empty(t, names("https://git.example.com/acme/deploy.git", "env/staging"))
 	assert.Empty(t, names("not a url", "env/dev"))
+
+	// A person who may list Kustomizations in apps only, and no Application, sees only web-dev.
+	s = s.For(listsOnly{"kustomize.toolkit.fluxcd.io/kustomizations": "apps"})
+	assert.Equal(t, []string{"Kustomization apps/web-dev"}, names("https://git.example.com/acme/deploy.git", "env/dev"))
+}
+
+// listsOnly may list a resource ("group/resource") in one namespace each.
+type listsOnly map[string]string
+
+func (l listsOnly) MayList(gr schema.GroupResource, namespace string) bool {
+	ns, ok := l[gr.Group+"/"+gr.Resource]
+	return ok && ns == namespace
+}
+
+func (l listsOnly) MayGet(gr schema.GroupResource, namespace, _ string) bool {
+	return l.MayList(gr, namespace)
 }
 
 func TestKeepAgentFieldsDropsEverythingThePageDoesNotShow(t *testing.T) {

@@ -47,6 +47,11 @@ func (s *Store) For(scope Scope) *Store {
 	for i, k := range s.Targets {
 		scoped.Targets[i] = k.withScope(memo)
 	}
+	for _, k := range []**Kind{&scoped.Agents.Kustomizations, &scoped.Agents.GitRepositories, &scoped.Agents.Applications} {
+		if *k != nil {
+			*k = (*k).withScope(memo)
+		}
+	}
 	return &scoped
 }
 

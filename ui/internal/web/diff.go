@@ -65,6 +65,11 @@ func (s *Server) readDiff(r *http.Request, ps *promoterv1alpha1.PromotionStrateg
 	lim := DiffLimits.WithDefaults()
 	ctx, cancel := context.WithTimeout(r.Context(), lim.Timeout)
 	defer cancel()
+	release, err := takeDiffSlot(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	src, err := personSource(ctx, kube, repo, s.Store.ScmProvider(ps.Namespace, repo.Spec.ProviderRef.Name))
 	if err != nil {
 		return err

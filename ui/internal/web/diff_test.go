@@ -50,3 +50,23 @@ func TestTheDiffPageShowsLinesAndWhatItLeftOut(t *testing.T) {
 		assert.Contains(t, buf.String(), w)
 	}
 }
+
+func TestAtMostTwoDiffsAreReadAtOnce(t *testing.T) {
+	var releases []func()
+	for range cap(diffSlots) {
+		release, err := takeDiffSlot(context.Background())
+		require.NoError(t, err)
+		releases = append(releases, release)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := takeDiffSlot(ctx)
+	status, msg := diffError(err)
+	assert.Equal(t, http.StatusServiceUnavailable, status)
+	assert.Contains(t, msg, "Busy: 2 diffs are being read already")
+	releases[0]()
+	release, err := takeDiffSlot(context.Background())
+	require.NoError(t, err, "a slot freed is taken again")
+	release()
+	releases[1]()
+}

@@ -48,6 +48,11 @@ func (s *Server) readReleaseDiff(r *http.Request, mr *rollbackv1alpha1.ManifestR
 	lim := DiffLimits.WithDefaults()
 	ctx, cancel := context.WithTimeout(r.Context(), lim.Timeout)
 	defer cancel()
+	release, err := takeDiffSlot(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer release()
 	store := &snapshot.Store{Client: kube.CoreV1(), Owner: mr.UID, Digests: snapshot.ChainDigests(mr.Status)}
 	load := func(n int64) ([]snapshot.File, error) {
 		files, _, err := store.Load(ctx, mr.Namespace, mr.Name, n)
