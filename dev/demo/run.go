@@ -75,6 +75,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 			return err
 		}
 	}
+	s.logDir = logDir
+	defer func() {
+		if s.flux != nil {
+			err = errors.Join(err, s.flux.stop())
+		}
+	}()
 	s.Step("starting the controllers as processes (logs in %s)", logDir)
 	procs, err := startControllers(ctx, opts.BinDir, env.Kubeconfig, logDir, s)
 	if err != nil {
@@ -111,6 +117,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		<-ctx.Done()
 	}
 	s.Chapter("The end")
+	s.Say("the story took %.0fs, the control plane's start included", time.Since(s.start).Seconds())
 	s.Step("stopping the controllers and the control plane")
 	return nil
 }

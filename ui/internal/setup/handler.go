@@ -22,6 +22,11 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := st.WatchAgents(m.Dynamic, m.Metadata, m.Options.Namespace); err != nil {
+		return nil, err
+	}
+	m.WaitFor(st.Agents.Kinds.HasSynced)
+	m.AddServer(st.Agents.Kinds.Run)
 	st.Log(m.Log)
 	m.WaitFor(st.Kinds.HasSynced)
 	m.AddServer(st.Kinds.Run)

@@ -39,6 +39,8 @@ type Store struct {
 
 	// scope is what this store shows (For; scope.go); nil, everything.
 	scope Scope
+	// Agents deploy the environments: their status, with only the fields shown (WatchAgents).
+	Agents Agents
 }
 
 // Kind is one resource's informer and what the UI calls it.
