@@ -233,7 +233,7 @@ type AgentObject struct {
 
 // AgentsOf returns the Flux Kustomizations that read a GitRepository following branch of the
 // repository at repoURL, and the Argo CD Applications with a source on that branch: the objects
-// that deploy an environment. Nil until WatchAgents ran.
+// that deploy an environment, those the scope may list. Nil until WatchAgents ran.
 func (s *Store) AgentsOf(repoURL, branch string) []AgentObject {
 	if s.Agents.Kustomizations == nil || fluxwake.RepositoryKey(repoURL) == "" || branch == "" {
 		return nil
@@ -248,14 +248,14 @@ func (s *Store) AgentsOf(repoURL, branch string) []AgentObject {
 		}
 		ks, _ := s.Agents.Kustomizations.Informer.GetIndexer().ByIndex(bySourceRef, m.GetNamespace()+"/"+m.GetName())
 		for _, k := range ks {
-			if u, ok := k.(*unstructured.Unstructured); ok {
+			if u, ok := k.(*unstructured.Unstructured); ok && s.Agents.Kustomizations.mayList(u.GetNamespace()) {
 				out = append(out, AgentObject{Kind: "Kustomization", Object: u})
 			}
 		}
 	}
 	apps, _ := s.Agents.Applications.Informer.GetIndexer().ByIndex(byTrackedBranch, key)
 	for _, a := range apps {
-		if u, ok := a.(*unstructured.Unstructured); ok {
+		if u, ok := a.(*unstructured.Unstructured); ok && s.Agents.Applications.mayList(u.GetNamespace()) {
 			out = append(out, AgentObject{Kind: "Application", Object: u})
 		}
 	}
