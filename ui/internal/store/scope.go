@@ -43,6 +43,9 @@ func (s *Store) For(scope Scope) *Store {
 		&scoped.RevertCommits, &scoped.RollbackPolicies, &scoped.ManifestReleases, &scoped.Repositories, &scoped.Providers} {
 		*k = (*k).withScope(memo)
 	}
+	for _, k := range []**Kind{&scoped.Agents.Kustomizations, &scoped.Agents.GitRepositories, &scoped.Agents.Applications} {
+		*k = (*k).withScope(memo)
+	}
 	scoped.Targets = make([]*Kind, len(s.Targets))
 	for i, k := range s.Targets {
 		scoped.Targets[i] = k.withScope(memo)
@@ -56,6 +59,9 @@ func (s *Store) For(scope Scope) *Store {
 }
 
 func (k *Kind) withScope(scope Scope) *Kind {
+	if k == nil {
+		return nil
+	}
 	scoped := *k
 	scoped.scope = scope
 	return &scoped
