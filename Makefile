@@ -10,7 +10,7 @@ CONTROLLERS := gate health promoter commitstatus rollback
 GOTEST_FLAGS ?= -count=1
 LOCK        := .cache/codegen.lock
 
-.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux demo controlplane flux clean e2e soak
+.PHONY: all generate verify build images test unit bench lint charts monitoring testbin testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux testbin-axe screenshots demo controlplane flux clean e2e soak
 
 all: build
 
@@ -39,7 +39,7 @@ images:
 
 ## testbin: build kube-apiserver, etcd, kubectl, helm, gitea, the OpenID provider, oauth2-proxy
 ## and Flux's source-controller and kustomize-controller from Go modules into the cache (once).
-testbin: testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux
+testbin: testbin-kube testbin-gitea testbin-oidc testbin-oauth2-proxy testbin-flux testbin-axe
 
 ## testbin-kube: only the control plane, kubectl and helm (all make controlplane needs).
 testbin-kube:
@@ -55,6 +55,16 @@ testbin-oidc:
 ## testbin-oauth2-proxy: oauth2-proxy, in front of the UI in its proxy-mode tests.
 testbin-oauth2-proxy:
 	bash hack/tools/oauth2-proxy/build.sh
+
+## screenshots: every screenshot of the UI in docs/images, taken in Chromium by the browser tests
+## that show each view, from the real UI against the embedded control plane.
+SCREENSHOT_TESTS := TestPromotionMovesLiveOnThePipelinePage|TestHistoryPageShowsCommitsEnvironmentsAndDORA|TestAGateClosedFromThePageHoldsAKustomization|TestActionsRunAsThePersonTheProxyNames|TestFrozenNowFollowsAGateClosingLive|TestActivityNamesThePersonLive|TestApproveThisDrySHAFromTheCardLetsExactlyItThrough|TestDarkModeFollowsTheSystemAndTheToggleIsRemembered|TestEveryPageFitsAPhoneAndShowsTimesInThePersonsZone
+screenshots: testbin-kube
+	cd ui && SLUICE_UI_SCREENSHOTS=$(CURDIR)/docs/images go test -count=1 -run '^($(SCREENSHOT_TESTS))$$' ./internal/integration/
+
+## testbin-axe: axe-core from npm, the accessibility engine the UI's browser tests run in Chromium.
+testbin-axe:
+	bash hack/tools/axe/install.sh
 
 ## testbin-flux: only the real Flux controllers that integration tests run beside the control plane.
 testbin-flux:
@@ -96,15 +106,18 @@ charts: testbin-kube
 monitoring: testbin build
 	cd hack/monitoring && GOWORK=off go test $(GOTEST_FLAGS) ./...
 
-## demo: the whole story on the embedded local control plane. No cluster, no Docker. A screenshot
-## of the web UI after each chapter goes into .cache/demo/ (with chromium installed); UI=1 leaves
-## everything running at the end and prints the UI's URL.
-demo: testbin build
+## demo: the whole story on the embedded local control plane, beside real Flux controllers. No
+## cluster, no Docker. A screenshot of the web UI after each chapter goes into .cache/demo/ (with
+## chromium installed); UI=1 leaves everything running at the end and prints the UI's URL. On a
+## first run the control plane, Gitea, Flux's controllers and bin/ are built in parallel.
+demo:
+	$(MAKE) --no-print-directory -j4 testbin-kube testbin-gitea testbin-flux build
 	bin/sluice-demo $(if $(UI),--keep-running)
 
-## soak: every controller with two replicas, a workload and seeded faults for SOAK_DURATION
-## (default 30m), invariants checked on git and the cluster; a violation prints the seed that
-## replays it (docs/reliability.md). SOAK_SEED and SOAK_STRATEGIES choose the rest.
+## soak: every controller with two replicas, Gitea and the plain git server behind fault proxies,
+## real Flux, ManifestReleases, a workload and seeded faults for SOAK_DURATION (default 30m),
+## invariants checked on git, Gitea and the cluster; a violation prints the seed that replays it
+## (docs/reliability.md). SOAK_SEED and SOAK_STRATEGIES choose the rest.
 soak: testbin build
 	@mkdir -p .cache/soak
 	go build -o bin/ ./soak/cmd/sluice-soak

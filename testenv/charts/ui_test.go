@@ -131,6 +131,7 @@ func assertUIPrivilege(t *testing.T, env *testenv.Env, namespace, sa string, pro
 		{Verb: "list", Group: "scm.sluice.dev", Resource: "scmrepositories"},
 		{Verb: "list", Group: "scm.sluice.dev", Resource: "scmproviders"},
 		{Verb: "watch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+		{Verb: "watch", Resource: "events"},
 	}
 	denied := []authorizationv1.ResourceAttributes{
 		{Namespace: "apps", Verb: "update", Group: "gating.sluice.dev", Resource: "gates"},
@@ -147,6 +148,7 @@ func assertUIPrivilege(t *testing.T, env *testenv.Env, namespace, sa string, pro
 	proxyOnly := []authorizationv1.ResourceAttributes{
 		{Verb: "impersonate", Resource: "users", Name: "bob"},
 		{Namespace: "apps", Verb: "create", Resource: "events"},
+		{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
 	}
 	if proxy {
 		reads = append(reads, proxyOnly...)

@@ -172,15 +172,19 @@ func read[T any](ctx context.Context, t *testing.T, a chromedp.Action[T]) T {
 // css is a CSS selector.
 func css(s string) chromedp.CSS { return chromedp.CSS(s) }
 
-// screenshot saves the page into .cache/ui-screenshots of the repository, for the docs.
+// screenshot saves the page as ui-NAME.png into $SLUICE_UI_SCREENSHOTS, which make screenshots
+// sets to docs/images, else into .cache/ui-screenshots of the repository.
 func screenshot(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
-	root, err := testenv.RepoRoot()
-	require.NoError(t, err)
-	dir := filepath.Join(root, ".cache", "ui-screenshots")
+	dir := os.Getenv("SLUICE_UI_SCREENSHOTS")
+	if dir == "" {
+		root, err := testenv.RepoRoot()
+		require.NoError(t, err)
+		dir = filepath.Join(root, ".cache", "ui-screenshots")
+	}
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	png := read(ctx, t, chromedp.FullScreenshot(100))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ui-"+name+".png"), png, 0o644))
 }
 
 func newNamespace(t *testing.T) string {

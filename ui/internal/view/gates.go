@@ -16,6 +16,18 @@ type Week struct {
 	Zone string
 	// Next says when the state changes next, as "closes in 2h 5m", or "" when it does not this week.
 	Next string
+	// Now is when the week starts, written in Zone, for the "now" marker.
+	Now string
+	// Days mark each midnight of the week in Zone, for the timeline's ticks.
+	Days []DayTick
+}
+
+// DayTick is a midnight on the timeline.
+type DayTick struct {
+	// Percent is where it falls, from the week's start.
+	Percent float64
+	// Label is the day it starts, as "Tue 24 Nov".
+	Label string
 }
 
 // Segment is a stretch of the week with one state.
@@ -25,6 +37,9 @@ type Segment struct {
 	Start, End string
 	// Percent is the stretch's share of the week, for drawing.
 	Percent float64
+	// Beyond is set when the stretch lasts past the seven days drawn: End is then only where
+	// the timeline stops, not a change.
+	Beyond bool
 }
 
 // weekSteps bounds the evaluations of one week: a window every minute would otherwise draw
@@ -43,7 +58,7 @@ func GateWeek(spec gatingv1alpha1.GateSpec, now time.Time) Week {
 		}
 	}
 	end := now.Add(7 * 24 * time.Hour)
-	out := Week{Zone: loc.String()}
+	out := Week{Zone: loc.String(), Now: label(now, loc), Days: dayTicks(now, end, loc)}
 	at := now
 	for step := 0; at.Before(end) && step < weekSteps; step++ {
 		d := gate.Evaluate(spec, at)
@@ -66,10 +81,24 @@ func GateWeek(spec gatingv1alpha1.GateSpec, now time.Time) Week {
 		}
 		at = until
 	}
+	if n := len(out.Segments); n > 0 {
+		out.Segments[n-1].Beyond = true
+	}
 	return out
 }
 
-func label(t time.Time, loc *time.Location) string { return t.In(loc).Format("Mon 15:04") }
+// label writes t with its date, so a week's labels never repeat: "Fri 27 Nov 15:00".
+func label(t time.Time, loc *time.Location) string { return t.In(loc).Format("Mon 2 Jan 15:04") }
+
+// dayTicks are the midnights in loc after from and before to.
+func dayTicks(from, to time.Time, loc *time.Location) []DayTick {
+	var out []DayTick
+	f := from.In(loc)
+	for day := time.Date(f.Year(), f.Month(), f.Day()+1, 0, 0, 0, 0, loc); day.Before(to); day = time.Date(day.Year(), day.Month(), day.Day()+1, 0, 0, 0, 0, loc) {
+		out = append(out, DayTick{Percent: share(from, day), Label: day.Format("Mon 2 Jan")})
+	}
+	return out
+}
 
 func share(from, to time.Time) float64 {
 	return float64(to.Sub(from)) / float64(7*24*time.Hour) * 100

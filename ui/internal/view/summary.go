@@ -3,6 +3,7 @@ package view
 import (
 	"strings"
 
+	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 )
 
@@ -21,6 +22,17 @@ type EnvironmentSummary struct {
 	// Promoting is set while a newer dry commit is proposed.
 	Promoting bool
 	Blocked   string
+	// Closed are the gates the environment names that are closed (or missing) now; set by
+	// WithClosedGates, which reads the gates.
+	Closed []GateHold
+}
+
+// WithClosedGates adds to a strategy's line the closed gates each environment names.
+func WithClosedGates(sum Summary, s *promoterv1alpha1.PromotionStrategy, lookup func(namespace, name string) *gatingv1alpha1.Gate) Summary {
+	for i := range sum.Environments {
+		sum.Environments[i].Closed = ClosedGates(s, sum.Environments[i].Branch, lookup)
+	}
+	return sum
 }
 
 // Summarize builds a strategy's line of the list, environments in DAG order.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/sluicehq/sluice/pkg/access"
 	writes "github.com/sluicehq/sluice/pkg/actions"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
@@ -27,10 +28,18 @@ var suspendable = map[string]struct {
 	"ManifestRelease":   {schema.GroupVersionResource{Group: "rollback.sluice.dev", Version: "v1alpha1", Resource: "manifestreleases"}, "/rollbacks?q="},
 }
 
-var kindOptions = func(*Server, string, string, url.Values) []option {
+// kindOptions offers the kind the form came from (?kind=) when an object of that kind has the
+// name; else every kind of which an object has it. Five kinds for one name would let a person
+// suspend a namesake they never looked at.
+func kindOptions(s *Server, ns, name string, f url.Values) []option {
+	if k := f.Get("kind"); s.suspendTarget(k, ns, name) != nil {
+		return []option{{k, k}}
+	}
 	var out []option
-	for _, k := range []string{"PromotionStrategy", "Gate", "HealthCheck", "RollbackPolicy", "ManifestRelease"} {
-		out = append(out, option{k, k})
+	for _, k := range suspendKinds {
+		if s.suspendTarget(k, ns, name) != nil {
+			out = append(out, option{k, k})
+		}
 	}
 	return out
 }
@@ -49,6 +58,14 @@ func suspendAction(resume bool) *action {
 	}
 	return &action{
 		Title: verb, Kind: "object", reason: reason, Fields: fields,
+		// Suspend applies the annotation and Resume patches it away: patch on the kind chosen.
+		permission: func(ns, name string, f url.Values) (access.Request, bool) {
+			k, ok := suspendable[f.Get("kind")]
+			if !ok {
+				return access.Request{}, false
+			}
+			return needs("patch", k.resource.GroupResource())(ns, name, f)
+		},
 		back: func(_ *Server, ns, name string, f url.Values) string {
 			k, ok := suspendable[f.Get("kind")]
 			if !ok {
@@ -60,10 +77,14 @@ func suspendAction(resume bool) *action {
 			return k.page[:len(k.page)-3]
 		},
 		describe: func(s *Server, ns, name string, f url.Values, _ time.Time) (string, error) {
-			if _, ok := suspendable[f.Get("kind")]; !ok {
-				return "", fmt.Errorf("choose the kind of %s/%s", ns, name)
+			obj := s.suspendTarget(f.Get("kind"), ns, name)
+			if obj == nil {
+				return "", fmt.Errorf("choose the kind of %s/%s: no object of the kind chosen has that name", ns, name)
 			}
 			if resume {
+				if !suspendState(obj).Suspended {
+					return "", fmt.Errorf("%s %s/%s is not suspended", f.Get("kind"), ns, name)
+				}
 				return fmt.Sprintf("%s %s/%s: the annotation %s is removed, and spec.suspend where it is true, so its controller resumes it", f.Get("kind"), ns, name, suspend.Annotation), nil
 			}
 			if f.Get("reason") == "" {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	"github.com/sluicehq/sluice/pkg/access"
 )
 
 // Actor performs actions as the person who asks: with the kubeconfig the UI started with in
@@ -18,12 +19,17 @@ import (
 type Actor struct {
 	Config   *rest.Config
 	Recorder record.EventRecorder
+	// May answers whether a person may take an action (NewActor, may.go); nil, every action is
+	// offered and the API server decides.
+	May *access.Reviewer
 }
 
 // clients are the clients of one person.
 type clients struct {
 	Sluice  sluice.Interface
 	Dynamic dynamic.Interface
+	// User is the person's name, as an approval records it.
+	User string
 }
 
 func (a *Actor) clientsFor(id Identity) (clients, error) {
@@ -31,7 +37,7 @@ func (a *Actor) clientsFor(id Identity) (clients, error) {
 	if id.Impersonate {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: id.User, Groups: id.Groups}
 	}
-	var c clients
+	c := clients{User: id.User}
 	var err error
 	if c.Sluice, err = sluice.NewForConfig(cfg); err != nil {
 		return c, err

@@ -38,7 +38,7 @@ func (s *Server) pipelines(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if data.Matched >= offset && data.Matched < offset+pageSize {
-			data.Pipelines = append(data.Pipelines, view.Summarize(ps))
+			data.Pipelines = append(data.Pipelines, view.WithClosedGates(view.Summarize(ps), ps, s.Store.Gate))
 		}
 		data.Matched++
 	}
@@ -49,7 +49,7 @@ func (s *Server) pipelines(w http.ResponseWriter, r *http.Request) {
 	if offset+pageSize < data.Matched {
 		data.Next = listURL(q, offset+pageSize)
 	}
-	s.render(w, r, http.StatusOK, "pipelines", page{Title: "Pipelines", Nav: "pipelines", Query: q, Watch: "PromotionStrategy", Data: data})
+	s.render(w, r, http.StatusOK, "pipelines", page{Title: "Pipelines", Nav: "pipelines", Query: q, Watch: "PromotionStrategy,Gate", Data: data})
 }
 
 func listURL(q string, from int) string {
@@ -78,7 +78,7 @@ func (s *Server) pipeline(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r, "PromotionStrategy", ns, name)
 		return
 	}
-	in := view.PipelineInput{Links: s.links(ps), Gate: s.Store.Gate}
+	in := view.PipelineInput{Links: s.links(ps), Gate: s.Store.Gate, Agents: s.environmentAgents(ps)}
 	for _, o := range s.Store.CommitStatuses.InNamespace(ns) {
 		in.CommitStatuses = append(in.CommitStatuses, asCommitStatus(o))
 	}
@@ -87,7 +87,7 @@ func (s *Server) pipeline(w http.ResponseWriter, r *http.Request) {
 	}
 	data := pipelineData{Pipeline: view.BuildPipeline(ps, in), Done: s.flashes.get(r.URL.Query().Get("done"), s.Now())}
 	s.render(w, r, http.StatusOK, "pipeline", page{Title: ns + "/" + name, Nav: "pipelines",
-		Watch: "PromotionStrategy,CommitStatus,Gate,RevertCommit,PullRequest", Data: data})
+		Watch: "PromotionStrategy,CommitStatus,Gate,RevertCommit,PullRequest," + agentKinds, Data: data})
 }
 
 // links finds the SCM pages of a strategy's repository.

@@ -28,6 +28,11 @@ type page struct {
 
 	// SignOut is where the sign-out button posts, for a signed-in person (OIDC mode).
 	SignOut string
+	// Frozen is the header's link to the closed gates, as "2 closed gates".
+	Frozen string
+
+	// may backs May (may.go): whether the person may take an action.
+	may func(action, ns, name, kind string) bool
 }
 
 func parsePages() (map[string]*template.Template, error) {
@@ -55,10 +60,12 @@ func parsePages() (map[string]*template.Template, error) {
 		"dur":         view.Duration,
 		"percent":     func(f float64) string { return strconv.FormatFloat(f*100, 'f', 0, 64) + "%" },
 		"perday":      func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
-		"utc":         func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"utc":         timeElement,
 		"join":        strings.Join,
 		"stalled":     stalledMessage,
 		"canRollBack": canRollBack,
+		"suspension":  suspendState,
+		"activityOf":  view.ActivityURL,
 		// anchor makes a branch such as env/dev an id and URL fragment that needs no escaping.
 		"anchor": func(s string) string {
 			return strings.Map(func(r rune) rune {
@@ -76,7 +83,7 @@ func parsePages() (map[string]*template.Template, error) {
 			return m
 		},
 	}
-	base, err := template.New("layout").Funcs(funcs).ParseFS(embedded, "templates/layout.html")
+	base, err := template.New("layout").Funcs(funcs).ParseFS(embedded, "templates/layout.html", "templates/parts/*.html")
 	if err != nil {
 		return nil, err
 	}
@@ -105,10 +112,14 @@ type SignsOut interface{ SignOutPath() string }
 // a clean 500, never half a page.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
 	p.Now = s.Now()
+	p.Frozen = closedGatesLabel(s.closedGates())
 	p.CSRF = s.csrf.token(w, r)
 	if id, ok := s.Identify.Identify(r); ok {
 		p.User = id.User
 		p.CanAct = s.Act != nil
+		if p.CanAct {
+			p.may = s.offers(r)
+		}
 		if so, ok := s.Identify.(SignsOut); ok {
 			p.SignOut = so.SignOutPath()
 		}

@@ -19,7 +19,7 @@ import (
 func TestEveryPageParses(t *testing.T) {
 	pages, err := parsePages()
 	require.NoError(t, err)
-	for _, name := range []string{"pipelines", "pipeline", "gates", "health", "rollbacks", "search", "notfound", "action", "confirm", "history"} {
+	for _, name := range []string{"pipelines", "pipeline", "gates", "health", "rollbacks", "search", "notfound", "action", "confirm", "history", "frozen"} {
 		assert.Contains(t, pages, name)
 	}
 }
@@ -45,7 +45,7 @@ func TestPagesRenderTheirObjects(t *testing.T) {
 		data any
 		want []string
 	}{
-		"gates":     {gatesData{Gates: []*gatingv1alpha1.Gate{closed}}, []string{"team/freeze", "closed Fri 15:00 to Mon 08:00", "closes in 4 days", "Kustomization team/apps"}},
+		"gates":     {gatesData{Gates: []*gatingv1alpha1.Gate{closed}}, []string{"team/freeze", "closed from Fri 27 Nov 15:00 to Mon 30 Nov 08:00", "Tue 24 Nov", "▲ now", "closes in 4 days", "Kustomization team/apps"}},
 		"pipeline":  {pipelineData{Pipeline: view.BuildPipeline(ps, view.PipelineInput{Gate: func(string, string) *gatingv1alpha1.Gate { return nil }})}, []string{`id="env-env-prod"`, "gate team/freeze is closed"}},
 		"pipelines": {pipelinesData{Pipelines: []view.Summary{view.Summarize(ps)}, Matched: 1, Total: 1, From: 1, To: 1}, []string{"/pipelines/team/web#env-env-dev", "1 of 1 PromotionStrategies"}},
 		"health":    {healthData{Missing: &notInstalled{Kind: "HealthCheck", Chart: "health-controller"}}, []string{"HealthCheck is not installed on this cluster"}},

@@ -32,6 +32,8 @@ type gatesData struct {
 	// from their informers; TargetsMissing names the target kinds whose CRD is not installed.
 	Targets        []view.Target
 	TargetsMissing []string
+	// Filter is the ?q= the list was filtered by, for its empty state.
+	Filter string
 }
 
 func (s *Server) gates(w http.ResponseWriter, r *http.Request) {
@@ -50,7 +52,8 @@ func (s *Server) gates(w http.ResponseWriter, r *http.Request) {
 		data.Gates, data.One, title = []*gatingv1alpha1.Gate{g}, true, "Gate "+ns+"/"+name
 		data.Targets, data.TargetsMissing = s.gateTargets(ns, name)
 	} else {
-		data.Gates = filter(s.Store.GateList(), r.URL.Query().Get("q"))
+		data.Filter = strings.TrimSpace(r.URL.Query().Get("q"))
+		data.Gates = filter(s.Store.GateList(), data.Filter)
 	}
 	watch := []string{"Gate"}
 	for _, t := range store.TargetKinds {
@@ -75,10 +78,12 @@ func (s *Server) gateTargets(namespace, name string) (targets []view.Target, mis
 type healthData struct {
 	Missing *notInstalled
 	Checks  []*healthv1alpha1.HealthCheck
+	Filter  string
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	data := healthData{Checks: filter(s.Store.HealthCheckList(), r.URL.Query().Get("q"))}
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	data := healthData{Checks: filter(s.Store.HealthCheckList(), q), Filter: q}
 	if !s.Store.HealthChecks.Installed() {
 		data.Missing = &notInstalled{Kind: "HealthCheck", Chart: "health-controller"}
 	}
