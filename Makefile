@@ -106,15 +106,18 @@ charts: testbin-kube
 monitoring: testbin build
 	cd hack/monitoring && GOWORK=off go test $(GOTEST_FLAGS) ./...
 
-## demo: the whole story on the embedded local control plane. No cluster, no Docker. A screenshot
-## of the web UI after each chapter goes into .cache/demo/ (with chromium installed); UI=1 leaves
-## everything running at the end and prints the UI's URL.
-demo: testbin build
+## demo: the whole story on the embedded local control plane, beside real Flux controllers. No
+## cluster, no Docker. A screenshot of the web UI after each chapter goes into .cache/demo/ (with
+## chromium installed); UI=1 leaves everything running at the end and prints the UI's URL. On a
+## first run the control plane, Gitea, Flux's controllers and bin/ are built in parallel.
+demo:
+	$(MAKE) --no-print-directory -j4 testbin-kube testbin-gitea testbin-flux build
 	bin/sluice-demo $(if $(UI),--keep-running)
 
-## soak: every controller with two replicas, a workload and seeded faults for SOAK_DURATION
-## (default 30m), invariants checked on git and the cluster; a violation prints the seed that
-## replays it (docs/reliability.md). SOAK_SEED and SOAK_STRATEGIES choose the rest.
+## soak: every controller with two replicas, Gitea and the plain git server behind fault proxies,
+## real Flux, ManifestReleases, a workload and seeded faults for SOAK_DURATION (default 30m),
+## invariants checked on git, Gitea and the cluster; a violation prints the seed that replays it
+## (docs/reliability.md). SOAK_SEED and SOAK_STRATEGIES choose the rest.
 soak: testbin build
 	@mkdir -p .cache/soak
 	go build -o bin/ ./soak/cmd/sluice-soak

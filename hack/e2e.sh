@@ -36,7 +36,12 @@ fi
 start=$(date +%s)
 bash hack/testbin.sh --node >/dev/null
 bash hack/tools/gitea/build.sh >/dev/null
+FLUX_BIN="$(bash hack/tools/flux/build.sh)"
 make --no-print-directory images
+# The images only the suite runs, for this machine's platform: Flux's source-controller and
+# kustomize-controller from the binaries above, and the suite's HTTP app (e2e/cmd/e2e-web).
+(cd hack/tools/images && GOWORK=off go run . --set e2e --flux-bin "${FLUX_BIN}" --registry localhost/e2e \
+  --platforms "linux/$(go env GOARCH)" --out "${ROOT}/bin/e2e-images")
 mkdir -p .cache/e2e
 (cd e2e && go build -o "${ROOT}/.cache/e2e/sluice-node" ./cmd/sluice-node)
 echo "e2e: binaries and images ready after $(( $(date +%s) - start ))s"

@@ -51,11 +51,11 @@ func chapterCI(ctx context.Context, s *Story) (err error) {
 		return err
 	}
 
-	d1, err := h.dryCommit(ctx, "web 1.1.0")
+	d1, err := h.dryCommit(ctx, "1.1.0")
 	if err != nil {
 		return err
 	}
-	if err := h.propose(ctx, "staging", d1, "staging: web 1.1.0"); err != nil {
+	if err := h.propose(ctx, "staging", d1, "1.1.0"); err != nil {
 		return err
 	}
 	s.Step("the hydrator proposes web 1.1.0 (dry %s) on staging-next; staging waits for CI", d1[:7])
@@ -109,10 +109,10 @@ func ciRepository(ctx context.Context, srv *gitea.Server) (*hydrator, func(), er
 	if err == nil {
 		var repo *git.Repository
 		if repo, err = cache.Open(url, git.Auth{Username: srv.AdminUser, Password: srv.Token}, git.Options{}); err == nil {
-			h := &hydrator{repo: repo}
+			h := &hydrator{repo: repo, app: "web"}
 			var d0 string
-			if d0, err = h.dryCommit(ctx, "web 1.0.0"); err == nil {
-				if _, err = h.commit(ctx, "staging", d0, "staging: web 1.0.0"); err == nil {
+			if d0, err = h.dryCommit(ctx, "1.0.0"); err == nil {
+				if _, err = h.commit(ctx, "staging", d0, "1.0.0"); err == nil {
 					return h, cleanup, nil
 				}
 			}

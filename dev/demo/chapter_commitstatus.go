@@ -112,36 +112,7 @@ func commitStatusesOnGitea(ctx context.Context, s *Story) (err error) {
 	}
 	s.Say("repository %s/app, with commit %s on main", srv.AdminUser, head[:7])
 
-	s.Step("the Gitea API token goes into a Secret, which the controller reads by name (the value is not shown)")
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "gitea-token", Namespace: s.Namespace},
-		StringData: map[string]string{"token": srv.Token},
-	}
-	if _, err := s.Env.Kube.CoreV1().Secrets(s.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if err := s.Apply(ctx, fmt.Sprintf(`
-apiVersion: scm.sluice.dev/v1alpha1
-kind: ScmProvider
-metadata:
-  name: gitea
-spec:
-  type: gitea
-  baseURL: %[1]s
-  allowInsecureLoopbackHTTP: true   # plain http, accepted only for a loopback host
-  secretRef: {name: gitea-token}
----
-apiVersion: scm.sluice.dev/v1alpha1
-kind: ScmRepository
-metadata:
-  name: app-on-gitea
-spec:
-  url: %[2]s
-  allowInsecureLoopbackHTTP: true
-  providerRef: {name: gitea}
-  owner: %[3]s
-  name: app
-`, srv.URL, cloneURL, srv.AdminUser)); err != nil {
+	if err := giteaRepository(ctx, s, srv, cloneURL); err != nil {
 		return err
 	}
 
@@ -177,6 +148,41 @@ spec:
 	s.Say("the commit's page on Gitea shows it too: %s/%s/app/commit/%s", srv.URL, srv.AdminUser, head)
 	_, err = s.Kubectl(ctx, "get", "commitstatuses")
 	return err
+}
+
+// giteaRepository puts Gitea's API token in a Secret and creates the ScmProvider and the
+// ScmRepository on Gitea.
+func giteaRepository(ctx context.Context, s *Story, srv *gitea.Server, cloneURL string) error {
+	s.Step("the Gitea API token goes into a Secret, which the controller reads by name (the value is not shown)")
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "gitea-token", Namespace: s.Namespace},
+		StringData: map[string]string{"token": srv.Token},
+	}
+	if _, err := s.Env.Kube.CoreV1().Secrets(s.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return s.Apply(ctx, fmt.Sprintf(`
+apiVersion: scm.sluice.dev/v1alpha1
+kind: ScmProvider
+metadata:
+  name: gitea
+spec:
+  type: gitea
+  baseURL: %[1]s
+  allowInsecureLoopbackHTTP: true   # plain http, accepted only for a loopback host
+  secretRef: {name: gitea-token}
+---
+apiVersion: scm.sluice.dev/v1alpha1
+kind: ScmRepository
+metadata:
+  name: app-on-gitea
+spec:
+  url: %[2]s
+  allowInsecureLoopbackHTTP: true
+  providerRef: {name: gitea}
+  owner: %[3]s
+  name: app
+`, srv.URL, cloneURL, srv.AdminUser))
 }
 
 // waitGiteaStatus waits for the CommitStatus to be synced in phase, then reads the status back

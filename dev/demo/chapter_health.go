@@ -3,7 +3,6 @@ package demo
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -11,30 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/runtime/crdwatch"
 	"github.com/sluicehq/sluice/testenv"
-	"github.com/sluicehq/sluice/testenv/flux"
 )
 
-// The two commits Flux applies in this chapter.
-const (
-	healthCommitGood = "9fceb02d0ae598e95dc970b74767f19372d61af8"
-	healthCommitBad  = "e83c5163316f89bfbde7d9ab23ca2e25604af290"
-)
-
-// chapterHealth: Flux applies a commit, the Deployment rolls out, the HealthCheck turns Ready and
-// a success CommitStatus appears for that commit. Then the next commit's rollout fails, and its
-// CommitStatus says failure. Pods do not run on this control plane, so each status is written the
-// way its controller would write it.
-func chapterHealth(ctx context.Context, s *Story) error {
-	s.Step("Flux's Kustomization kind is installed, from the fluxcd Go modules")
-	if err := installKustomizationCRD(ctx, s.Env); err != nil {
-		return err
-	}
-
-	s.Step("Flux applies commit %s of the app: a Deployment", healthCommitGood[:7])
-	if err := s.Apply(ctx, `
-apiVersion: apps/v1
+// webDeployment is the app's manifest at an image tag.
+func webDeployment(tag string) map[string]string {
+	return map[string]string{"web.yaml": `apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: web
@@ -44,28 +25,53 @@ spec:
   template:
     metadata: {labels: {app: web}}
     spec:
-      containers: [{name: web, image: "ghcr.io/example/web:1.0.0"}]
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: apps
-spec:
-  interval: 5m
-  path: ./staging
-  prune: true
-  sourceRef: {kind: GitRepository, name: app}
-`); err != nil {
-		return err
-	}
-	s.Say("kustomize-controller records what it applied, and from which commit:")
-	if err := setKustomizationStatus(ctx, s, healthCommitGood); err != nil {
-		return err
-	}
+      containers: [{name: web, image: "ghcr.io/example/web:` + tag + `"}]
+`}
+}
 
+// health: real Flux applies a commit, the Deployment rolls out, the HealthCheck reads
+// kustomize-controller's inventory, turns Ready, and a success CommitStatus appears for that
+// commit. Then the next commit's rollout fails, and its CommitStatus says failure. Pods do not
+// run on this control plane, so the demo plays the deployment controller and writes the
+// Deployment's status; everything Flux reports, Flux wrote.
+type health struct {
+	s         *Story
+	repo      *servedRepo
+	good, bad string
+}
+
+func chapterHealth(ctx context.Context, s *Story) error {
+	h := &health{s: s}
+	return runSteps(ctx, h.fluxApplies, h.askForHealth, h.rolloutCompletes, h.badCommit, h.rolloutFails)
+}
+
+func (h *health) fluxApplies(ctx context.Context) error {
+	s := h.s
+	var err error
+	if h.repo, err = s.newRepo("app"); err != nil {
+		return err
+	}
+	if h.good, err = h.repo.commit(ctx, "main", "web 1.0.0", webDeployment("1.0.0")); err != nil {
+		return err
+	}
+	s.Step("Flux deploys commit %s of the app, a Deployment, from %s", h.good[:7], h.repo.url)
+	if err := s.Apply(ctx, s.fluxDeploys(deployment{name: "app", url: h.repo.url, branch: "main", interval: "1m"})); err != nil {
+		return err
+	}
+	if err := s.waitApplied(ctx, "app", "main", h.good); err != nil {
+		return err
+	}
+	s.Say("kustomize-controller recorded what it applied, and from which commit:")
+	_, err = s.Kubectl(ctx, "get", "kustomization", "app", "-o",
+		`jsonpath={.status.lastAppliedRevision}{"\n"}{range .status.inventory.entries[*]}{.id}{"\n"}{end}`)
+	return err
+}
+
+func (h *health) askForHealth(ctx context.Context) error {
+	s := h.s
 	s.Step("the team asks for the health of what Flux applied, published as a commit status")
 	s.Say("the HealthCheck reads as ServiceAccount health-reader, which may read this namespace's")
-	s.Say("Deployments and Kustomizations only: no verdict tells what the team may not read itself")
+	s.Say("ConfigMaps, Deployments and Kustomizations only: no verdict tells what the team may not read itself")
 	if err := s.Apply(ctx, healthReader(s.Namespace)+`
 ---
 apiVersion: health.sluice.dev/v1alpha1
@@ -75,93 +81,77 @@ metadata:
 spec:
   serviceAccountName: health-reader
   targets:
-    - kustomization: {name: apps}        # every object in its inventory
+    - kustomization: {name: app}         # every object in its inventory
   timeout: 10m
   commitStatus:
     key: health-staging                  # promotions select CommitStatuses by this key
     repositoryRef: {name: app}
     revision:
-      kustomization: {name: apps}        # status.lastAppliedRevision: main@sha1:<sha>
+      kustomization: {name: app}         # status.lastAppliedRevision: main@sha1:<sha>
 `); err != nil {
 		return err
 	}
-	if err := waitCommitStatus(ctx, s, "staging", healthCommitGood, commitstatusv1alpha1.CommitStatusPending); err != nil {
+	if err := waitCommitStatus(ctx, s, "staging", h.good, commitstatusv1alpha1.CommitStatusPending); err != nil {
 		return err
 	}
 	s.Say("the pods are not ready yet: the HealthCheck is in progress, and so is the commit status")
-	if _, err := s.Kubectl(ctx, "get", "healthcheck,commitstatus"); err != nil {
-		return err
-	}
+	_, err := s.Kubectl(ctx, "get", "healthcheck,commitstatus")
+	return err
+}
 
-	s.Step("the deployment controller reports the rollout complete")
+func (h *health) rolloutCompletes(ctx context.Context) error {
+	s := h.s
+	s.Step("the deployment controller reports the rollout complete (played by the demo: no pods run here)")
 	if err := patchDeploymentStatus(ctx, s, 2, 2, "True", "NewReplicaSetAvailable", "ReplicaSet \"web-5d9c8b7f4\" has successfully progressed."); err != nil {
 		return err
 	}
 	if _, err := s.Kubectl(ctx, "wait", "--for=condition=Ready", "healthcheck/staging", "--timeout=60s"); err != nil {
 		return err
 	}
-	if err := waitCommitStatus(ctx, s, "staging", healthCommitGood, commitstatusv1alpha1.CommitStatusSuccess); err != nil {
+	if err := waitCommitStatus(ctx, s, "staging", h.good, commitstatusv1alpha1.CommitStatusSuccess); err != nil {
 		return err
 	}
 	s.Say("healthy: a success CommitStatus for the running commit, which a promotion can check")
-	if _, err := s.Kubectl(ctx, "get", "healthcheck,commitstatus"); err != nil {
-		return err
-	}
+	_, err := s.Kubectl(ctx, "get", "healthcheck,commitstatus")
+	return err
+}
 
-	s.Step("Flux applies commit %s: a new image that never becomes ready", healthCommitBad[:7])
-	if _, err := s.Kubectl(ctx, "set", "image", "deployment/web", "web=ghcr.io/example/web:2.0.0"); err != nil {
+func (h *health) badCommit(ctx context.Context) error {
+	s := h.s
+	var err error
+	if h.bad, err = h.repo.commit(ctx, "main", "web 2.0.0", webDeployment("2.0.0")); err != nil {
 		return err
 	}
-	if err := setKustomizationStatus(ctx, s, healthCommitBad); err != nil {
+	s.Step("commit %s: a new image that never becomes ready; a push webhook asks Flux to fetch it now", h.bad[:7])
+	if err := s.wakeSource(ctx, "app"); err != nil {
 		return err
 	}
-	if err := waitCommitStatus(ctx, s, "staging", healthCommitBad, commitstatusv1alpha1.CommitStatusPending); err != nil {
+	if err := s.waitApplied(ctx, "app", "main", h.bad); err != nil {
+		return err
+	}
+	if err := waitCommitStatus(ctx, s, "staging", h.bad, commitstatusv1alpha1.CommitStatusPending); err != nil {
 		return err
 	}
 	s.Say("the CommitStatus moved to the new commit, pending while it rolls out")
+	return nil
+}
 
+func (h *health) rolloutFails(ctx context.Context) error {
+	s := h.s
 	s.Step("the rollout exceeds its progress deadline")
 	if err := patchDeploymentStatus(ctx, s, 1, 2, "False", "ProgressDeadlineExceeded", "ReplicaSet \"web-7f6b4c9d8\" has timed out progressing."); err != nil {
 		return err
 	}
-	if err := waitCommitStatus(ctx, s, "staging", healthCommitBad, commitstatusv1alpha1.CommitStatusFailure); err != nil {
+	if err := waitCommitStatus(ctx, s, "staging", h.bad, commitstatusv1alpha1.CommitStatusFailure); err != nil {
 		return err
 	}
-	s.Say("failure for %s: a promotion stops here, and the last healthy revision is kept in status", healthCommitBad[:7])
+	s.Say("failure for %s: a promotion stops here, and the last healthy revision is kept in status", h.bad[:7])
 	if _, err := s.Kubectl(ctx, "get", "healthcheck", "staging", "-o",
 		"custom-columns=HEALTHY:.status.healthy,CURRENT:.status.summary,LAST HEALTHY:.status.lastHealthyRevision,MESSAGE:.status.conditions[?(@.type==\"Ready\")].message"); err != nil {
 		return err
 	}
 	_, err := s.Kubectl(ctx, "get", "commitstatus", "staging", "-o",
 		"custom-columns=KEY:.metadata.labels.commitstatus\\.sluice\\.dev/key,SHA:.spec.sha,PHASE:.spec.phase,DESCRIPTION:.spec.description")
-	return err
-}
-
-// installKustomizationCRD installs Flux's Kustomization CRD unless an earlier chapter did.
-func installKustomizationCRD(ctx context.Context, env *testenv.Env) error {
-	_, err := env.Dynamic.Resource(crdwatch.Resource).Get(ctx, "kustomizations.kustomize.toolkit.fluxcd.io", metav1.GetOptions{})
-	if err == nil {
-		return nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return err
-	}
-	paths, err := flux.CRDPaths()
-	if err != nil {
-		return err
-	}
-	for _, p := range paths {
-		if filepath.Base(p) == "kustomize.toolkit.fluxcd.io_kustomizations.yaml" {
-			return env.InstallCRDPaths(p)
-		}
-	}
-	return fmt.Errorf("no Kustomization CRD among the Flux CRDs %v", paths)
-}
-
-func setKustomizationStatus(ctx context.Context, s *Story, commit string) error {
-	patch := fmt.Sprintf(`{"status":{"lastAppliedRevision":"main@sha1:%s","inventory":{"entries":[{"id":"%s_web_apps_Deployment","v":"v1"}]}}}`,
-		commit, s.Namespace)
-	_, err := s.Kubectl(ctx, "patch", "kustomization", "apps", "--subresource=status", "--type=merge", "-p", patch)
 	return err
 }
 
@@ -202,8 +192,8 @@ func waitCommitStatus(ctx context.Context, s *Story, name, commit string, phase 
 	return nil
 }
 
-// healthReader is the ServiceAccount the HealthCheck reads as, allowed the namespace's
-// Deployments and Kustomizations.
+// healthReader is the ServiceAccount the HealthChecks read as, allowed the namespace's
+// ConfigMaps, Deployments and Kustomizations.
 func healthReader(namespace string) string {
 	return `
 apiVersion: v1
@@ -216,8 +206,8 @@ kind: Role
 metadata:
   name: health-reader
 rules:
-  - apiGroups: [apps, kustomize.toolkit.fluxcd.io]
-    resources: [deployments, kustomizations]
+  - apiGroups: ["", apps, kustomize.toolkit.fluxcd.io]
+    resources: [configmaps, deployments, kustomizations]
     verbs: [get, list, watch]
 ---
 apiVersion: rbac.authorization.k8s.io/v1

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/sluicehq/sluice/testenv"
 )
@@ -53,6 +55,9 @@ var chapters = []struct {
 // Run tells the whole story and stops every process it started, also when ctx is cancelled.
 func Run(ctx context.Context, opts Options) (err error) {
 	s := &Story{out: opts.Out, start: time.Now(), Namespace: "demo", Metrics: map[string]string{}}
+	// Installing CRDs goes through envtest, which logs through controller-runtime: without a
+	// logger that prints a stack trace about the missing logger into the timeline.
+	crlog.SetLogger(logr.Discard())
 	s.Chapter("Sluice demo")
 	s.Step("starting the local control plane (kube-apiserver + etcd built from Go modules)")
 	env, err := testenv.Start(testenv.Options{})
@@ -75,6 +80,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 			return err
 		}
 	}
+	s.logDir = logDir
+	defer func() {
+		if s.flux != nil {
+			err = errors.Join(err, s.flux.stop())
+		}
+	}()
 	s.Step("starting the controllers as processes (logs in %s)", logDir)
 	procs, err := startControllers(ctx, opts.BinDir, env.Kubeconfig, logDir, s)
 	if err != nil {
@@ -111,6 +122,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		<-ctx.Done()
 	}
 	s.Chapter("The end")
+	s.Say("the story took %.0fs, the control plane's start included", time.Since(s.start).Seconds())
 	s.Step("stopping the controllers and the control plane")
 	return nil
 }

@@ -26,8 +26,11 @@ type Story struct {
 	// StatusWebhook is the address of the commitstatus-controller's status webhook receiver.
 	StatusWebhook string
 	out           io.Writer
-	start         time.Time
-	kubectl       string
+	// flux is the real Flux beside the control plane, from the chapter that starts it on.
+	flux    *fluxBed
+	logDir  string
+	start   time.Time
+	kubectl string
 }
 
 // Step prints a timeline entry.
@@ -72,6 +75,12 @@ func (s *Story) Apply(ctx context.Context, manifest string) error {
 	for _, line := range strings.Split(strings.TrimSpace(manifest), "\n") {
 		fmt.Fprintf(s.out, "           │ %s\n", line)
 	}
+	return s.applyQuietly(ctx, manifest)
+}
+
+// applyQuietly is Apply without printing the manifest, for one the story has shown already in
+// another form.
+func (s *Story) applyQuietly(ctx context.Context, manifest string) error {
 	args := []string{"--namespace", s.Namespace, "apply", "-f", "-"}
 	cmd := exec.CommandContext(ctx, s.kubectl, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.Env.Kubeconfig)
@@ -83,6 +92,19 @@ func (s *Story) Apply(ctx context.Context, manifest string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("kubectl apply: %w: %s", err, out)
+	}
+	return nil
+}
+
+// step is one step of a chapter.
+type step func(context.Context) error
+
+// runSteps runs a chapter's steps in order and stops at the first that fails.
+func runSteps(ctx context.Context, steps ...step) error {
+	for _, run := range steps {
+		if err := run(ctx); err != nil {
+			return err
+		}
 	}
 	return nil
 }

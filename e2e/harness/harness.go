@@ -27,15 +27,36 @@ type Images struct {
 }
 
 // ReadImages reads the images `make images` built into <root>/bin/images, or into the folder
-// $SLUICE_IMAGES names.
+// $SLUICE_IMAGES names, and those only make e2e runs (Flux's controllers and the suite's HTTP
+// app), which hack/e2e.sh builds into <root>/bin/e2e-images, or $SLUICE_E2E_IMAGES; that second
+// folder may be missing, and the tests that need its images then say so.
 func ReadImages(root string) (Images, error) {
-	dir := filepath.Join(root, "bin", "images")
-	if env := os.Getenv("SLUICE_IMAGES"); env != "" {
-		dir = env
+	imgs := Images{Refs: map[string]string{}}
+	version, err := readImageDir(&imgs, envOr("SLUICE_IMAGES", filepath.Join(root, "bin", "images")), "run make images")
+	if err != nil {
+		return Images{}, err
 	}
+	imgs.Version = version
+	e2e := envOr("SLUICE_E2E_IMAGES", filepath.Join(root, "bin", "e2e-images"))
+	if _, err := os.Stat(filepath.Join(e2e, "images.json")); err == nil {
+		if _, err := readImageDir(&imgs, e2e, "run hack/e2e.sh"); err != nil {
+			return Images{}, err
+		}
+	}
+	if imgs.Refs["pause"] == "" {
+		return Images{}, fmt.Errorf("the images have no pause image: run make images")
+	}
+	return imgs, nil
+}
+
+// E2EImagesHint says how to build the images of bin/e2e-images, for a test that misses one.
+const E2EImagesHint = "hack/e2e.sh builds it into bin/e2e-images (hack/tools/images --set e2e)"
+
+// readImageDir adds the images of dir's images.json to imgs and returns their version.
+func readImageDir(imgs *Images, dir, hint string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "images.json"))
 	if err != nil {
-		return Images{}, fmt.Errorf("read the images: %w (run make images)", err)
+		return "", fmt.Errorf("read the images: %w (%s)", err, hint)
 	}
 	var m struct {
 		Version string `json:"version"`
@@ -46,17 +67,20 @@ func ReadImages(root string) (Images, error) {
 		} `json:"images"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Images{}, fmt.Errorf("read %s: %w", filepath.Join(dir, "images.json"), err)
+		return "", fmt.Errorf("read %s: %w", filepath.Join(dir, "images.json"), err)
 	}
-	imgs := Images{Version: m.Version, Refs: map[string]string{}}
 	for _, e := range m.Images {
 		imgs.Refs[e.Name] = e.Ref
 		imgs.Archives = append(imgs.Archives, filepath.Join(dir, e.OCIArchive))
 	}
-	if imgs.Refs["pause"] == "" {
-		return Images{}, fmt.Errorf("%s has no pause image: run make images", dir)
+	return m.Version, nil
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
 	}
-	return imgs, nil
+	return fallback
 }
 
 // NodeConfig is the node for this checkout, with its component logs in <root>/.cache/e2e/logs.

@@ -1,7 +1,11 @@
-// Package access answers whether a ServiceAccount may read an object, with SubjectAccessReviews
-// the API server decides, remembered for a short time. A controller that serves tenants from one
-// informer cache asks it before it uses a cached object for a tenant: the cache holds what the
-// controller may read, and a tenant gets only what its ServiceAccount may read.
+// Package access answers whether a subject may do something, with access reviews the API server
+// decides, remembered for a short time in a bounded cache. A component that serves many people or
+// tenants from one informer cache asks it before it uses a cached object for one of them: the
+// cache holds what the component may read, and each gets only what they may read.
+//
+// There are two kinds of subject, and one Reviewer for both: a ServiceAccount (Allowed: the
+// health-controller reading a target for a HealthCheck's namespace) and a person (AllowedPerson:
+// the UI showing a page, or offering an action, to whoever signed in).
 package access
 
 import (
@@ -10,30 +14,19 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/utils/clock"
 )
 
-// Defaults of a Reviewer: RBAC changes reach a tenant within DefaultTTL; MaxEntries bounds the
-// memory (an entry is well under 1 KiB).
+// Defaults of a Reviewer: RBAC changes reach a subject within DefaultTTL; DefaultMaxEntries
+// bounds the memory (an entry is well under 1 KiB), the least recently used answer going first.
 const (
 	DefaultTTL        = 30 * time.Second
 	DefaultMaxEntries = 10_000
 )
-
-// ServiceAccount names a ServiceAccount.
-type ServiceAccount struct{ Namespace, Name string }
-
-func (sa ServiceAccount) String() string { return "ServiceAccount " + sa.Namespace + "/" + sa.Name }
-
-// user is the name the API server gives the ServiceAccount's tokens, and groups the groups it
-// adds: a SubjectAccessReview must name both, or bindings to the groups would be missed.
-func (sa ServiceAccount) user() (string, []string) {
-	return fmt.Sprintf("system:serviceaccount:%s:%s", sa.Namespace, sa.Name),
-		[]string{"system:serviceaccounts", "system:serviceaccounts:" + sa.Namespace, "system:authenticated"}
-}
 
 // Request is a verb on a resource; Namespace is empty for a cluster-scoped resource and Name
 // empty for every object of the resource.
@@ -42,19 +35,21 @@ type Request struct {
 }
 
 // Reviewer asks and remembers. The zero TTL and MaxEntries mean the defaults.
+//
+// It asks with SubjectAccessReviews through Reviews, naming the subject (the asker needs create
+// on subjectaccessreviews). With AsPerson set, it asks as the person instead: a
+// SelfSubjectAccessReview through the client AsPerson returns, which impersonates them, so the
+// answer is the one their own request would get, the limits of the asker's impersonation rights
+// included.
 type Reviewer struct {
 	Reviews    authorizationclient.SubjectAccessReviewInterface
+	AsPerson   func(Person) (authorizationclient.SelfSubjectAccessReviewInterface, error)
 	TTL        time.Duration
 	MaxEntries int
 	Clock      clock.PassiveClock
 
-	mu      sync.Mutex
-	answers map[answerKey]answer
-}
-
-type answerKey struct {
-	sa  ServiceAccount
-	req Request
+	once    sync.Once
+	answers *lru.Cache[string, answer]
 }
 
 type answer struct {
@@ -66,70 +61,78 @@ type answer struct {
 // is asked once per resource and namespace; only when that is denied is the name asked (RBAC
 // resourceNames). An error is the API server's, to retry; it is not remembered.
 func (r *Reviewer) Allowed(ctx context.Context, sa ServiceAccount, req Request) (bool, error) {
+	return r.allowed(ctx, sa.subject(), req)
+}
+
+// AllowedPerson says whether the person p may do req, as Allowed does for a ServiceAccount.
+func (r *Reviewer) AllowedPerson(ctx context.Context, p Person, req Request) (bool, error) {
+	return r.allowed(ctx, p.subject(), req)
+}
+
+func (r *Reviewer) allowed(ctx context.Context, s subject, req Request) (bool, error) {
 	if req.Name != "" {
 		every := req
 		every.Name = ""
-		if ok, err := r.ask(ctx, sa, every); ok || err != nil {
+		if ok, err := r.ask(ctx, s, every); ok || err != nil {
 			return ok, err
 		}
 	}
-	return r.ask(ctx, sa, req)
+	return r.ask(ctx, s, req)
 }
 
-func (r *Reviewer) ask(ctx context.Context, sa ServiceAccount, req Request) (bool, error) {
-	key := answerKey{sa: sa, req: req}
+func (r *Reviewer) ask(ctx context.Context, s subject, req Request) (bool, error) {
+	key := s.key + requestKey(req)
 	now := r.now()
-	r.mu.Lock()
-	a, ok := r.answers[key]
-	r.mu.Unlock()
-	if ok && now.Before(a.expires) {
+	if a, ok := r.cache().Get(key); ok && now.Before(a.expires) {
 		return a.allowed, nil
 	}
-	user, groups := sa.user()
+	allowed, err := r.review(ctx, s, req)
+	if err != nil {
+		return false, fmt.Errorf("asking whether %s may %s %s: %w", s.name, req.Verb, req.Resource, err)
+	}
+	r.cache().Add(key, answer{allowed: allowed, expires: now.Add(r.ttl())})
+	return allowed, nil
+}
+
+// review asks the API server, uncached.
+func (r *Reviewer) review(ctx context.Context, s subject, req Request) (bool, error) {
+	attrs := &authorizationv1.ResourceAttributes{Verb: req.Verb, Group: req.Group, Resource: req.Resource,
+		Namespace: req.Namespace, Name: req.Name}
+	if r.AsPerson != nil && s.person != nil {
+		reviews, err := r.AsPerson(*s.person)
+		if err != nil {
+			return false, err
+		}
+		review, err := reviews.Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs}}, metav1.CreateOptions{})
+		if err != nil {
+			return false, err
+		}
+		return review.Status.Allowed, nil
+	}
 	review, err := r.Reviews.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user, Groups: groups,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: req.Verb, Group: req.Group, Resource: req.Resource,
-			Namespace: req.Namespace, Name: req.Name},
+		User: s.user, Groups: s.groups, Extra: s.extra, ResourceAttributes: attrs,
 	}}, metav1.CreateOptions{})
 	if err != nil {
-		return false, fmt.Errorf("asking whether %s may %s %s: %w", sa, req.Verb, req.Resource, err)
+		return false, err
 	}
-	r.remember(key, answer{allowed: review.Status.Allowed, expires: now.Add(r.ttl())})
 	return review.Status.Allowed, nil
 }
 
-// remember keeps an answer; when full, the expired answers go, and if none had expired, all do:
-// asking again costs one review each, keeping more would cost memory without bound.
-func (r *Reviewer) remember(key answerKey, a answer) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	max := r.MaxEntries
-	if max <= 0 {
-		max = DefaultMaxEntries
-	}
-	if r.answers == nil {
-		r.answers = map[answerKey]answer{}
-	}
-	if len(r.answers) >= max {
-		now := r.now()
-		for k, old := range r.answers {
-			if !now.Before(old.expires) {
-				delete(r.answers, k)
-			}
+// cache is the bounded memory of answers, made on first use so a zero Reviewer works.
+func (r *Reviewer) cache() *lru.Cache[string, answer] {
+	r.once.Do(func() {
+		size := r.MaxEntries
+		if size <= 0 {
+			size = DefaultMaxEntries
 		}
-		if len(r.answers) >= max {
-			clear(r.answers)
-		}
-	}
-	r.answers[key] = a
+		r.answers, _ = lru.New[string, answer](size) // errors only for a size <= 0
+	})
+	return r.answers
 }
 
 // Size is the number of answers remembered.
-func (r *Reviewer) Size() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.answers)
-}
+func (r *Reviewer) Size() int { return r.cache().Len() }
 
 func (r *Reviewer) ttl() time.Duration {
 	if r.TTL > 0 {

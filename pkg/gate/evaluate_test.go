@@ -33,22 +33,26 @@ func override(state gatingv1alpha1.GateState, until time.Time, message string) *
 
 func at(t *testing.T, s string) time.Time { return mustTime(t, s) }
 
-func TestEvaluateRules(t *testing.T) {
+// evaluateCase is a gate's spec at a moment, and the decision Evaluate must make.
+type evaluateCase struct {
+	name       string
+	spec       gatingv1alpha1.GateSpec
+	now        time.Time
+	open       bool
+	reason     string
+	next       string // "" when no transition is expected
+	messageHas []string
+	// messageLacks are words the message must not have.
+	messageLacks []string
+	overrideOld  bool
+}
+
+// evaluateCases are the rules a gate combines: windows, overrides, expiries and specs that do not parse.
+func evaluateCases(t *testing.T) []evaluateCase {
 	saturday := at(t, "2025-06-14T12:00:00+01:00")
 	tuesdayMorning := at(t, "2025-06-17T10:00:00+01:00")
 	tuesdayEvening := at(t, "2025-06-17T20:00:00+01:00")
-	cases := []struct {
-		name       string
-		spec       gatingv1alpha1.GateSpec
-		now        time.Time
-		open       bool
-		reason     string
-		next       string // "" when no transition is expected
-		messageHas []string
-		// messageLacks are words the message must not have.
-		messageLacks []string
-		overrideOld  bool
-	}{
+	return []evaluateCase{
 		{
 			name: "nothing closes an empty gate", now: saturday,
 			open: true, reason: gatingv1alpha1.ReasonDefault,
@@ -111,7 +115,10 @@ func TestEvaluateRules(t *testing.T) {
 			now:  saturday, open: false, reason: gatingv1alpha1.ReasonInvalid, messageHas: []string{"spec.windows[0].timeZone", "Europe/Londn"},
 		},
 	}
-	for _, tc := range cases {
+}
+
+func TestEvaluateRules(t *testing.T) {
+	for _, tc := range evaluateCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Evaluate(tc.spec, tc.now)
 			assert.Equal(t, tc.open, d.Open, d.Message)

@@ -148,6 +148,7 @@ func assertUIPrivilege(t *testing.T, env *testenv.Env, namespace, sa string, pro
 	proxyOnly := []authorizationv1.ResourceAttributes{
 		{Verb: "impersonate", Resource: "users", Name: "bob"},
 		{Namespace: "apps", Verb: "create", Resource: "events"},
+		{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
 	}
 	if proxy {
 		reads = append(reads, proxyOnly...)

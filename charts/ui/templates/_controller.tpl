@@ -44,14 +44,25 @@ args:
   - {{ printf "--oidc-redirect-url=%s" $oidc.redirectURL | quote }}
   - "--oidc-client-secret-file=/etc/sluice-ui/oidc/client-secret/{{ $oidc.clientSecret.key }}"
   - "--oidc-cookie-key-file=/etc/sluice-ui/oidc/cookie-key/{{ $oidc.cookieKey.key }}"
+  {{- end }}
+{{- /* /tmp is the one writable folder of the read-only root: a diff of a repository reached
+over SSH stages its known_hosts lines there (docs/ui.md, "What changed"). */}}
 volumeMounts:
+  - name: tmp
+    mountPath: /tmp
+  {{- if eq $identity.mode "oidc" }}
   - name: oidc-client-secret
     mountPath: /etc/sluice-ui/oidc/client-secret
     readOnly: true
   - name: oidc-cookie-key
     mountPath: /etc/sluice-ui/oidc/cookie-key
     readOnly: true
+  {{- end }}
 volumes:
+  - name: tmp
+    emptyDir:
+      sizeLimit: 16Mi
+  {{- if eq $identity.mode "oidc" }}
   - name: oidc-client-secret
     secret:
       secretName: {{ $oidc.clientSecret.name | quote }}

@@ -66,18 +66,22 @@ func TestAnImportedStatusCarriesItsKeyOwnerAndVerdict(t *testing.T) {
 	}
 }
 
-func TestDecide(t *testing.T) {
+// decideCase is what observe read, and the writes Decide must plan for it.
+type decideCase struct {
+	name                   string
+	mutate                 func(*Observed)
+	create, update, delete []string
+}
+
+// decideCases are the imports Decide meets: new, changed, gone, and names it cannot key.
+func decideCases() []decideCase {
 	existing := func(sha, name string, phase commitstatusv1alpha1.CommitStatusPhase) *commitstatusv1alpha1.CommitStatus {
 		o := observed(func(o *Observed) {})
 		cs := desiredObject(o, read(sha, scm.SourceStatus, name, scm.StatusState(phase), "", ""))
 		cs.ResourceVersion = "7"
 		return cs
 	}
-	for _, tc := range []struct {
-		name                   string
-		mutate                 func(*Observed)
-		create, update, delete []string
-	}{
+	return []decideCase{
 		{
 			name: "a status mirrored from this cluster is not imported again",
 			mutate: func(o *Observed) {
@@ -138,7 +142,11 @@ func TestDecide(t *testing.T) {
 			},
 			create: sorted(ObjectName("app", shaB, scm.SourceStatus, "test"), ObjectName("app", shaB, scm.SourceCheckRun, "test")),
 		},
-	} {
+	}
+}
+
+func TestDecide(t *testing.T) {
+	for _, tc := range decideCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := Decide(observed(tc.mutate))
 			assert.Equal(t, tc.create, names(plan.Create))

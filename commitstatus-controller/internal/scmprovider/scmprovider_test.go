@@ -23,21 +23,25 @@ import (
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
-func TestProviderReadiness(t *testing.T) {
+// readinessCase is a provider, the objects beside it, and the Ready condition it must get.
+type readinessCase struct {
+	name     string
+	provider *scmv1alpha1.ScmProvider
+	objects  []runtime.Object
+	// reason is empty for Ready=True.
+	reason  string
+	message string
+}
+
+// readinessCases are the providers a person writes: tokens, apps, CA bundles, and what is missing or wrong.
+func readinessCases(t *testing.T) []readinessCase {
 	appKey := rt.RSAKeyPEM(t)
 	testCAPEM := rt.SelfSignedPEM(t)
 	tokenSecret := rt.Secret("github-token", map[string]string{"token": rt.APIToken})
 	app := func(p *scmv1alpha1.ScmProvider) {
 		p.Spec.GitHubApp = &scmv1alpha1.GitHubApp{AppID: 12, InstallationID: 34}
 	}
-	cases := []struct {
-		name     string
-		provider *scmv1alpha1.ScmProvider
-		objects  []runtime.Object
-		// reason is empty for Ready=True.
-		reason  string
-		message string
-	}{
+	return []readinessCase{
 		{name: "a token in the Secret", provider: rt.GitHubProvider(nil), objects: []runtime.Object{tokenSecret},
 			message: `type github at its default URL is usable and Secret "github-token" has the keys it needs; the SCM is not called`},
 		{name: "GitHub Enterprise with a CA bundle Secret", provider: rt.GitHubProvider(func(p *scmv1alpha1.ScmProvider) {
@@ -82,7 +86,10 @@ func TestProviderReadiness(t *testing.T) {
 		}), objects: []runtime.Object{tokenSecret}, reason: resolve.ReasonUnsupportedType,
 			message: `type "bitbucket", which this controller does not support; supported types: `},
 	}
-	for _, tc := range cases {
+}
+
+func TestProviderReadiness(t *testing.T) {
+	for _, tc := range readinessCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, append([]runtime.Object{tc.provider}, tc.objects...)...)
 			res, err := f.reconcileProvider("github")

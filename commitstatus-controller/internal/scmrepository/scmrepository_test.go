@@ -22,7 +22,21 @@ import (
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
-func TestRepositoryReadiness(t *testing.T) {
+// readinessCase is a repository, its provider and Secret, and the conditions it must get.
+type readinessCase struct {
+	name     string
+	repo     *scmv1alpha1.ScmRepository
+	provider *scmv1alpha1.ScmProvider
+	secret   map[string]string
+	// state of Ready: "" for True, else the reason; stalled says whether Stalled is set too.
+	reason  string
+	stalled bool
+	waiting bool
+	message string
+}
+
+// readinessCases are the repositories a person writes: auth kinds and urls, and what is missing or wrong.
+func readinessCases() []readinessCase {
 	const sshURL = "ssh://git@github.com/acme/app.git"
 	sshKeys := map[string]string{"identity": "-----BEGIN OPENSSH PRIVATE KEY-----\nxyz", "known_hosts": "github.com ssh-ed25519 AAAAC3Nz"}
 	notReady := rt.ReadyProvider(nil)
@@ -32,18 +46,7 @@ func TestRepositoryReadiness(t *testing.T) {
 	stale.Generation++
 	suspended := rt.ReadyProvider(nil)
 	suspend.Set(suspended, "SCM migration")
-
-	cases := []struct {
-		name     string
-		repo     *scmv1alpha1.ScmRepository
-		provider *scmv1alpha1.ScmProvider
-		secret   map[string]string
-		// state of Ready: "" for True, else the reason; stalled says whether Stalled is set too.
-		reason  string
-		stalled bool
-		waiting bool
-		message string
-	}{
+	return []readinessCase{
 		{name: "a public repository", repo: rt.Repository(nil), provider: rt.ReadyProvider(nil),
 			message: `url, ScmProvider "github" and no credentials (a public repository) are usable; the git server is not contacted`},
 		{name: "token auth", repo: rt.Repository(rt.WithAuth(scmv1alpha1.GitAuthToken, "https://github.com/acme/app.git")),
@@ -89,7 +92,10 @@ func TestRepositoryReadiness(t *testing.T) {
 		{name: "token auth with an ssh url", repo: rt.Repository(rt.WithAuth(scmv1alpha1.GitAuthToken, sshURL)),
 			provider: rt.ReadyProvider(nil), secret: map[string]string{"token": rt.APIToken}, reason: ReasonAuthDoesNotMatchURL, stalled: true},
 	}
-	for _, tc := range cases {
+}
+
+func TestRepositoryReadiness(t *testing.T) {
+	for _, tc := range readinessCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			objects := []runtime.Object{tc.repo}
 			if tc.provider != nil {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -66,7 +67,15 @@ type staleness struct {
 	since      time.Time
 }
 
-// Reconcile brings one target, keyed by Key, in line with its gates.
+// maxRereads bounds how often one reconcile reads a target again after a conflict: a target that
+// changes faster than a read and a write can follow is retried with the queue's backoff.
+const maxRereads = 3
+
+// Reconcile brings one target, keyed by Key, in line with its gates. It decides on the cached
+// target and writes with that version as a precondition. Another controller writing the target
+// meanwhile (kustomize-controller writes its status at every reconcile) makes the write fail with
+// a conflict: the target is then read again from the API server and decided anew at once, rather
+// than waiting for the cache and the queue's backoff, so a hold lands while Flux is busy.
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Result, error) {
 	gr, name, ok := SplitKey(key)
 	if !ok {
@@ -85,18 +94,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 		r.Latency.Done(key, r.now())
 		return controller.Result{}, r.unpinDeleted(ctx, key)
 	}
+	for rereads := 0; ; rereads++ {
+		res, conflict, err := r.enforce(ctx, w, m, key)
+		if conflict == nil {
+			return res, err
+		}
+		r.Metrics.HoldConflicts.WithLabelValues(w.GroupResource().String()).Inc()
+		if rereads == maxRereads {
+			return controller.Result{}, fmt.Errorf("%s changed while being held or released, %d times in a row; retrying: %w", key, rereads+1, conflict)
+		}
+		if m, err = r.reread(ctx, w, m); apierrors.IsNotFound(err) {
+			// Deleted: the informer's delete brings the key back, to remove a pin left behind.
+			return controller.Result{}, nil
+		} else if err != nil {
+			return controller.Result{}, fmt.Errorf("read %s again after a conflict: %w", key, err)
+		}
+	}
+}
 
+// enforce decides on the target m, as read, and writes the decision with m's version as a
+// precondition. conflict is the API server's refusal when m is no longer the target's current
+// version (or the target is gone): nothing was written, and the caller decides again on a newer
+// read.
+func (r *Reconciler) enforce(ctx context.Context, w *Watched, m *metav1.PartialObjectMetadata, key string) (res controller.Result, conflict, err error) {
 	v, wait, err := r.verdict(ctx, w, m)
 	if err != nil {
-		return controller.Result{}, err
+		return controller.Result{}, nil, err
 	}
 	if wait > 0 {
-		return controller.Result{RequeueAfter: wait}, nil
+		return controller.Result{RequeueAfter: wait}, nil, nil
 	}
 	plan := hold.Decide(hold.Target{Annotations: m.GetAnnotations(), Owned: hold.OwnedFields(m.GetManagedFields())}, w.Mode, v.Verdict)
 	if !plan.Apply {
 		r.Latency.Done(key, r.now())
-		return controller.Result{}, r.afterHold(ctx, w, m, key, v)
+		return controller.Result{}, nil, r.afterHold(ctx, w, m, key, v)
 	}
 	ref := hold.Ref{
 		APIVersion: w.APIVersion(), Kind: w.Kind.Kind, Namespace: m.Namespace, Name: m.Name,
@@ -105,14 +136,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	err = r.apply(ctx, w, m, ref, plan)
 	switch {
 	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
-		// Changed or deleted since the cache saw it: decide again on the newer version.
-		return controller.Result{}, fmt.Errorf("%s changed while being held or released, retrying: %w", key, err)
+		return controller.Result{}, err, nil
 	case err != nil:
 		r.event(w, m, corev1.EventTypeWarning, ReasonHoldFailed, "cannot hold or release: %s", text.TruncateBytes(err.Error(), maxEventError))
-		return controller.Result{}, fmt.Errorf("apply hold on %s: %w", key, err)
+		return controller.Result{}, nil, fmt.Errorf("apply hold on %s: %w", key, err)
 	}
 	r.report(key, w, m, plan, v)
-	return controller.Result{}, r.afterHold(ctx, w, m, key, v)
+	return controller.Result{}, nil, r.afterHold(ctx, w, m, key, v)
+}
+
+// reread reads the target's metadata from the API server, bypassing the cache, which has not
+// seen the change that made the write conflict yet.
+func (r *Reconciler) reread(ctx context.Context, w *Watched, m *metav1.PartialObjectMetadata) (*metav1.PartialObjectMetadata, error) {
+	u, err := r.Dynamic.Resource(w.GVR).Namespace(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	fresh := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta}
+	raw, _ := u.Object["metadata"].(map[string]any)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &fresh.ObjectMeta); err != nil {
+		return nil, fmt.Errorf("read the metadata of %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	return fresh, nil
 }
 
 // afterHold removes a pin the target no longer needs, now that the hold its gates ask for (if

@@ -45,9 +45,13 @@ type fixture struct {
 	fail    error
 	// failures, when set, fail the applies in turn; nil entries succeed.
 	failures []error
-	events   *record.FakeRecorder
-	metrics  *metrics.Gates
-	now      time.Time
+	// live is the target as the API server has it now, which a read returns; when nil, reads
+	// go to the fake's tracker.
+	live    *unstructured.Unstructured
+	reads   int
+	events  *record.FakeRecorder
+	metrics *metrics.Gates
+	now     time.Time
 }
 
 func newFixture(t *testing.T) *fixture { return newFixtureOf(t, kustomizations) }
@@ -72,6 +76,13 @@ func newFixtureOf(t *testing.T, kind kinds.Kind) *fixture {
 			return true, u, err
 		}
 		return true, u, f.fail
+	})
+	client.PrependReactor("get", kind.GVR.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+		f.reads++
+		if f.live == nil {
+			return false, nil, nil
+		}
+		return true, f.live.DeepCopy(), nil
 	})
 	f.metrics = metrics.New(prometheus.NewRegistry())
 	f.r = &Reconciler{
@@ -180,14 +191,106 @@ func TestReconcileHoldsForAMissingGateAndSaysWhich(t *testing.T) {
 	assert.Contains(t, events, "Warning GateMissing held until these gates exist: apps/gone")
 }
 
-func TestReconcileRetriesWhenTheTargetChangedUnderIt(t *testing.T) {
+func TestReconcileRetriesWithBackoffWhenTheTargetKeepsChanging(t *testing.T) {
 	f := newFixture(t)
 	f.gate(t, "prod", false, 1, 1)
 	key := f.target(t, map[string]string{gate.GatesAnnotation: "prod"})
-	f.fail = apierrors.NewConflict(schema.GroupResource{Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations"}, "web", nil)
+	f.live = liveTarget("42", map[string]string{gate.GatesAnnotation: "prod"})
+	f.fail = conflict()
 	_, err := f.r.Reconcile(context.Background(), key)
-	assert.Error(t, err)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "changed while being held or released, 4 times in a row")
+	assert.Len(t, f.applied, maxRereads+1, "each conflict is read again and decided anew, up to maxRereads")
+	assert.Equal(t, maxRereads, f.reads)
+	assert.Equal(t, float64(maxRereads+1), conflicts(t, f))
 	assert.Empty(t, f.drain(), "nothing is reported for a hold that did not happen")
+}
+
+// A conflict is decided again on the target as the API server has it, within the same
+// reconcile: the hold is written with the newer version as its precondition, at once.
+func TestReconcileDecidesAgainOnAFreshReadAfterAConflict(t *testing.T) {
+	f := newFixture(t)
+	f.gate(t, "prod", false, 1, 1)
+	key := f.target(t, map[string]string{gate.GatesAnnotation: "prod"})
+	f.live = liveTarget("42", map[string]string{gate.GatesAnnotation: "prod", "kustomize.toolkit.fluxcd.io/checksum": "x"})
+	f.failures = []error{conflict(), nil}
+
+	res, err := f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err)
+	assert.Zero(t, res)
+	require.Len(t, f.applied, 2)
+	assert.Equal(t, "41", f.applied[0].GetResourceVersion(), "first from the cache")
+	assert.Equal(t, "42", f.applied[1].GetResourceVersion(), "then on the version read after the conflict")
+	assert.Equal(t, map[string]any{"suspend": true}, f.applied[1].Object["spec"])
+	assert.Equal(t, float64(1), conflicts(t, f))
+}
+
+// The decision after a conflict is made on what the API server has, not on the cache: someone
+// who resumed a held target meanwhile is respected, where the cached view would hold it again.
+func TestReconcileRespectsAResumeSeenOnlyAfterAConflict(t *testing.T) {
+	f := newFixture(t)
+	f.gate(t, "prod", false, 1, 1)
+	record := hold.Record{Gates: []string{"apps/prod"}, Reason: "held: an older reason", Set: []hold.Change{hold.ChangeAnnotation, hold.ChangeSpec}}.String()
+	annotations := map[string]string{gate.GatesAnnotation: "prod", hold.RecordAnnotation: record, suspend.Annotation: "held: an older reason"}
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "apps", Name: "web", UID: "uid-1", ResourceVersion: "41", Annotations: annotations,
+		ManagedFields: []metav1.ManagedFieldsEntry{ours(`{"f:metadata":{"f:annotations":{"f:gating.sluice.dev/hold":{},"f:reconcile.fluxcd.io/suspended":{}}},"f:spec":{"f:suspend":{}}}`)},
+	}}
+	require.NoError(t, f.watched.Informer.GetIndexer().Add(m))
+	key := Key(f.watched.GroupResource(), m)
+	// Someone set spec.suspend: false by hand: the controller no longer owns it.
+	f.live = liveTarget("42", annotations)
+	f.live.SetManagedFields([]metav1.ManagedFieldsEntry{ours(`{"f:metadata":{"f:annotations":{"f:gating.sluice.dev/hold":{},"f:reconcile.fluxcd.io/suspended":{}}}}`)})
+	f.failures = []error{conflict(), nil}
+
+	_, err := f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err)
+	require.Len(t, f.applied, 2)
+	assert.Equal(t, map[string]any{"suspend": true}, f.applied[0].Object["spec"], "the cached view would have held it again")
+	assert.Nil(t, f.applied[1].Object["spec"], "the fresh read yields spec.suspend to whoever resumed it")
+	rec, err := hold.ParseRecord(f.applied[1].GetAnnotations()[hold.RecordAnnotation])
+	require.NoError(t, err)
+	assert.True(t, rec.Yielded)
+	assert.Contains(t, f.drain(), "Warning HoldOverridden someone resumed it while its gates deny (held: gate apps/prod is closed (Manual: release sign-off)); the gate-controller will not hold it again until they allow it")
+}
+
+func TestReconcileStopsWhenTheTargetWasDeletedAfterAConflict(t *testing.T) {
+	f := newFixture(t)
+	f.gate(t, "prod", false, 1, 1)
+	key := f.target(t, map[string]string{gate.GatesAnnotation: "prod"})
+	f.fail = conflict()
+	_, err := f.r.Reconcile(context.Background(), key)
+	require.NoError(t, err, "the informer's delete brings the key back")
+	assert.Len(t, f.applied, 1)
+	assert.Equal(t, 1, f.reads)
+}
+
+func conflict() error {
+	return apierrors.NewConflict(schema.GroupResource{Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations"}, "web", nil)
+}
+
+func ours(fields string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: hold.FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+}
+
+// liveTarget is the Kustomization apps/web as the API server returns it, at resourceVersion rv.
+func liveTarget(rv string, annotations map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"interval": "1m"}, "status": map[string]any{"lastAppliedRevision": "main@sha1:0"}}}
+	u.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
+	u.SetKind("Kustomization")
+	u.SetNamespace("apps")
+	u.SetName("web")
+	u.SetUID("uid-1")
+	u.SetResourceVersion(rv)
+	u.SetAnnotations(annotations)
+	return u
+}
+
+func conflicts(t *testing.T, f *fixture) float64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, f.metrics.HoldConflicts.WithLabelValues("kustomizations.kustomize.toolkit.fluxcd.io").Write(&m))
+	return m.GetCounter().GetValue()
 }
 
 func TestReconcileIgnoresObjectsThatAreNotTargets(t *testing.T) {

@@ -17,6 +17,9 @@ type Gates struct {
 	EnforcementLatency prometheus.Histogram
 	// Kinds is 1 for each configured kind by whether it is watched or its CRD is missing.
 	Kinds *prometheus.GaugeVec
+	// HoldConflicts counts the holds and releases the API server refused because the target
+	// changed since the controller read it, by target kind; each is read again and decided anew.
+	HoldConflicts *prometheus.CounterVec
 }
 
 // New registers the metrics on reg.
@@ -43,8 +46,12 @@ func New(reg prometheus.Registerer) *Gates {
 			Name: "sluice_gate_target_kinds",
 			Help: "Configured target kinds: state is watched, or missing while no CRD serves them.",
 		}, []string{"target", "state"}),
+		HoldConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_gate_hold_conflicts_total",
+			Help: "Holds and releases refused because the target changed since it was read (another controller wrote it meanwhile), by target kind; each is read again and decided anew.",
+		}, []string{"target"}),
 	}
-	reg.MustRegister(m.Open, m.Transitions, m.Held, m.EnforcementLatency, m.Kinds)
+	reg.MustRegister(m.Open, m.Transitions, m.Held, m.EnforcementLatency, m.Kinds, m.HoldConflicts)
 	return m
 }
 

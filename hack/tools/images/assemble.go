@@ -17,6 +17,9 @@ const User = "65532:65532"
 
 // Labels are the OCI labels (and manifest annotations) of one image.
 func Labels(spec Spec, stamp Stamp, source, license string) map[string]string {
+	if spec.Source != "" {
+		source = spec.Source
+	}
 	return map[string]string{
 		"org.opencontainers.image.title":       spec.Name,
 		"org.opencontainers.image.description": spec.Description,

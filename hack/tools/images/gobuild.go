@@ -60,6 +60,9 @@ type goPackage struct {
 // version, the flags, the content of every source file from this repository it compiles or
 // embeds, and the module version of every other dependency. Equal keys mean equal binaries.
 func (b Builder) Keys(ctx context.Context, specs []Spec, p Platform) (map[string]string, error) {
+	if specs[0].Binary != "" {
+		return prebuiltKeys(specs, p)
+	}
 	goVersion, err := b.goOutput(ctx, specs[0], p, "env", "GOVERSION", "GOFLAGS", "GOEXPERIMENT")
 	if err != nil {
 		return nil, err
@@ -143,6 +146,9 @@ func hashPackage(w io.Writer, root string, p *goPackage) error {
 // Build builds the binaries of specs for p into dir, named after each spec. Specs in one call
 // must share Dir, Workspace and version variables; the go command builds them in parallel.
 func (b Builder) Build(ctx context.Context, specs []Spec, p Platform, dir string) error {
+	if specs[0].Binary != "" {
+		return placePrebuilt(specs, p, dir)
+	}
 	args := append([]string{"build"}, b.buildFlags(specs[0])...)
 	args = append(args, "-o", dir+string(filepath.Separator))
 	for _, s := range specs {

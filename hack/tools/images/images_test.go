@@ -202,3 +202,81 @@ func assertPushes(t *testing.T, idx v1.ImageIndex, digest string) {
 		t.Errorf("the pulled index is invalid: %v", err)
 	}
 }
+
+// The e2e set puts a prebuilt static binary (here pause, standing for Flux's controllers) into an
+// image as it is, labelled with the upstream version; a binary for another architecture is
+// refused with the flag to use, and a missing folder names the script that fills it.
+func TestE2ESetWrapsAPrebuiltBinary(t *testing.T) {
+	fluxBin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(fluxBin, "source-controller"), "./pause")
+	build.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var cfg Config
+	cfg.Set, cfg.FluxBin = SetE2E, fluxBin
+	if err := cfg.complete("", "", "linux/amd64", "source-controller"); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Out = t.TempDir()
+	cfg.Progress = t.Logf
+	m, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := m.find("source-controller")
+	if !ok {
+		t.Fatal("images.json lists no source-controller image")
+	}
+	idx, err := layout.ImageIndexFromPath(filepath.Join(cfg.Out, e.Layout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	multi, err := idx.ImageIndex(top.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := v1.NewHash(e.Platforms["linux/amd64"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := multi.Image(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Image(img); err != nil {
+		t.Fatalf("the image is invalid: %v", err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cf.Config.Entrypoint; len(got) != 1 || got[0] != "/source-controller" {
+		t.Errorf("entrypoint %q", got)
+	}
+	if got := cf.Config.Labels["org.opencontainers.image.version"]; got != fluxVersion {
+		t.Errorf("version label %q, want Flux's %s", got, fluxVersion)
+	}
+	if got := cf.Config.Labels["org.opencontainers.image.source"]; got != "https://github.com/fluxcd/source-controller" {
+		t.Errorf("source label %q", got)
+	}
+	// Tagged and stamped with Flux's release, not Sluice's commit: the image does not change with it.
+	if !strings.HasSuffix(e.Ref, "/source-controller:"+fluxVersion) || cf.Config.Labels["org.opencontainers.image.revision"] != "" {
+		t.Errorf("ref %s, revision label %q", e.Ref, cf.Config.Labels["org.opencontainers.image.revision"])
+	}
+
+	cfg.Platforms = []Platform{{OS: "linux", Arch: "arm64", Variant: "v8"}}
+	cfg.Out = t.TempDir()
+	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "--platforms linux/amd64") {
+		t.Errorf("an amd64 binary in an arm64 image: %v", err)
+	}
+	var missing Config
+	missing.Set = SetE2E
+	if err := missing.complete("", "", "linux/amd64", ""); err == nil || !strings.Contains(err.Error(), "hack/tools/flux/build.sh") {
+		t.Errorf("the e2e set without --flux-bin: %v", err)
+	}
+}

@@ -52,8 +52,13 @@ type Config struct {
 	Source, License string
 	Stamp           Stamp
 	Platforms       []Platform
-	Only            []string
-	Progress        func(format string, args ...any)
+	// Set is the image set (SetRelease or SetE2E) and Specs its images; Only narrows them.
+	Set   string
+	Specs []Spec
+	// FluxBin is the folder of Flux's prebuilt controllers, for SetE2E.
+	FluxBin  string
+	Only     []string
+	Progress func(format string, args ...any)
 }
 
 func parseFlags(args []string) (Config, error) {
@@ -65,13 +70,15 @@ func parseFlags(args []string) (Config, error) {
 	version := fs.String("version", "", "Version stamped into the binaries and labels. Default: from git describe (see GitStamp).")
 	revision := fs.String("revision", "", "Commit stamped into the binaries and labels. Default: git rev-parse HEAD.")
 	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "Comma-separated platforms of every image.")
-	only := fs.String("only", "", "Comma-separated image names to build. Default: all of "+strings.Join(specNames(), ", ")+".")
+	only := fs.String("only", "", "Comma-separated image names of the set to build. Default: all of the set; the release set is "+strings.Join(specNames(Specs), ", ")+".")
 	source := fs.String("source", "https://github.com/sluicehq/sluice", "Value of the org.opencontainers.image.source label.")
 	license := fs.String("license", "Apache-2.0", "SPDX expression of the org.opencontainers.image.licenses label.")
+	set := fs.String("set", SetRelease, "Image set: "+SetRelease+" (what make images builds and docs/release.md publishes) or "+SetE2E+" (only make e2e runs it: Flux's controllers from --flux-bin and the suite's HTTP app).")
+	fluxBin := fs.String("flux-bin", "", "Folder of the Flux controllers hack/tools/flux/build.sh built, for --set "+SetE2E+".")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
-	cfg := Config{Root: *root, Out: *out, Registry: *registry, Tag: *tag, Source: *source, License: *license}
+	cfg := Config{Root: *root, Out: *out, Registry: *registry, Tag: *tag, Source: *source, License: *license, Set: *set, FluxBin: *fluxBin}
 	if err := cfg.complete(*version, *revision, *platforms, *only); err != nil {
 		return Config{}, err
 	}
@@ -118,7 +125,13 @@ func (c *Config) complete(version, revision, platforms, only string) error {
 	if only != "" {
 		c.Only = strings.Split(only, ",")
 	}
-	_, err = selectSpecs(c.Only)
+	if c.Set == "" {
+		c.Set = SetRelease
+	}
+	if c.Specs, err = specSet(c.Set, c.FluxBin); err != nil {
+		return err
+	}
+	_, err = selectSpecs(c.Specs, c.Only)
 	return err
 }
 
@@ -137,28 +150,28 @@ func findRoot() (string, error) {
 	}
 }
 
-func specNames() []string {
+func specNames(all []Spec) []string {
 	var names []string
-	for _, s := range Specs {
+	for _, s := range all {
 		names = append(names, s.Name)
 	}
 	return names
 }
 
-func selectSpecs(only []string) ([]Spec, error) {
+func selectSpecs(all []Spec, only []string) ([]Spec, error) {
 	if len(only) == 0 {
-		return Specs, nil
+		return all, nil
 	}
 	var specs []Spec
 	for _, name := range only {
 		found := false
-		for _, s := range Specs {
+		for _, s := range all {
 			if s.Name == strings.TrimSpace(name) {
 				specs, found = append(specs, s), true
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("no image named %q: choose from %s", name, strings.Join(specNames(), ", "))
+			return nil, fmt.Errorf("no image named %q: choose from %s", name, strings.Join(specNames(all), ", "))
 		}
 	}
 	return specs, nil

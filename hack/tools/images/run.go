@@ -31,7 +31,7 @@ func Run(ctx context.Context, cfg Config) (Manifest, error) {
 		return Manifest{}, err
 	}
 	defer unlock()
-	specs, err := selectSpecs(cfg.Only)
+	specs, err := selectSpecs(cfg.Specs, cfg.Only)
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -110,11 +110,12 @@ func imageKeys(ctx context.Context, b Builder, cfg Config, specs []Spec) (map[st
 	}
 	out := map[string]string{}
 	for _, s := range specs {
+		stamp, tag := cfg.stampOf(s)
 		data, err := json.Marshal(struct {
 			Format, Registry, Tag, User string
 			Binaries                    []string
 			Labels                      map[string]string
-		}{layoutVersion, cfg.Registry, cfg.Tag, User, binKeys[s.Name], Labels(s, cfg.Stamp, cfg.Source, cfg.License)})
+		}{layoutVersion, cfg.Registry, tag, User, binKeys[s.Name], Labels(s, stamp, cfg.Source, cfg.License)})
 		if err != nil {
 			return nil, err
 		}
@@ -129,11 +130,12 @@ func groups(specs []Spec) [][]Spec {
 	type groupKey struct {
 		dir       string
 		workspace bool
+		prebuilt  bool
 	}
 	index := map[groupKey]int{}
 	var out [][]Spec
 	for _, s := range specs {
-		k := groupKey{s.Dir, s.Workspace}
+		k := groupKey{s.Dir, s.Workspace, s.Binary != ""}
 		i, ok := index[k]
 		if !ok {
 			i = len(out)
@@ -147,20 +149,21 @@ func groups(specs []Spec) [][]Spec {
 
 // writeImage assembles the image of spec from the binaries in tmp and writes its files.
 func writeImage(cfg Config, spec Spec, tmp, key string) (Entry, error) {
-	ref, err := name.NewTag(fmt.Sprintf("%s/%s:%s", cfg.Registry, spec.Name, cfg.Tag))
+	stamp, tag := cfg.stampOf(spec)
+	ref, err := name.NewTag(fmt.Sprintf("%s/%s:%s", cfg.Registry, spec.Name, tag))
 	if err != nil {
 		return Entry{}, err
 	}
-	labels := Labels(spec, cfg.Stamp, cfg.Source, cfg.License)
+	labels := Labels(spec, stamp, cfg.Source, cfg.License)
 	e := Entry{Name: spec.Name, Ref: ref.String(), Key: key, Layout: spec.Name, OCIArchive: spec.Name + ".oci.tar",
 		Platforms: map[string]string{}, DockerArchives: map[string]string{}, LayerBytes: map[string]int64{}}
 	images := map[Platform]v1.Image{}
 	for _, p := range cfg.Platforms {
 		layerFile := filepath.Join(tmp, p.slug(), spec.Name+".tar.gz")
-		if err := writeLayer(layerFile, filepath.Join(tmp, p.slug(), spec.Name), spec.Name, cfg.Stamp.Created); err != nil {
+		if err := writeLayer(layerFile, filepath.Join(tmp, p.slug(), spec.Name), spec.Name, stamp.Created); err != nil {
 			return Entry{}, err
 		}
-		img, err := platformImage(spec, p, layerFile, cfg.Stamp.Created, labels)
+		img, err := platformImage(spec, p, layerFile, stamp.Created, labels)
 		if err != nil {
 			return Entry{}, err
 		}
@@ -179,7 +182,7 @@ func writeImage(cfg Config, spec Spec, tmp, key string) (Entry, error) {
 		return Entry{}, err
 	}
 	e.Digest = digest.String()
-	return e, replaceLayout(cfg, tmp, e, idx, ref)
+	return e, replaceLayout(cfg.Out, tmp, e, idx, ref, stamp.Created)
 }
 
 func (e *Entry) recordPlatform(img v1.Image, p Platform) error {
@@ -201,15 +204,15 @@ func (e *Entry) recordPlatform(img v1.Image, p Platform) error {
 }
 
 // replaceLayout writes the layout folder and its tar beside the old ones, then swaps them in.
-func replaceLayout(cfg Config, tmp string, e Entry, idx v1.ImageIndex, ref name.Tag) error {
+func replaceLayout(out, tmp string, e Entry, idx v1.ImageIndex, ref name.Tag, created time.Time) error {
 	dir := filepath.Join(tmp, e.Layout)
 	if err := writeLayout(dir, idx, ref); err != nil {
 		return err
 	}
-	if err := tarFolder(filepath.Join(cfg.Out, e.OCIArchive), dir, cfg.Stamp.Created); err != nil {
+	if err := tarFolder(filepath.Join(out, e.OCIArchive), dir, created); err != nil {
 		return err
 	}
-	final := filepath.Join(cfg.Out, e.Layout)
+	final := filepath.Join(out, e.Layout)
 	if err := os.RemoveAll(final); err != nil {
 		return err
 	}

@@ -1,6 +1,10 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+)
 
 // Spec is one image: a single static binary on an empty base.
 type Spec struct {
@@ -16,6 +20,13 @@ type Spec struct {
 	Workspace bool
 	// VersionVar and RevisionVar are the variables -ldflags -X stamps with the version and commit.
 	VersionVar, RevisionVar string
+	// Binary, when set, is a static binary built elsewhere, put in the image as it is instead of
+	// one built from Package: Flux's controllers, which hack/tools/flux/build.sh builds from their
+	// pinned modules. Its platform is read from its ELF header.
+	Binary string
+	// Version and Source, when set, replace the stamp (see stampOf) and the source label: the
+	// upstream release a prebuilt Binary is, and where its source lives.
+	Version, Source string
 }
 
 const versionPkg = "github.com/sluicehq/sluice/pkg/version"
@@ -32,7 +43,7 @@ func controller(name, description string) Spec {
 	}
 }
 
-// Specs are every image `make images` builds, in a fixed order.
+// Specs are every image `make images` builds, in a fixed order: the release set.
 var Specs = []Spec{
 	controller("gate-controller", "Sluice gates: freeze or approve delivery, by hand or on time windows, holding Flux and Sluice objects while closed."),
 	controller("health-controller", "Sluice health: the health of any resources from CEL expressions and kstatus, published as commit statuses."),
@@ -56,6 +67,65 @@ var Specs = []Spec{
 		VersionVar:  "main.version",
 		RevisionVar: "main.revision",
 	},
+}
+
+// fluxVersion is the release of Flux's controllers that hack/tools/flux/build.sh builds
+// (FLUX_VERSION there), without its "v".
+const fluxVersion = "1.9.6"
+
+// Image sets: --set chooses one.
+const (
+	// SetRelease is what `make images` builds and docs/release.md publishes.
+	SetRelease = "release"
+	// SetE2E is what only `make e2e` runs beside the release set, never published: Flux's
+	// source-controller and kustomize-controller from the binaries in fluxBin, and the suite's
+	// HTTP app.
+	SetE2E = "e2e"
+)
+
+// e2eSpecs are the images of SetE2E, with Flux's binaries taken from the folder fluxBin.
+func e2eSpecs(fluxBin string) []Spec {
+	flux := func(name, description string) Spec {
+		return Spec{Name: name, Description: description, Binary: filepath.Join(fluxBin, name),
+			Version: fluxVersion, Source: "https://github.com/fluxcd/" + name}
+	}
+	return []Spec{
+		flux("source-controller", "Flux source-controller v"+fluxVersion+", built from its Go module for make e2e."),
+		flux("kustomize-controller", "Flux kustomize-controller v"+fluxVersion+", built from its Go module for make e2e."),
+		{
+			Name:        "e2e-web",
+			Description: "The end-to-end suite's HTTP app: serves its --version; a version ending in -bad fails readiness.",
+			Dir:         ".",
+			Package:     "./e2e/cmd/e2e-web",
+			Workspace:   true,
+			VersionVar:  "main.buildVersion",
+			RevisionVar: "main.buildRevision",
+		},
+	}
+}
+
+// stampOf is the stamp and tag of spec's image: the checkout's, or, for an upstream release
+// (spec.Version set), that release, with no commit of ours and the Unix epoch as its time, so
+// the image stays the same from one commit of Sluice to the next and is never built again.
+func (c Config) stampOf(spec Spec) (Stamp, string) {
+	if spec.Version == "" {
+		return c.Stamp, c.Tag
+	}
+	return Stamp{Version: spec.Version, Created: time.Unix(0, 0).UTC()}, spec.Version
+}
+
+// specSet returns the images of the named set.
+func specSet(set, fluxBin string) ([]Spec, error) {
+	switch set {
+	case SetRelease:
+		return Specs, nil
+	case SetE2E:
+		if fluxBin == "" {
+			return nil, fmt.Errorf("the %s set needs --flux-bin, the folder hack/tools/flux/build.sh prints", SetE2E)
+		}
+		return e2eSpecs(fluxBin), nil
+	}
+	return nil, fmt.Errorf("no image set %q: use %s or %s", set, SetRelease, SetE2E)
 }
 
 // Platform is an image platform in OCI terms.

@@ -57,168 +57,173 @@ func published(t *testing.T, hc *healthv1alpha1.HealthCheck, owned bool) *unstru
 
 func condition(d decision, t string) *metav1.Condition { return conditions.Get(d.Status.Conditions, t) }
 
+// decideCase is an observation and what the decision made from it must hold.
+type decideCase struct {
+	name  string
+	obs   func(t *testing.T) *observation
+	check func(t *testing.T, d decision)
+}
+
+// decideCases are the situations a HealthCheck meets: healthy, unhealthy, unknown, suspended, published before.
+var decideCases = []decideCase{{
+	name: "healthy targets are Ready and create the CommitStatus, success for the commit",
+	obs: func(*testing.T) *observation {
+		return &observation{HealthCheck: checkFor(true), Evaluated: evaluated(healthv1alpha1.StatusCurrent)}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.True(t, d.Status.Healthy)
+		assert.Equal(t, metav1.ConditionTrue, condition(d, conditions.Ready).Status)
+		require.NotNil(t, d.Publish.Create)
+		assert.Equal(t, commitstatusv1alpha1.CommitStatusPhase("success"), d.Publish.Create.Spec.Phase)
+		assert.Equal(t, sha, d.Publish.Create.Spec.SHA)
+		assert.Equal(t, "health-staging", d.Publish.Create.Labels[commitstatusv1alpha1.KeyLabel])
+		assert.Equal(t, &healthv1alpha1.PublishedCommitStatus{Name: "web", SHA: sha, Phase: "success", Description: "Healthy: 1/1 Current"}, d.Status.CommitStatus)
+		assert.Equal(t, healthv1alpha1.ReasonPublished, condition(d, healthv1alpha1.ConditionCommitStatusPublished).Reason)
+		require.NotNil(t, d.Announce.Published)
+		assert.Equal(t, []event{{corev1.EventTypeNormal, "Healthy", "1/1 Current"}}, d.Announce.Events)
+		assert.Equal(t, "Healthy", d.Announce.State)
+		assert.NoError(t, d.Err)
+	},
+}, {
+	name: "a failed target is not Ready, publishes failure, and warns",
+	obs: func(*testing.T) *observation {
+		return &observation{HealthCheck: checkFor(true), Evaluated: evaluated(healthv1alpha1.StatusCurrent, healthv1alpha1.StatusFailed)}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.False(t, d.Status.Healthy)
+		assert.Equal(t, "Failed", condition(d, conditions.Ready).Reason)
+		assert.Equal(t, commitstatusv1alpha1.CommitStatusPhase("failure"), d.Publish.Create.Spec.Phase)
+		require.Len(t, d.Announce.Events, 1)
+		assert.Equal(t, corev1.EventTypeWarning, d.Announce.Events[0].Type)
+		assert.Equal(t, int32(1), d.Announce.Counts.Failed)
+	},
+}, {
+	name: "a CommitStatus already saying so is neither updated nor announced again",
+	obs: func(t *testing.T) *observation {
+		hc := checkFor(true)
+		hc.Status.CommitStatus = &healthv1alpha1.PublishedCommitStatus{Name: "web", SHA: sha, Phase: "success", Description: "Healthy: 1/1 Current"}
+		hc.Status.Conditions = []metav1.Condition{{Type: conditions.Ready, Status: metav1.ConditionTrue, Reason: "Healthy"}}
+		hc.Status.ObservedRevision = sha
+		e := evaluated(healthv1alpha1.StatusCurrent)
+		e.CommitStatus.Existing = published(t, hc, true)
+		return &observation{HealthCheck: hc, Evaluated: e}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.Nil(t, d.Publish.Create)
+		assert.Nil(t, d.Publish.Update)
+		assert.Nil(t, d.Announce.Published)
+		assert.Empty(t, d.Announce.Events)
+		assert.Nil(t, d.Announce.Changed)
+	},
+}, {
+	name: "a CommitStatus another owner holds is left alone",
+	obs: func(t *testing.T) *observation {
+		hc := checkFor(true)
+		e := evaluated(healthv1alpha1.StatusCurrent)
+		e.CommitStatus.Existing = published(t, hc, false)
+		return &observation{HealthCheck: hc, Evaluated: e}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.Equal(t, publication{}, d.Publish)
+		assert.Nil(t, d.Status.CommitStatus)
+		assert.Equal(t, healthv1alpha1.ReasonNameConflict, condition(d, healthv1alpha1.ConditionCommitStatusPublished).Reason)
+	},
+}, {
+	name: "without the CommitStatus CRD health is still computed",
+	obs: func(*testing.T) *observation {
+		e := evaluated(healthv1alpha1.StatusCurrent)
+		e.CommitStatus.Served = false
+		return &observation{HealthCheck: checkFor(true), Evaluated: e}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.True(t, d.Status.Healthy)
+		assert.Equal(t, publication{}, d.Publish)
+		assert.Equal(t, healthv1alpha1.ReasonCommitStatusCRDMissing, condition(d, healthv1alpha1.ConditionCommitStatusPublished).Reason)
+	},
+}, {
+	name: "an unreadable revision publishes nothing and says why",
+	obs: func(*testing.T) *observation {
+		e := evaluated(healthv1alpha1.StatusCurrent)
+		e.RevisionErr = errors.New("Kustomization apps/web not found")
+		return &observation{HealthCheck: checkFor(true), Evaluated: e}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.Equal(t, publication{}, d.Publish)
+		c := condition(d, healthv1alpha1.ConditionCommitStatusPublished)
+		assert.Equal(t, healthv1alpha1.ReasonRevisionUnavailable, c.Reason)
+		assert.Equal(t, "Kustomization apps/web not found", c.Message)
+	},
+}, {
+	name: "spec.commitStatus removed deletes what was published",
+	obs: func(*testing.T) *observation {
+		hc := checkFor(false)
+		hc.Status.CommitStatus = &healthv1alpha1.PublishedCommitStatus{Name: "web", SHA: sha, Phase: "success"}
+		hc.Status.Conditions = []metav1.Condition{{Type: healthv1alpha1.ConditionCommitStatusPublished, Status: metav1.ConditionTrue, Reason: "Published"}}
+		return &observation{HealthCheck: hc, Evaluated: evaluated(healthv1alpha1.StatusCurrent)}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.True(t, d.Publish.Delete)
+		assert.NotNil(t, d.Publish.Previous, "kept should the delete fail")
+		assert.Nil(t, d.Status.CommitStatus)
+		assert.Nil(t, condition(d, healthv1alpha1.ConditionCommitStatusPublished))
+	},
+}, {
+	name: "bad CEL stalls, stops watching, warns once and is not retried",
+	obs: func(*testing.T) *observation {
+		return &observation{HealthCheck: checkFor(true), Stalled: &problem{healthv1alpha1.ReasonInvalidCELExpression, errors.New("spec.healthCheckExprs: bad")}}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.Equal(t, metav1.ConditionTrue, condition(d, conditions.Stalled).Status)
+		assert.True(t, d.Release)
+		assert.True(t, d.Announce.CompileError)
+		assert.Equal(t, []event{{corev1.EventTypeWarning, healthv1alpha1.ReasonInvalidCELExpression, "spec.healthCheckExprs: bad"}}, d.Announce.Events)
+		assert.True(t, controller.IsPermanent(d.Err))
+		assert.Equal(t, publication{}, d.Publish)
+	},
+}, {
+	name: "the same stall again makes no second Event",
+	obs: func(*testing.T) *observation {
+		hc := checkFor(false)
+		conditions.MarkStalled(&hc.Status.Conditions, 2, healthv1alpha1.ReasonInvalidTarget, "spec.targets[0]: bad")
+		return &observation{HealthCheck: hc, Stalled: &problem{healthv1alpha1.ReasonInvalidTarget, errors.New("spec.targets[0]: bad")}}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.Empty(t, d.Announce.Events)
+		assert.False(t, d.Announce.CompileError)
+	},
+}, {
+	name: "watches that have not listed are waited for, and the clocks restart on a new spec",
+	obs: func(*testing.T) *observation {
+		hc := checkFor(false)
+		hc.Status.ObservedGeneration, hc.Status.UnhealthySince = 1, &metav1.Time{Time: decideNow}
+		return &observation{HealthCheck: hc, Waiting: true, WaitingFor: []string{"apps/v1/deployments in apps"}}
+	},
+	check: func(t *testing.T, d decision) {
+		c := condition(d, conditions.Reconciling)
+		assert.Equal(t, healthv1alpha1.ReasonWaitingForWatches, c.Reason)
+		assert.Contains(t, c.Message, "apps/v1/deployments in apps")
+		assert.Nil(t, d.Status.UnhealthySince)
+		assert.Equal(t, int64(2), d.Status.ObservedGeneration)
+		assert.Equal(t, stateWaiting, d.Announce.State)
+	},
+}, {
+	name: "a suspended check is not healthy and stops watching",
+	obs: func(*testing.T) *observation {
+		hc := checkFor(false)
+		hc.Status.Healthy, hc.Status.HealthySince = true, &metav1.Time{Time: decideNow}
+		return &observation{HealthCheck: hc, Suspend: suspend.State{Suspended: true, Reason: suspend.ReasonSpec, Message: "by spec.suspend"}}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.False(t, d.Status.Healthy)
+		assert.Nil(t, d.Status.HealthySince)
+		assert.Equal(t, metav1.ConditionUnknown, condition(d, conditions.Ready).Status)
+		assert.True(t, d.Release)
+		assert.Equal(t, stateSuspended, d.Announce.State)
+	},
+}}
+
 func TestDecide(t *testing.T) {
-	cases := []struct {
-		name  string
-		obs   func(t *testing.T) *observation
-		check func(t *testing.T, d decision)
-	}{{
-		name: "healthy targets are Ready and create the CommitStatus, success for the commit",
-		obs: func(*testing.T) *observation {
-			return &observation{HealthCheck: checkFor(true), Evaluated: evaluated(healthv1alpha1.StatusCurrent)}
-		},
-		check: func(t *testing.T, d decision) {
-			assert.True(t, d.Status.Healthy)
-			assert.Equal(t, metav1.ConditionTrue, condition(d, conditions.Ready).Status)
-			require.NotNil(t, d.Publish.Create)
-			assert.Equal(t, commitstatusv1alpha1.CommitStatusPhase("success"), d.Publish.Create.Spec.Phase)
-			assert.Equal(t, sha, d.Publish.Create.Spec.SHA)
-			assert.Equal(t, "health-staging", d.Publish.Create.Labels[commitstatusv1alpha1.KeyLabel])
-			assert.Equal(t, &healthv1alpha1.PublishedCommitStatus{Name: "web", SHA: sha, Phase: "success", Description: "Healthy: 1/1 Current"}, d.Status.CommitStatus)
-			assert.Equal(t, healthv1alpha1.ReasonPublished, condition(d, healthv1alpha1.ConditionCommitStatusPublished).Reason)
-			require.NotNil(t, d.Announce.Published)
-			assert.Equal(t, []event{{corev1.EventTypeNormal, "Healthy", "1/1 Current"}}, d.Announce.Events)
-			assert.Equal(t, "Healthy", d.Announce.State)
-			assert.NoError(t, d.Err)
-		},
-	}, {
-		name: "a failed target is not Ready, publishes failure, and warns",
-		obs: func(*testing.T) *observation {
-			return &observation{HealthCheck: checkFor(true), Evaluated: evaluated(healthv1alpha1.StatusCurrent, healthv1alpha1.StatusFailed)}
-		},
-		check: func(t *testing.T, d decision) {
-			assert.False(t, d.Status.Healthy)
-			assert.Equal(t, "Failed", condition(d, conditions.Ready).Reason)
-			assert.Equal(t, commitstatusv1alpha1.CommitStatusPhase("failure"), d.Publish.Create.Spec.Phase)
-			require.Len(t, d.Announce.Events, 1)
-			assert.Equal(t, corev1.EventTypeWarning, d.Announce.Events[0].Type)
-			assert.Equal(t, int32(1), d.Announce.Counts.Failed)
-		},
-	}, {
-		name: "a CommitStatus already saying so is neither updated nor announced again",
-		obs: func(t *testing.T) *observation {
-			hc := checkFor(true)
-			hc.Status.CommitStatus = &healthv1alpha1.PublishedCommitStatus{Name: "web", SHA: sha, Phase: "success", Description: "Healthy: 1/1 Current"}
-			hc.Status.Conditions = []metav1.Condition{{Type: conditions.Ready, Status: metav1.ConditionTrue, Reason: "Healthy"}}
-			hc.Status.ObservedRevision = sha
-			e := evaluated(healthv1alpha1.StatusCurrent)
-			e.CommitStatus.Existing = published(t, hc, true)
-			return &observation{HealthCheck: hc, Evaluated: e}
-		},
-		check: func(t *testing.T, d decision) {
-			assert.Nil(t, d.Publish.Create)
-			assert.Nil(t, d.Publish.Update)
-			assert.Nil(t, d.Announce.Published)
-			assert.Empty(t, d.Announce.Events)
-			assert.Nil(t, d.Announce.Changed)
-		},
-	}, {
-		name: "a CommitStatus another owner holds is left alone",
-		obs: func(t *testing.T) *observation {
-			hc := checkFor(true)
-			e := evaluated(healthv1alpha1.StatusCurrent)
-			e.CommitStatus.Existing = published(t, hc, false)
-			return &observation{HealthCheck: hc, Evaluated: e}
-		},
-		check: func(t *testing.T, d decision) {
-			assert.Equal(t, publication{}, d.Publish)
-			assert.Nil(t, d.Status.CommitStatus)
-			assert.Equal(t, healthv1alpha1.ReasonNameConflict, condition(d, healthv1alpha1.ConditionCommitStatusPublished).Reason)
-		},
-	}, {
-		name: "without the CommitStatus CRD health is still computed",
-		obs: func(*testing.T) *observation {
-			e := evaluated(healthv1alpha1.StatusCurrent)
-			e.CommitStatus.Served = false
-			return &observation{HealthCheck: checkFor(true), Evaluated: e}
-		},
-		check: func(t *testing.T, d decision) {
-			assert.True(t, d.Status.Healthy)
-			assert.Equal(t, publication{}, d.Publish)
-			assert.Equal(t, healthv1alpha1.ReasonCommitStatusCRDMissing, condition(d, healthv1alpha1.ConditionCommitStatusPublished).Reason)
-		},
-	}, {
-		name: "an unreadable revision publishes nothing and says why",
-		obs: func(*testing.T) *observation {
-			e := evaluated(healthv1alpha1.StatusCurrent)
-			e.RevisionErr = errors.New("Kustomization apps/web not found")
-			return &observation{HealthCheck: checkFor(true), Evaluated: e}
-		},
-		check: func(t *testing.T, d decision) {
-			assert.Equal(t, publication{}, d.Publish)
-			c := condition(d, healthv1alpha1.ConditionCommitStatusPublished)
-			assert.Equal(t, healthv1alpha1.ReasonRevisionUnavailable, c.Reason)
-			assert.Equal(t, "Kustomization apps/web not found", c.Message)
-		},
-	}, {
-		name: "spec.commitStatus removed deletes what was published",
-		obs: func(*testing.T) *observation {
-			hc := checkFor(false)
-			hc.Status.CommitStatus = &healthv1alpha1.PublishedCommitStatus{Name: "web", SHA: sha, Phase: "success"}
-			hc.Status.Conditions = []metav1.Condition{{Type: healthv1alpha1.ConditionCommitStatusPublished, Status: metav1.ConditionTrue, Reason: "Published"}}
-			return &observation{HealthCheck: hc, Evaluated: evaluated(healthv1alpha1.StatusCurrent)}
-		},
-		check: func(t *testing.T, d decision) {
-			assert.True(t, d.Publish.Delete)
-			assert.NotNil(t, d.Publish.Previous, "kept should the delete fail")
-			assert.Nil(t, d.Status.CommitStatus)
-			assert.Nil(t, condition(d, healthv1alpha1.ConditionCommitStatusPublished))
-		},
-	}, {
-		name: "bad CEL stalls, stops watching, warns once and is not retried",
-		obs: func(*testing.T) *observation {
-			return &observation{HealthCheck: checkFor(true), Stalled: &problem{healthv1alpha1.ReasonInvalidCELExpression, errors.New("spec.healthCheckExprs: bad")}}
-		},
-		check: func(t *testing.T, d decision) {
-			assert.Equal(t, metav1.ConditionTrue, condition(d, conditions.Stalled).Status)
-			assert.True(t, d.Release)
-			assert.True(t, d.Announce.CompileError)
-			assert.Equal(t, []event{{corev1.EventTypeWarning, healthv1alpha1.ReasonInvalidCELExpression, "spec.healthCheckExprs: bad"}}, d.Announce.Events)
-			assert.True(t, controller.IsPermanent(d.Err))
-			assert.Equal(t, publication{}, d.Publish)
-		},
-	}, {
-		name: "the same stall again makes no second Event",
-		obs: func(*testing.T) *observation {
-			hc := checkFor(false)
-			conditions.MarkStalled(&hc.Status.Conditions, 2, healthv1alpha1.ReasonInvalidTarget, "spec.targets[0]: bad")
-			return &observation{HealthCheck: hc, Stalled: &problem{healthv1alpha1.ReasonInvalidTarget, errors.New("spec.targets[0]: bad")}}
-		},
-		check: func(t *testing.T, d decision) {
-			assert.Empty(t, d.Announce.Events)
-			assert.False(t, d.Announce.CompileError)
-		},
-	}, {
-		name: "watches that have not listed are waited for, and the clocks restart on a new spec",
-		obs: func(*testing.T) *observation {
-			hc := checkFor(false)
-			hc.Status.ObservedGeneration, hc.Status.UnhealthySince = 1, &metav1.Time{Time: decideNow}
-			return &observation{HealthCheck: hc, Waiting: true, WaitingFor: []string{"apps/v1/deployments in apps"}}
-		},
-		check: func(t *testing.T, d decision) {
-			c := condition(d, conditions.Reconciling)
-			assert.Equal(t, healthv1alpha1.ReasonWaitingForWatches, c.Reason)
-			assert.Contains(t, c.Message, "apps/v1/deployments in apps")
-			assert.Nil(t, d.Status.UnhealthySince)
-			assert.Equal(t, int64(2), d.Status.ObservedGeneration)
-			assert.Equal(t, stateWaiting, d.Announce.State)
-		},
-	}, {
-		name: "a suspended check is not healthy and stops watching",
-		obs: func(*testing.T) *observation {
-			hc := checkFor(false)
-			hc.Status.Healthy, hc.Status.HealthySince = true, &metav1.Time{Time: decideNow}
-			return &observation{HealthCheck: hc, Suspend: suspend.State{Suspended: true, Reason: suspend.ReasonSpec, Message: "by spec.suspend"}}
-		},
-		check: func(t *testing.T, d decision) {
-			assert.False(t, d.Status.Healthy)
-			assert.Nil(t, d.Status.HealthySince)
-			assert.Equal(t, metav1.ConditionUnknown, condition(d, conditions.Ready).Status)
-			assert.True(t, d.Release)
-			assert.Equal(t, stateSuspended, d.Announce.State)
-		},
-	}}
-	for _, c := range cases {
+	for _, c := range decideCases {
 		t.Run(c.name, func(t *testing.T) {
 			o := c.obs(t)
 			before := o.HealthCheck.DeepCopy()

@@ -11,6 +11,7 @@ import (
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/manifest"
+	"github.com/sluicehq/sluice/pkg/snapshot"
 	"github.com/sluicehq/sluice/pkg/text"
 )
 
@@ -79,28 +80,10 @@ func pruneEnabled(mr *rollbackv1.ManifestRelease) bool {
 // recorded for its number.
 const ReasonSnapshotNotInChain = "SnapshotNotInChain"
 
-// chainDigests is the digest each snapshot number of the chain holds, for snapshot.Store.Digests:
-// never nil, so a release that recorded no snapshot loads none. A release written before the
-// chain existed has none: its history, operation and deployed digest, which are status too and so
-// this controller's alone, stand in for it until its next upgrade records one.
+// chainDigests is the digest each snapshot number of the chain holds, for snapshot.Store.Digests
+// (snapshot.ChainDigests, which the UI's snapshot diff trusts too).
 func chainDigests(st rollbackv1.ManifestReleaseStatus) map[int64]string {
-	digests := make(map[int64]string, len(st.Snapshots))
-	for _, l := range st.Snapshots {
-		digests[l.Number] = l.Digest
-	}
-	if len(st.Snapshots) > 0 {
-		return digests
-	}
-	for _, h := range st.History {
-		digests[h.Number] = h.Digest
-	}
-	if op := st.Operation; op != nil {
-		digests[op.Number] = op.Digest
-	}
-	if st.UpgradeNumber > 0 {
-		digests[st.UpgradeNumber] = st.DeployedDigest
-	}
-	return digests
+	return snapshot.ChainDigests(st)
 }
 
 // linkSnapshot records snapshot number with digest at the end of the chain, after the snapshot

@@ -10,7 +10,6 @@ import (
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/conditions"
 	"github.com/sluicehq/sluice/pkg/text"
 )
 
@@ -43,21 +42,26 @@ type plan struct {
 	step    step
 	reason  string
 	message string
-	// shas are the dry commits the revert commit is written for (stepWrite, stepAdopt).
+	// shas are the dry commits the revert commit is written for (stepWrite, stepAdopt), and hint
+	// the healthy dry SHAs to name should the target never have been deployed.
 	shas shas
+	hint string
+	// merge is whether the pull request may be asked to merge, and if not why it waits
+	// (stepOpen, stepSync, stepWait with a pull request).
+	merge mergeVerdict
 	// mergeSHA and external describe a merge (stepMerged).
 	mergeSHA string
 	external bool
 	when     *metav1.Time
 }
 
-// decide chooses the next step from what observe read. It reads and writes nothing.
+// decide chooses the one step of this pass from what observe read. It reads and writes nothing.
 func decide(o *observation) plan {
 	st, pr := o.rc.Status, o.pr
 	switch {
 	case o.adopted != nil && o.adopted.sha != st.RevertSHA:
 		// First, or a merge would be recorded with the commit before it.
-		return plan{step: stepAdopt, shas: o.adopted.shas}
+		return plan{step: stepAdopt, shas: o.adopted.shas, hint: healthyHint(o.strategy, o.env.Branch)}
 	case pr != nil && pr.Status.State == promoterv1alpha1.PullRequestMerged:
 		return plan{step: stepMerged, mergeSHA: pr.Status.MergeSHA, when: pr.Status.MergeTime, external: pr.Status.MergedExternally}
 	case o.inTip:
@@ -82,11 +86,11 @@ func decide(o *observation) plan {
 	case o.claim != nil:
 		return plan{step: stepWait, message: fmt.Sprintf("waiting for PullRequest %s of the finished RevertCommit %s to close", o.claim.pr.Name, o.claim.holder)}
 	case pr == nil:
-		return plan{step: stepOpen}
+		return plan{step: stepOpen, merge: mayMerge(o)}
 	case pullRequestBehind(o):
-		return plan{step: stepSync}
+		return plan{step: stepSync, merge: mayMerge(o)}
 	}
-	return plan{step: stepWait}
+	return plan{step: stepWait, merge: mayMerge(o)}
 }
 
 // decideWrite plans the revert commit on the tip: the first one, or again after the environment
@@ -129,7 +133,7 @@ func decideWrite(o *observation) plan {
 		return plan{step: stepSupersede, reason: "AlreadyRestored", message: fmt.Sprintf(
 			"%s was put back on dry %s by %s before this revert merged: nothing more to revert", env, text.ShortSHA(d.target), by)}
 	}
-	return plan{step: stepWrite, shas: d}
+	return plan{step: stepWrite, shas: d, hint: healthyHint(o.strategy, env)}
 }
 
 // pullRequestBehind reports whether the PullRequest does not yet ask for what the revert
@@ -195,23 +199,6 @@ func mayMerge(o *observation) mergeVerdict {
 		return mergeVerdict{reason: "HeldByGate", message: "waits for the Gate to open (" + o.gateHold + "); or set spec.bypassGates: true to merge through the freeze"}
 	}
 	return mergeVerdict{ok: true, bypass: o.gateHold}
-}
-
-// waiting is the status of a revert whose pull request is open.
-func waiting(o *observation) {
-	rc, pr := o.rc, o.pr
-	st, gen := &rc.Status, rc.Generation
-	st.Phase = rollbackv1alpha1.RevertOpen
-	if pr.Spec.State != promoterv1alpha1.PullRequestMerged {
-		m := mayMerge(o)
-		conditions.MarkNotReady(&st.Conditions, gen, m.reason, fmt.Sprintf("pull request %s%s %s", pr.Name, at(pr.Status.URL), m.message))
-		return
-	}
-	msg := fmt.Sprintf("merging pull request %s%s", pr.Name, at(pr.Status.URL))
-	if c := conditions.Get(pr.Status.Conditions, conditions.Ready); c != nil && c.Status == metav1.ConditionFalse && c.Message != "" {
-		msg += ": " + c.Message
-	}
-	conditions.MarkReconciling(&st.Conditions, gen, "Merging", msg)
 }
 
 // lastHealthy is the newest healthy dry SHA of env that is not bad, nor reverted before.

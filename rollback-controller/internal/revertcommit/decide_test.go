@@ -54,14 +54,18 @@ func withPR(state, want promoterv1alpha1.PullRequestState) func(*observation) {
 	}
 }
 
-func TestDecide(t *testing.T) {
-	cases := []struct {
-		name   string
-		o      *observation
-		step   step
-		reason string
-		shas   shas
-	}{
+// decideCase is an observation and the step decide must name for it.
+type decideCase struct {
+	name   string
+	o      *observation
+	step   step
+	reason string
+	shas   shas
+}
+
+// decideCases are the situations a pass meets, from the first write to the end of a revert.
+func decideCases() []decideCase {
+	return []decideCase{
 		{name: "nothing written: write the revert on the tip, back to the last healthy", o: seen(nil),
 			step: stepWrite, shas: shas{bad: dryBad, target: dryGood}},
 		{name: "no healthy dry SHA but the bad one", o: seen(func(o *observation) { o.strategy.Status.Environments[0].LastHealthyDrySHAs[0].SHA = dryBad }),
@@ -126,7 +130,10 @@ func TestDecide(t *testing.T) {
 			o.claim = &claim{pr: &promoterv1alpha1.PullRequest{}, holder: "superseded-one"}
 		}), step: stepWait},
 	}
-	for _, tc := range cases {
+}
+
+func TestDecide(t *testing.T) {
+	for _, tc := range decideCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			pl := decide(tc.o)
 			assert.Equal(t, tc.step, pl.step, "%+v", pl)
@@ -199,6 +206,7 @@ func TestMayMerge(t *testing.T) {
 			assert.Equal(t, tc.ok, m.ok)
 			assert.Equal(t, tc.reason, m.reason)
 			assert.Equal(t, tc.step, decide(tc.o).step)
+			assert.Equal(t, m, decide(tc.o).merge, "the verdict apply acts on is decide's")
 			assert.Equal(t, tc.o.gateHold != "" && tc.ok, m.bypass != "", "a bypass is named when it happens")
 		})
 	}

@@ -3,10 +3,12 @@ package revertcommit
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
+	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 )
 
@@ -68,4 +70,31 @@ func bounded(s string, limit int) string {
 	}
 	sum := sha256.Sum256([]byte(s))
 	return s[:limit-11] + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// EndedAnnotation on a revert's PullRequest closed by the rollback-controller is why the revert
+// ended ("<reason>: <message>"), written with the close: a pass that dies between the close and
+// the status write is finished the same way by the next one.
+const EndedAnnotation = "rollback.sluice.dev/ended"
+
+// CheckedAnnotation on a revert's PullRequest is when the rollback-controller last asked the
+// promoter-controller to look at it on the SCM.
+const CheckedAnnotation = "rollback.sluice.dev/checked"
+
+// pullRequestLabels are the strategy's own labels plus the RevertCommit's name. A promoter
+// sharded by --watch-label-selector selects on the strategy's labels, and only merges the
+// PullRequests it watches.
+func pullRequestLabels(rc *rollbackv1alpha1.RevertCommit, ps *promoterv1alpha1.PromotionStrategy) map[string]string {
+	out := make(map[string]string, len(ps.Labels)+1)
+	maps.Copy(out, ps.Labels)
+	out[rollbackv1alpha1.RevertCommitLabel] = labelValue(rc.Name)
+	return out
+}
+
+// labelValue fits a name into a label value (63 characters).
+func labelValue(s string) string {
+	if len(s) <= 63 {
+		return s
+	}
+	return bounded(s, 63)
 }

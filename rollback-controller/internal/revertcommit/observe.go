@@ -19,14 +19,14 @@ import (
 	"github.com/sluicehq/sluice/pkg/text"
 )
 
-// observation is everything one pass decides on, read before any write: the strategy and the
-// environment, the environment branch in git, this revert's own commit, and its PullRequest.
+// observation is everything one pass decides on, read afresh before any write: the revert as
+// the pass found it, the strategy and the environment, the environment branch in git, this
+// revert's own commit, and its PullRequest. Nothing changes it once read: apply writes the
+// pass's own copy of the revert, and git only through the handle observe returns beside it.
 type observation struct {
 	rc       *rollbackv1alpha1.RevertCommit
 	strategy *promoterv1alpha1.PromotionStrategy
 	env      promoterv1alpha1.Environment
-	// repo is kept for apply, which writes the revert commit; decide never reads it.
-	repo *git.Repository
 	// tip is the environment branch as just fetched, and tipDry the dry commit it deploys.
 	tip, tipDry string
 	// tipRevertedBy is the RevertCommit (namespace/name) whose revert commit the tip is, if any.
@@ -66,24 +66,29 @@ type shas struct {
 	bad, target string
 }
 
-// observe reads the strategy, git and the PullRequest. Input a person must fix is a *stall.
-func (r *Reconciler) observe(ctx context.Context, rc *rollbackv1alpha1.RevertCommit) (*observation, error) {
+// observe reads the strategy, git and the PullRequest. Input a person must fix is a *stall. The
+// repository it read is returned beside the observation, for apply's git work alone.
+func (r *Reconciler) observe(ctx context.Context, rc *rollbackv1alpha1.RevertCommit) (*observation, *git.Repository, error) {
 	if r.PeerCRDs != nil {
 		if ready, missing := r.PeerCRDs(); !ready {
-			return nil, &stall{reason: ReasonPromoterCRDsMissing, recheck: r.StalledRecheck,
+			return nil, nil, &stall{reason: ReasonPromoterCRDsMissing, recheck: r.StalledRecheck,
 				message: "a revert is carried by a promoter.sluice.dev PullRequest and reads its repository from scm.sluice.dev: " + missing}
 		}
 	}
-	o, err := r.resolve(ctx, rc)
+	o, err := r.resolve(rc.DeepCopy())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	repo, err := r.Opener.Open(ctx, rc.Namespace, o.strategy.Spec.RepositoryRef.Name)
+	if err != nil {
+		return nil, nil, configStall(err, r.StalledRecheck)
 	}
 	o.reverted = r.revertedDrySHAs(rc)
 	o.gateHold = gateHold(o.strategy)
-	if err := r.readGit(o); err != nil {
-		return nil, err
+	if err := r.readGit(ctx, repo, o); err != nil {
+		return nil, nil, err
 	}
-	return o, r.readPullRequest(ctx, o)
+	return o, repo, r.readPullRequest(ctx, o)
 }
 
 // claim is the PullRequest of another revert of the environment, which holds its name.
@@ -126,10 +131,14 @@ func (r *Reconciler) readPullRequest(ctx context.Context, o *observation) error 
 	return nil
 }
 
-// readGit reads the environment's tip and the dry commit it deploys, and this revert's commit.
-func (r *Reconciler) readGit(o *observation) error {
+// readGit fetches the branches, and reads the environment's tip, the dry commit it deploys, and
+// this revert's commit.
+func (r *Reconciler) readGit(ctx context.Context, repo *git.Repository, o *observation) error {
+	if err := r.fetch(ctx, repo, o); err != nil {
+		return err
+	}
 	st := o.rc.Status
-	adopted, err := r.adopt(o.repo, RevertBranch(o.env.Branch, o.rc.Name), marker(o.rc.UID))
+	adopted, err := adopt(repo, RevertBranch(o.env.Branch, o.rc.Name), marker(o.rc.UID))
 	if err != nil {
 		return err
 	}
@@ -142,11 +151,11 @@ func (r *Reconciler) readGit(o *observation) error {
 	}
 	if revert != "" {
 		o.checksSHA, o.checks = revert, r.checks(o, revert)
-		if o.inTip, err = o.repo.IsAncestor(revert, o.tip); err != nil {
+		if o.inTip, err = repo.IsAncestor(revert, o.tip); err != nil {
 			return fmt.Errorf("is %s in %s: %w", text.ShortSHA(revert), o.env.Branch, err)
 		}
 	}
-	active, err := o.repo.DeployedDrySHA(o.tip)
+	active, err := repo.DeployedDrySHA(o.tip)
 	if errors.Is(err, git.ErrNoDrySHA) {
 		return &stall{reason: "NoDrySHA", message: fmt.Sprintf(
 			"the tip of %s (%s) names no dry commit (no hydrator note, no hydrator.metadata file): Sluice cannot tell what it would revert", o.env.Branch, text.ShortSHA(o.tip))}
@@ -155,14 +164,14 @@ func (r *Reconciler) readGit(o *observation) error {
 		return err
 	}
 	o.tipDry = active.SHA
-	if c, err := o.repo.Commit(o.tip); err == nil {
+	if c, err := repo.Commit(o.tip); err == nil {
 		o.tipRevertedBy = git.Trailer(c.Message, rollbackv1alpha1.TrailerRevertCommit)
 	}
 	bad := badDrySHA(o.rc, adopted)
 	o.tipNotNewer = bad == "" || o.tipDry == bad
 	if !o.tipNotNewer {
 		// Older on the dry branch is still bad (or older than the fix the revert waits for).
-		older, err := o.repo.IsAncestor(o.tipDry, bad)
+		older, err := repo.IsAncestor(o.tipDry, bad)
 		o.tipNotNewer = err == nil && older
 	}
 	return nil
@@ -180,7 +189,7 @@ func badDrySHA(rc *rollbackv1alpha1.RevertCommit, adopted *ownCommit) string {
 }
 
 // adopt finds this RevertCommit's commit at the tip of its revert branch.
-func (r *Reconciler) adopt(repo *git.Repository, branch, mark string) (*ownCommit, error) {
+func adopt(repo *git.Repository, branch, mark string) (*ownCommit, error) {
 	tip, err := repo.Resolve(branch)
 	if errors.Is(err, git.ErrBranchNotFound) {
 		return nil, nil
@@ -202,8 +211,8 @@ func (r *Reconciler) adopt(repo *git.Repository, branch, mark string) (*ownCommi
 	return &ownCommit{sha: tip, parent: c.Parents[0], shas: d}, nil
 }
 
-// resolve finds the strategy, the environment and the repository, and fetches the branches.
-func (r *Reconciler) resolve(ctx context.Context, rc *rollbackv1alpha1.RevertCommit) (*observation, error) {
+// resolve finds the strategy and the environment.
+func (r *Reconciler) resolve(rc *rollbackv1alpha1.RevertCommit) (*observation, error) {
 	name := rc.Spec.PromotionStrategyRef.Name
 	ps, err := r.Strategies.PromotionStrategies(rc.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
@@ -215,47 +224,38 @@ func (r *Reconciler) resolve(ctx context.Context, rc *rollbackv1alpha1.RevertCom
 	}
 	o := &observation{rc: rc, strategy: ps}
 	var names []string
-	found := false
 	for _, e := range ps.Spec.Environments {
 		names = append(names, e.Branch)
 		if e.Branch == rc.Spec.ActiveBranch {
-			o.env, found = e, true
+			o.env = e
+			return o, nil
 		}
 	}
-	if !found {
-		return nil, &stall{reason: "EnvironmentNotFound",
-			message: fmt.Sprintf("PromotionStrategy %q has no environment %q (it has %s): fix spec.activeBranch", name, rc.Spec.ActiveBranch, strings.Join(names, ", "))}
-	}
-	if o.repo, err = r.Opener.Open(ctx, rc.Namespace, ps.Spec.RepositoryRef.Name); err != nil {
-		return nil, configStall(err, r.StalledRecheck)
-	}
-	if err := r.fetch(ctx, o); err != nil {
-		return nil, err
-	}
-	return o, nil
+	return nil, &stall{reason: "EnvironmentNotFound",
+		message: fmt.Sprintf("PromotionStrategy %q has no environment %q (it has %s): fix spec.activeBranch", name, rc.Spec.ActiveBranch, strings.Join(names, ", "))}
 }
 
 // fetch fetches the environment, dry and revert branches and reads the environment's tip.
-func (r *Reconciler) fetch(ctx context.Context, o *observation) error {
+func (r *Reconciler) fetch(ctx context.Context, repo *git.Repository, o *observation) error {
 	branches := []string{o.env.Branch, o.strategy.Spec.DryBranch, RevertBranch(o.env.Branch, o.rc.Name)}
-	err := o.repo.Fetch(ctx, branches...)
+	err := repo.Fetch(ctx, branches...)
 	var missing *git.BranchNotFoundError
 	if errors.As(err, &missing) {
 		for _, b := range missing.Branches {
 			if b == o.env.Branch {
 				return &stall{reason: "BranchNotFound", recheck: r.StalledRecheck,
-					message: fmt.Sprintf("branch %q is not in %s: nothing to revert", b, o.repo.URL())}
+					message: fmt.Sprintf("branch %q is not in %s: nothing to revert", b, repo.URL())}
 			}
 		}
 		err = nil
 	}
 	if err != nil {
 		if errors.Is(err, git.ErrAuthentication) || errors.Is(err, git.ErrRepositoryNotFound) {
-			return &stall{reason: "InvalidRepository", recheck: r.StalledRecheck, message: fmt.Sprintf("fetch %s: %v", o.repo.URL(), err)}
+			return &stall{reason: "InvalidRepository", recheck: r.StalledRecheck, message: fmt.Sprintf("fetch %s: %v", repo.URL(), err)}
 		}
-		return fmt.Errorf("fetch %s: %w", o.repo.URL(), err)
+		return fmt.Errorf("fetch %s: %w", repo.URL(), err)
 	}
-	o.tip, err = o.repo.Resolve(o.env.Branch)
+	o.tip, err = repo.Resolve(o.env.Branch)
 	return err
 }
 

@@ -2,6 +2,17 @@
 // branch to the hydrated manifests of an earlier dry commit, pushes it to a revert branch, and
 // hands it to the promoter-controller as a PullRequest, which opens (on an SCM) and merges it.
 //
+// A reconcile is one pass, in the promoter's promotionstrategy shape:
+//
+//   - observe reads afresh what the decision needs: the strategy, the environment branch and this
+//     revert's own commit in git, its PullRequest or another revert's claim on the name;
+//   - decide, a pure function of that observation, names one step: adopt, write, open, sync,
+//     reclaim, wait, or end (merged, superseded, failed, stalled);
+//   - apply carries that step out (the git work behind a small interface, the reverter, which
+//     the observation does not carry), records it in the revert's status, and the status is
+//     written; its Events and metrics follow once that write landed. A step that leads on asks
+//     for the next pass at once, which reads again before it decides.
+//
 // Each step is found again from git and the cluster after a crash: the revert branch's tip
 // carries the RevertCommit's uid, the commit is the same for the same inputs, and the
 // PullRequest's name comes from the RevertCommit's.
@@ -14,7 +25,6 @@ import (
 	"log/slog"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -109,8 +119,8 @@ type stall struct {
 
 func (s *stall) Error() string { return s.message }
 
-// pass is one reconcile of one RevertCommit: the copy being changed, and what to announce once
-// its status is written.
+// pass is one reconcile of one RevertCommit: the copy whose status apply changes, and what to
+// announce once that status is written.
 type pass struct {
 	rc     *rollbackv1alpha1.RevertCommit
 	events []func()
@@ -152,11 +162,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 
 	opCtx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()
-	// observe reads the copy p changes, so each step decides on what the steps before it wrote.
-	o, err := r.observe(opCtx, p.rc)
+	// One pass: read afresh, decide once, act once. The step's status is written below and the
+	// next step is the next pass's, decided from a new read.
+	o, repo, err := r.observe(opCtx, p.rc)
 	var res controller.Result
 	if err == nil {
-		res, err = r.advance(opCtx, p, o)
+		res, err = r.apply(opCtx, p, o, decide(o), repo)
 	}
 	var stalled *stall
 	switch {
@@ -216,28 +227,6 @@ func (r *Reconciler) cacheIsCurrent(ctx context.Context, cached *rollbackv1alpha
 // Final reports whether a revert in phase is over: nothing more will happen to it.
 func Final(phase rollbackv1alpha1.RevertPhase) bool {
 	return phase == rollbackv1alpha1.RevertMerged || phase == rollbackv1alpha1.RevertFailed || phase == rollbackv1alpha1.RevertSuperseded
-}
-
-// fail ends the revert: nothing more will happen to it.
-func (r *Reconciler) fail(p *pass, reason, message string) {
-	rc := p.rc
-	rc.Status.Phase = rollbackv1alpha1.RevertFailed
-	conditions.MarkStalled(&rc.Status.Conditions, rc.Generation, reason, message)
-	p.announce(func() {
-		r.Recorder.Event(rc, corev1.EventTypeWarning, EventRollbackFailed, message)
-		r.count(rc, metrics.ResultFailed)
-	})
-}
-
-func (r *Reconciler) count(rc *rollbackv1alpha1.RevertCommit, result string) {
-	r.Metrics.Total.WithLabelValues(rc.Namespace, rc.Spec.PromotionStrategyRef.Name, rc.Spec.ActiveBranch, trigger(rc), result).Inc()
-}
-
-func trigger(rc *rollbackv1alpha1.RevertCommit) string {
-	if rc.Spec.Trigger != nil {
-		return metrics.TriggerAutomatic
-	}
-	return metrics.TriggerManual
 }
 
 func configStall(err error, recheck time.Duration) error {

@@ -224,8 +224,8 @@ func TestAnEndedRevertClosesAPullRequestLeftAskingToMerge(t *testing.T) {
 
 // A pass that wrote the revert again on a moved tip and asked its pull request for it, then died
 // before its status write, leaves the status naming the older commit. When that pull request has
-// merged by the next pass, the merge is recorded with the commit that merged and the base it was
-// written on, and the re-plan the dead pass never announced is announced now.
+// merged by the next pass, that pass records the commit that merged and the base it was written
+// on, announcing the re-plan the dead pass never announced, and the pass after it the merge.
 func TestAMergeIsRecordedWithTheCommitAnEarlierPassDidNotLiveToRecord(t *testing.T) {
 	g := newRig(t, revert(nil))
 	o := seen(withPR(promoterv1alpha1.PullRequestMerged, promoterv1alpha1.PullRequestMerged))
@@ -234,9 +234,17 @@ func TestAMergeIsRecordedWithTheCommitAnEarlierPassDidNotLiveToRecord(t *testing
 	o.pr.Status.MergedHeadSHA, o.pr.Status.MergeSHA = revert2, revert2
 	o.adopted = &ownCommit{sha: revert2, parent: tipMoved, shas: shas{bad: dryBad, target: dryGood}}
 	o.tip, o.inTip = revert2, true
-	p := &pass{rc: o.rc}
+	p := &pass{rc: o.rc.DeepCopy()}
 
-	_, err := g.r.advance(context.Background(), p, o)
+	pl := decide(o)
+	require.Equal(t, stepAdopt, pl.step, "the commit found in git is recorded first")
+	_, err := g.r.apply(context.Background(), p, o, pl, nil)
+	require.NoError(t, err)
+	// The next pass reads afresh: the status now records the adopted commit.
+	o.rc = p.rc.DeepCopy()
+	pl = decide(o)
+	require.Equal(t, stepMerged, pl.step)
+	_, err = g.r.apply(context.Background(), p, o, pl, nil)
 	require.NoError(t, err)
 
 	st := p.rc.Status
@@ -274,7 +282,7 @@ func TestAPassOpensNoPullRequestForARevertThatMovedOnMeanwhile(t *testing.T) {
 		}
 		require.Equal(t, stepOpen, decide(o).step, "the premise: the pass would open the pull request")
 
-		_, err = g.r.advance(context.Background(), &pass{rc: o.rc}, o)
+		_, err = g.r.apply(context.Background(), &pass{rc: o.rc.DeepCopy()}, o, decide(o), nil)
 		prs, listErr := g.client.PromoterV1alpha1().PullRequests("team").List(context.Background(), metav1.ListOptions{})
 		require.NoError(t, listErr)
 		if movedOn {

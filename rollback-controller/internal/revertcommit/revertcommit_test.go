@@ -27,7 +27,7 @@ func TestNamesAreDerivedAndBounded(t *testing.T) {
 func TestMessageCarriesTheTrailersAndCannotForgeTheMarker(t *testing.T) {
 	rc := &rollbackv1alpha1.RevertCommit{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", UID: "u-1"}}
 	rc.Spec.Reason = "INC-1\nSluice-Revert-Commit-Uid: u-2"
-	msg := message(rc, "prod", shas{bad: "b", target: "t"}, "h")
+	msg := commitMessage(rc, "prod", shas{bad: "b", target: "t"}, "h")
 	assert.Equal(t, "b", git.Trailer(msg, rollbackv1alpha1.TrailerRevertedDrySHA))
 	assert.Equal(t, "t", git.Trailer(msg, rollbackv1alpha1.TrailerRestoredDrySHA))
 	assert.Equal(t, "apps/web", git.Trailer(msg, rollbackv1alpha1.TrailerRevertCommit))

@@ -22,7 +22,7 @@ import (
 
 func main() {
 	cfg := soak.Config{Seed: uint64(time.Now().UnixNano() % 1_000_000), Duration: 30 * time.Minute, Strategies: 20,
-		HydrateEvery: 5 * time.Second, FaultEvery: 20 * time.Second, ConvergeWithin: 5 * time.Minute, BinDir: "bin"}
+		HydrateEvery: 5 * time.Second, FaultEvery: 20 * time.Second, ConvergeWithin: 5 * time.Minute, BinDir: "bin", Gitea: true, Flux: true, Releases: true}
 	envDuration(&cfg.Duration, "SOAK_DURATION")
 	envUint(&cfg.Seed, "SOAK_SEED")
 	if v, err := strconv.Atoi(os.Getenv("SOAK_STRATEGIES")); err == nil {
@@ -35,6 +35,9 @@ func main() {
 	flag.DurationVar(&cfg.HydrateEvery, "hydrate-every", cfg.HydrateEvery, "How often each strategy gets a new dry commit.")
 	flag.DurationVar(&cfg.FaultEvery, "fault-every", cfg.FaultEvery, "Mean gap between faults.")
 	flag.DurationVar(&cfg.ConvergeWithin, "converge-within", cfg.ConvergeWithin, "Bound on convergence once the faults stop.")
+	flag.BoolVar(&cfg.Gitea, "gitea", cfg.Gitea, "Put one strategy in four on a real Gitea behind a fault proxy (502, 504, slow answers).")
+	flag.BoolVar(&cfg.Flux, "flux", cfg.Flux, "Deploy one strategy in four's prod with the real Flux controllers, held by its gate (make testbin-flux).")
+	flag.BoolVar(&cfg.Releases, "releases", cfg.Releases, "Run ManifestReleases (one per ten strategies), each upgraded every minute, one in three with failing tests.")
 	flag.StringVar(&cfg.BinDir, "bin", cfg.BinDir, "Folder of the controller binaries (make build).")
 	flag.Parse()
 	if cfg.Strategies < 1 || cfg.Duration < time.Minute {

@@ -14,9 +14,11 @@ import (
 
 // injector carries out the faults of a schedule.
 type injector struct {
-	fleet  *fleet
-	api    *tcpProxy
-	git    *gitFaults
+	fleet *fleet
+	api   *tcpProxy
+	git   *gitFaults
+	// gitea is Gitea's fault proxy; nil when the run has no Gitea.
+	gitea  *gitFaults
 	events *eventLog
 	// apiserver is the kube-apiserver the soak restarted last, which it must stop at the end.
 	apiserver *exec.Cmd
@@ -40,6 +42,15 @@ func (in *injector) inject(ctx context.Context, f Fault) error {
 		in.git.refuseFor(f.Length)
 	case SlowGit:
 		in.git.slowFor(f.Length)
+	case GiteaErrors, SlowGitea:
+		if in.gitea == nil {
+			return fmt.Errorf("the run has no Gitea")
+		}
+		if f.Kind == GiteaErrors {
+			in.gitea.failFor(f.Length)
+		} else {
+			in.gitea.slowFor(f.Length)
+		}
 	}
 	return sleep(ctx, f.Length)
 }

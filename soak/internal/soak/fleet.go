@@ -218,7 +218,7 @@ func (f *fleet) totals(ctx context.Context) (depth, calls float64, err error) {
 		r.mu.Lock()
 		addr := r.metrics
 		r.mu.Unlock()
-		s, serr := scrape(ctx, addr)
+		s, serr := scrapePatiently(ctx, addr)
 		if serr != nil {
 			return 0, 0, fmt.Errorf("%s does not answer: %w", r, serr)
 		}
@@ -238,6 +238,22 @@ func (f *fleet) restartsAndExits() (restarts, exits int) {
 		r.mu.Unlock()
 	}
 	return restarts, exits
+}
+
+// scrapePatiently scrapes up to three times, two seconds apart: on a loaded machine one scrape
+// can miss its five seconds while the replica runs.
+func scrapePatiently(ctx context.Context, addr string) (sample, error) {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var s sample
+		if s, err = scrape(ctx, addr); err == nil {
+			return s, nil
+		}
+		if sleep(ctx, 2*time.Second) != nil {
+			break
+		}
+	}
+	return sample{}, err
 }
 
 func scrape(ctx context.Context, addr string) (sample, error) {

@@ -10,6 +10,8 @@ type gateLog struct {
 	mu          sync.Mutex
 	closedSince time.Time
 	closed      []interval
+	// approved are the dry SHAs a person let through the closed gate (spec.approvals).
+	approved map[string]bool
 }
 
 type interval struct{ from, to time.Time }
@@ -18,6 +20,24 @@ func (g *gateLog) open() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.closedSince.IsZero()
+}
+
+// approve records a dry SHA let through while the gate is closed.
+func (g *gateLog) approve(dry string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.approved == nil {
+		g.approved = map[string]bool{}
+	}
+	g.approved[dry] = true
+}
+
+// wasApproved: a person approved dry at some time; a merge of it through the closed gate is
+// what the approval asked for.
+func (g *gateLog) wasApproved(dry string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.approved[dry]
 }
 
 func (g *gateLog) close(at time.Time) {

@@ -3,7 +3,6 @@ package soak
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -24,6 +23,8 @@ var invariantNames = map[int]string{
 	4:  "at most one revert in flight per environment",
 	5:  "a reverted dry SHA is never promoted again",
 	6:  "no merge into an environment while its gate is closed",
+	7:  "every CommitStatus reaches the SCM with its last state",
+	8:  "a ManifestRelease is one whole version and touches nothing it did not create",
 	9:  "convergence after the faults",
 	10: "no growth of RSS and goroutines",
 }
@@ -42,7 +43,6 @@ type checker struct {
 	// branchReader (its open repository, its cache of dry SHAs) is not safe for concurrent use.
 	walking  sync.Mutex
 	w        *workload
-	root     string
 	watches  []*branchWatch
 	mu       sync.Mutex
 	checks   map[int]int
@@ -50,13 +50,18 @@ type checker struct {
 	events   *eventLog
 	reported map[string]bool
 	context  map[string][]string
+	// flux follows what Flux applied of the strategies it deploys.
+	flux fluxChecks
 }
 
-func newChecker(w *workload, root string, events *eventLog) *checker {
-	c := &checker{w: w, root: root, checks: map[int]int{}, events: events, reported: map[string]bool{}, context: map[string][]string{}}
+func newChecker(w *workload, events *eventLog) *checker {
+	c := &checker{w: w, checks: map[int]int{}, events: events, reported: map[string]bool{}, context: map[string][]string{}}
 	for _, s := range w.strategy {
 		for _, env := range environments {
-			c.watches = append(c.watches, &branchWatch{strategy: s.name, env: env, reader: newBranchReader(filepath.Join(root, s.name+".git"))})
+			c.watches = append(c.watches, &branchWatch{strategy: s.name, env: env, reader: newBranchReader(s.dir)})
+		}
+		if s.flux {
+			c.flux.watches = append(c.flux.watches, &appliedWatch{strategy: s.name})
 		}
 	}
 	return c
@@ -91,6 +96,12 @@ func (c *checker) pass(ctx context.Context) error {
 			return fmt.Errorf("%s/%s: %w", bw.strategy, bw.env, err)
 		}
 	}
+	if err := c.followApplied(ctx, now); err != nil {
+		return err
+	}
+	if err := c.checkReleases(ctx); err != nil {
+		return err
+	}
 	return c.revertsInFlight(ctx)
 }
 
@@ -119,7 +130,7 @@ func (c *checker) follow(bw *branchWatch, now time.Time) error {
 			g := c.w.gateOf(bw.strategy)
 			for _, s := range steps {
 				c.count(6, 1)
-				if s.Revert == "" && s.Dry != s.ParentDry && g.heldThroughout(bw.seen, now, gateGrace) {
+				if s.Revert == "" && s.Dry != s.ParentDry && !g.wasApproved(s.Dry) && g.heldThroughout(bw.seen, now, gateGrace) {
 					c.violate(Violation{6, bw.strategy + "/prod", fmt.Sprintf("%s (dry %s) merged while the gate was closed", short(s.SHA), short(s.Dry))})
 				}
 			}
@@ -130,52 +141,57 @@ func (c *checker) follow(bw *branchWatch, now time.Time) error {
 	return nil
 }
 
-// revertsInFlight: at most one RevertCommit Pending or Open per environment (invariant 4).
+// revertsInFlight: at most one RevertCommit started and in flight per environment (invariant 4),
+// judged on one List, a consistent snapshot: reading each one again would mix moments, and a
+// revert that merged in between would count as in flight beside the next one.
 func (c *checker) revertsInFlight(ctx context.Context) error {
 	list, err := c.w.sluice.RollbackV1alpha1().RevertCommits(c.w.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
-	inFlight := map[string][]string{}
-	for _, rc := range list.Items {
-		p := rc.Status.Phase
-		if p == rollbackv1.RevertPending || p == rollbackv1.RevertOpen || p == "" {
-			key := rc.Spec.PromotionStrategyRef.Name + "/" + rc.Spec.ActiveBranch
-			inFlight[key] = append(inFlight[key], rc.Name)
-		}
-	}
-	for key, names := range inFlight {
-		c.count(4, 1)
-		if len(names) > 1 && c.bothStarted(ctx, names) {
+	started, environments := startedReverts(list.Items)
+	c.count(4, environments)
+	for key, names := range started {
+		if len(names) > 1 {
 			c.violate(Violation{4, key, fmt.Sprintf("%d reverts in flight: %v", len(names), names)})
 		}
 	}
 	return nil
 }
 
-// bothStarted tells whether more than one of the reverts has a revert commit or pull request:
-// a RevertCommit waiting its turn (Pending, nothing written) is not in flight.
-func (c *checker) bothStarted(ctx context.Context, names []string) bool {
-	started := 0
-	for _, n := range names {
-		rc, err := c.w.sluice.RollbackV1alpha1().RevertCommits(c.w.ns).Get(ctx, n, metav1.GetOptions{})
-		if err == nil && (rc.Status.RevertSHA != "" || rc.Status.Phase == rollbackv1.RevertOpen) {
-			started++
+// startedReverts gives, per strategy/environment, the RevertCommits in flight (Pending, Open or
+// not yet seen) that wrote a revert commit or opened a pull request: one waiting its turn, with
+// nothing written, is not in flight. environments counts the environments with any in flight.
+func startedReverts(items []rollbackv1.RevertCommit) (map[string][]string, int) {
+	started := map[string][]string{}
+	any := map[string]bool{}
+	for _, rc := range items {
+		p := rc.Status.Phase
+		if p != rollbackv1.RevertPending && p != rollbackv1.RevertOpen && p != "" {
+			continue
+		}
+		key := rc.Spec.PromotionStrategyRef.Name + "/" + rc.Spec.ActiveBranch
+		any[key] = true
+		if rc.Status.RevertSHA != "" || p == rollbackv1.RevertOpen {
+			started[key] = append(started[key], rc.Name)
 		}
 	}
-	return started > 1
+	return started, len(any)
 }
 
 // histories checks every branch's whole history (invariants 1, 2, 3 and 5).
 func (c *checker) histories() error {
 	c.walking.Lock()
 	defer c.walking.Unlock()
-	seq := c.w.seqs()
 	for _, bw := range c.watches {
 		tip, err := bw.reader.tip(bw.env)
 		if err != nil || tip == "" {
 			return err
 		}
+		// The order of the dry commits is read after the tip: the hydrator records a dry commit
+		// before it proposes it, so every one the tip holds is known. Read before, a dry commit
+		// made during the walk of the branches looked like one older than them all.
+		seq := c.w.seqs()
 		steps, err := bw.reader.steps(tip, "")
 		if err != nil {
 			return err

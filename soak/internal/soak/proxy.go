@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/http"
@@ -140,6 +141,10 @@ type gitFaults struct {
 	next        http.Handler
 	refuseUntil atomic.Int64
 	slowUntil   atomic.Int64
+	failUntil   atomic.Int64
+	failed      atomic.Int64
+	// delay is how long a request waits while slowed; a second when zero.
+	delay       time.Duration
 	refused     atomic.Int64
 	requests    atomic.Int64
 	lastRequest atomic.Int64
@@ -170,7 +175,17 @@ func (g *gitFaults) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.lastRequest.Store(now)
 	g.remember(r)
 	if now < g.slowUntil.Load() {
+		time.Sleep(cmp.Or(g.delay, time.Second))
+	}
+	if now < g.failUntil.Load() {
+		// By turns a gateway that cannot reach its upstream, and one that gave up waiting.
+		if g.failed.Add(1)%2 == 0 {
+			http.Error(w, "the soak's gateway: bad gateway", http.StatusBadGateway)
+			return
+		}
 		time.Sleep(time.Second)
+		http.Error(w, "the soak's gateway: gateway timeout", http.StatusGatewayTimeout)
+		return
 	}
 	if now < g.refuseUntil.Load() && (r.URL.Query().Get("service") == "git-receive-pack" || hasSuffix(r.URL.Path, "/git-receive-pack")) {
 		g.refused.Add(1)
@@ -186,3 +201,4 @@ func hasSuffix(s, suffix string) bool {
 
 func (g *gitFaults) refuseFor(d time.Duration) { g.refuseUntil.Store(time.Now().Add(d).UnixNano()) }
 func (g *gitFaults) slowFor(d time.Duration)   { g.slowUntil.Store(time.Now().Add(d).UnixNano()) }
+func (g *gitFaults) failFor(d time.Duration)   { g.failUntil.Store(time.Now().Add(d).UnixNano()) }

@@ -47,7 +47,9 @@ func (r *soakRun) finishReport() {
 	rep.Ops = map[string]int64{
 		"dry commits": o.dryCommits.Load(), "proposals": o.proposals.Load(), "health statuses": o.statuses.Load(),
 		"gate closes": o.gateCloses.Load(), "gate opens": o.gateOpens.Load(), "suspends": o.suspends.Load(),
-		"resumes": o.resumes.Load(), "reverts by hand": o.manualReverts.Load(), "steps failed (faults)": o.failed.Load(),
+		"resumes": o.resumes.Load(), "approvals": o.approvals.Load(), "fixes forward during a revert": o.fixesDuringReverts.Load(),
+		"release upgrades": o.releaseUpgrades.Load(), "release upgrades with failing tests": o.releaseFailingTests.Load(),
+		"release upgrades naming an object not theirs": o.releaseForeign.Load(), "reverts by hand": o.manualReverts.Load(), "steps failed (faults)": o.failed.Load(),
 	}
 	rep.Checks, rep.Violations, rep.Context = r.check.result()
 	for _, rp := range r.fleet.replicas {
@@ -125,7 +127,7 @@ func (rep *Report) Write(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %d |\n", k, rep.Ops[k])
 	}
 	fmt.Fprintf(w, "\n| invariant | checks | violations |\n|---|---|---|\n")
-	for _, inv := range []int{1, 2, 3, 4, 5, 6, 9} {
+	for _, inv := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9} {
 		n := 0
 		for _, v := range rep.Violations {
 			if v.Invariant == inv {

@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 // Config sizes a soak run.
@@ -37,6 +38,14 @@ type Config struct {
 	// ConvergeWithin bounds the time everything takes to settle once the faults stop.
 	ConvergeWithin time.Duration
 	BinDir, LogDir string
+	// Gitea puts one strategy in four on a real Gitea behind a fault proxy, the rest on the
+	// plain git server.
+	Gitea bool
+	// Flux deploys one strategy in four's prod with the real source-controller and
+	// kustomize-controller (make testbin-flux), each Kustomization held by its prod gate.
+	Flux bool
+	// Releases runs ManifestReleases (one per ten strategies), each upgraded every minute.
+	Releases bool
 }
 
 // soakRun holds one run's parts.
@@ -50,6 +59,10 @@ type soakRun struct {
 	check  *checker
 	events *eventLog
 	report *Report
+	gitea  *giteaSide
+	flux   *flux.Controllers
+	// stops end the servers the run started beside its parts.
+	stops []func()
 	// reportMu guards the report's fault figures, written by the fault loop and its recoveries.
 	reportMu sync.Mutex
 }
@@ -92,7 +105,15 @@ func (r *soakRun) say(format string, args ...any) {
 
 func (r *soakRun) start(ctx context.Context) error {
 	r.say("starting the local control plane")
-	env, err := testenv.Start(testenv.Options{})
+	var opts testenv.Options
+	if r.cfg.Flux {
+		paths, err := flux.CRDPaths()
+		if err != nil {
+			return err
+		}
+		opts.CRDPaths = paths
+	}
+	env, err := testenv.Start(opts)
 	if err != nil {
 		return err
 	}
@@ -102,17 +123,31 @@ func (r *soakRun) start(ctx context.Context) error {
 			return err
 		}
 	}
-	root, err := os.MkdirTemp("", "sluice-soak-git-")
+	plain, err := startGitServer()
 	if err != nil {
 		return err
 	}
-	srv := gittest.StartServer(root)
-	gf := &gitFaults{next: srv}
-	front := httptest.NewServer(gf)
-	r.w = &workload{ns: "soak", seed: r.cfg.Seed, sluice: env.Sluice, dyn: env.Dynamic, ops: &ops{},
-		seq: map[string]int{}, written: map[string]bool{}, gates: map[string]*gateLog{}}
-	if err := r.setUpStrategies(ctx, srv, front.URL, root); err != nil {
+	if r.cfg.Gitea {
+		r.say("starting Gitea")
+		if r.gitea, err = startGitea(ctx); err != nil {
+			return err
+		}
+	}
+	r.w = &workload{ns: "soak", seed: r.cfg.Seed, sluice: env.Sluice, kube: env.Kube, dyn: env.Dynamic, ops: &ops{},
+		seq: map[string]int{}, repoOf: map[string]string{}, fixes: map[int]bool{}, written: map[string]int{}, gates: map[string]*gateLog{}}
+	if r.cfg.Flux {
+		r.say("starting the Flux source-controller and kustomize-controller")
+		if err := r.startFlux(ctx); err != nil {
+			return err
+		}
+	}
+	if err := r.setUpStrategies(ctx, plain); err != nil {
 		return err
+	}
+	if r.cfg.Releases {
+		if err := r.w.setUpReleases(ctx, releaseCount(r.cfg.Strategies)); err != nil {
+			return fmt.Errorf("set up the ManifestReleases: %w", err)
+		}
 	}
 	api, err := r.apiProxy()
 	if err != nil {
@@ -129,36 +164,44 @@ func (r *soakRun) start(ctx context.Context) error {
 	if err := r.fleet.start(); err != nil {
 		return err
 	}
-	r.in = &injector{fleet: r.fleet, api: api, git: gf, events: r.events}
-	r.check = newChecker(r.w, root, r.events)
+	r.in = &injector{fleet: r.fleet, api: api, git: plain.faults, events: r.events}
+	if r.gitea != nil {
+		r.in.gitea = r.gitea.faults
+	}
+	r.check = newChecker(r.w, r.events)
 	return nil
 }
 
-func (r *soakRun) setUpStrategies(ctx context.Context, srv *gittest.Server, front, root string) error {
-	if err := create(ctx, r.env.Dynamic, "soak", `{apiVersion: scm.sluice.dev/v1alpha1, kind: ScmProvider, metadata: {name: plain-git}, spec: {type: git}}`); err != nil {
-		return err
-	}
-	cache, err := git.NewCache(filepath.Join(root, ".hydrator"), nil)
+// gitServer is the plain git server of a run, behind its fault proxy.
+type gitServer struct {
+	srv    *gittest.Server
+	faults *gitFaults
+	front  *httptest.Server
+	root   string
+}
+
+func startGitServer() (*gitServer, error) {
+	root, err := os.MkdirTemp("", "sluice-soak-git-")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for i := 0; i < r.cfg.Strategies; i++ {
-		name := fmt.Sprintf("app-%02d", i)
-		if _, err := srv.InitRepo(name); err != nil {
-			return err
-		}
-		u := front + "/" + name + ".git"
-		repo, err := cache.Open(u, git.Auth{}, git.Options{})
-		if err != nil {
-			return err
-		}
-		s := &strategy{name: name, repo: repo}
-		if err := r.w.setUp(ctx, s, u); err != nil {
-			return fmt.Errorf("set up %s: %w", name, err)
-		}
-		r.w.strategy = append(r.w.strategy, s)
+	srv := gittest.StartServer(root)
+	gf := &gitFaults{next: srv}
+	return &gitServer{srv: srv, faults: gf, front: httptest.NewServer(gf), root: root}, nil
+}
+
+// newRepo creates an empty repository on the plain git server and opens it for the hydrator,
+// through the proxy.
+func (g *gitServer) newRepo(cache *git.Cache, name string) (*strategy, string, error) {
+	if _, err := g.srv.InitRepo(name); err != nil {
+		return nil, "", err
 	}
-	return nil
+	u := g.front.URL + "/" + name + ".git"
+	repo, err := cache.Open(u, git.Auth{}, git.Options{})
+	if err != nil {
+		return nil, "", err
+	}
+	return &strategy{name: name, repo: repo, dir: filepath.Join(g.root, name+".git"), owner: "soak", provider: "plain-git"}, u, nil
 }
 
 // apiProxy puts the fault proxy in front of the API server's address.
@@ -178,6 +221,13 @@ func (r *soakRun) stop() {
 		r.in.stop()
 		r.in.api.close()
 	}
+	if r.flux != nil {
+		_ = r.flux.Stop()
+	}
+	for _, stop := range r.stops {
+		stop()
+	}
+	r.gitea.close()
 	if r.env != nil {
 		_ = r.env.Stop()
 	}
@@ -191,6 +241,7 @@ func (r *soakRun) soak(ctx context.Context) error {
 	loops := []func(context.Context) error{
 		r.every(r.cfg.HydrateEvery/time.Duration(max(1, r.cfg.Strategies)), r.hydrateNext()),
 		r.every(time.Second, r.w.reportHealth),
+		r.every(time.Minute/time.Duration(max(1, len(r.w.releases))), r.upgradeNext()),
 		r.every(4*time.Second, r.people(undos)),
 		r.every(time.Second, func(context.Context) error { undos.runDue(false); return nil }),
 		r.every(10*time.Second, func(ctx context.Context) error { r.fleet.sampleAll(ctx); return nil }),
@@ -251,7 +302,7 @@ func (r *soakRun) people(undos *undoList) func(context.Context) error {
 func (r *soakRun) faults(ctx context.Context) error {
 	start := time.Now()
 	quiet := min(r.cfg.Duration/5, 2*time.Minute)
-	schedule := Schedule(r.cfg.Seed, r.cfg.Duration, 30*time.Second, quiet, r.cfg.FaultEvery, len(controllers)*replicasPerController)
+	schedule := Schedule(r.cfg.Seed, r.cfg.Duration, 30*time.Second, quiet, r.cfg.FaultEvery, len(controllers)*replicasPerController, r.gitea != nil)
 	r.say("%d faults scheduled", len(schedule))
 	for _, f := range schedule {
 		if err := sleep(ctx, time.Until(start.Add(f.At))); err != nil {

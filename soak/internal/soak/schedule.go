@@ -27,10 +27,18 @@ const (
 	RefuseGitPushes FaultKind = "refuse-git-pushes"
 	// SlowGit delays every git request by a second for the fault's length.
 	SlowGit FaultKind = "slow-git"
+	// GiteaErrors makes Gitea's proxy answer every request 502 Bad Gateway or, a second later,
+	// 504 Gateway Timeout, by turns, for the fault's length: API calls, fetches and pushes.
+	GiteaErrors FaultKind = "gitea-502-504"
+	// SlowGitea delays every request to Gitea by two seconds for the fault's length.
+	SlowGitea FaultKind = "slow-gitea"
 )
 
 // faultKinds are the kinds a schedule draws from, in a fixed order so a seed replays.
 var faultKinds = []FaultKind{KillReplica, KillReplica, KillReplica, DropAPIConnections, StallAPI, RestartAPIServer, PauseEtcd, RefuseGitPushes, SlowGit}
+
+// giteaFaultKinds are drawn as well when the run has a Gitea.
+var giteaFaultKinds = []FaultKind{GiteaErrors, SlowGitea}
 
 // Fault is one scheduled fault.
 type Fault struct {
@@ -48,13 +56,17 @@ func (f Fault) String() string {
 // Schedule draws the faults of a run of length d from seed: one every gap on average,
 // starting after warmup, none in the last quiet period, each over before the next starts. The
 // same seed, length and gap give the same schedule.
-func Schedule(seed uint64, d, warmup, quiet, gap time.Duration, replicas int) []Fault {
+func Schedule(seed uint64, d, warmup, quiet, gap time.Duration, replicas int, withGitea bool) []Fault {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	kinds := faultKinds
+	if withGitea {
+		kinds = append(append([]FaultKind(nil), faultKinds...), giteaFaultKinds...)
+	}
 	var faults []Fault
 	at := warmup
 	for {
 		at += gap/2 + time.Duration(rng.Int64N(int64(gap)))
-		kind := faultKinds[rng.IntN(len(faultKinds))]
+		kind := kinds[rng.IntN(len(kinds))]
 		length := time.Second + time.Duration(rng.Int64N(int64(8*time.Second)))
 		if kind == RestartAPIServer {
 			length = 0

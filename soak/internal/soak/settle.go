@@ -54,6 +54,11 @@ func (r *soakRun) settle(ctx context.Context) error {
 	r.w.mu.Lock()
 	r.w.healthyFrom = r.w.nextSeq + 1
 	r.w.mu.Unlock()
+	for _, rl := range r.w.releases {
+		if err := r.lastRelease(ctx, rl); err != nil {
+			return err
+		}
+	}
 	for _, s := range r.w.strategy {
 		dry, err := r.fixForward(ctx, s)
 		if err != nil {
@@ -79,6 +84,9 @@ func (r *soakRun) settle(ctx context.Context) error {
 	if !converged {
 		_, why := r.converged(ctx, final)
 		r.check.violate(Violation{9, "all", fmt.Sprintf("not converged within %s: %s", r.cfg.ConvergeWithin, why)})
+	}
+	if err := r.statusesReachedTheSCM(ctx); err != nil {
+		return err
 	}
 	if err := r.atRest(ctx); err != nil {
 		return err
@@ -142,6 +150,17 @@ func (r *soakRun) converged(ctx context.Context, final map[string]string) (bool,
 			}
 		}
 	}
+	for _, s := range r.w.strategy {
+		if !s.flux {
+			continue
+		}
+		if dry, err := r.check.appliedDry(ctx, s.name); err != nil || dry != final[s.name] {
+			return false, fmt.Sprintf("Flux has %s/prod at %s, not the final %s (%v)", s.name, short(dry), short(final[s.name]), err)
+		}
+	}
+	if ok, why := r.releasesConverged(ctx); !ok {
+		return false, why
+	}
 	depth, _, err := r.fleet.totals(ctx)
 	if err != nil {
 		return false, err.Error()
@@ -161,7 +180,7 @@ func (r *soakRun) atRest(ctx context.Context) error {
 		r.check.violate(Violation{9, "all", "at rest: " + err.Error()})
 		return nil
 	}
-	gitBefore := r.in.git.requests.Load()
+	gitBefore := r.scmRequests()
 	if err := sleep(ctx, restWindow); err != nil {
 		return err
 	}
@@ -171,13 +190,41 @@ func (r *soakRun) atRest(ctx context.Context) error {
 		return nil
 	}
 	r.report.APICallsPerSecondAtRest = (after - before) / restWindow.Seconds()
-	r.report.GitRequestsAtRest = r.in.git.requests.Load() - gitBefore
+	r.report.GitRequestsAtRest = r.scmRequests() - gitBefore
 	if limit := maxCallsPerReplicaAtRest * float64(len(r.fleet.replicas)); r.report.APICallsPerSecondAtRest > limit {
 		r.check.violate(Violation{9, "all", fmt.Sprintf("%.1f API requests a second at rest, more than %.0f", r.report.APICallsPerSecondAtRest, limit)})
 	}
 	if r.report.GitRequestsAtRest > 0 {
-		r.check.violate(Violation{9, "all", fmt.Sprintf("%d git requests in %s at rest; the last: %s",
-			r.report.GitRequestsAtRest, restWindow, strings.Join(r.in.git.last(int(min(r.report.GitRequestsAtRest, 5))), "; "))})
+		last := r.in.git.last(5)
+		if r.in.gitea != nil {
+			last = append(last, r.in.gitea.last(5)...)
+		}
+		r.check.violate(Violation{9, "all", fmt.Sprintf("%d git and SCM requests in %s at rest; the last: %s",
+			r.report.GitRequestsAtRest, restWindow, strings.Join(last, "; "))})
 	}
 	return nil
+}
+
+// scmRequests counts the requests the git server and Gitea have had through their proxies.
+func (r *soakRun) scmRequests() int64 {
+	n := r.in.git.requests.Load()
+	if r.in.gitea != nil {
+		n += r.in.gitea.requests.Load()
+	}
+	return n
+}
+
+// lastRelease upgrades a release once more to a version whose tests pass, retrying through the
+// last faults' after-effects.
+func (r *soakRun) lastRelease(ctx context.Context, rl *release) error {
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		if err = r.w.upgradeRelease(ctx, rl, true); err == nil {
+			return nil
+		}
+		if sleep(ctx, 2*time.Second) != nil {
+			break
+		}
+	}
+	return fmt.Errorf("last upgrade of %s: %w", rl.name, err)
 }

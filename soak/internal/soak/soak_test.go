@@ -9,9 +9,9 @@ import (
 )
 
 func TestScheduleReplaysFromItsSeedAndKeepsTheQuietEnd(t *testing.T) {
-	a := Schedule(42, 30*time.Minute, 30*time.Second, 2*time.Minute, 20*time.Second, 10)
-	b := Schedule(42, 30*time.Minute, 30*time.Second, 2*time.Minute, 20*time.Second, 10)
-	c := Schedule(43, 30*time.Minute, 30*time.Second, 2*time.Minute, 20*time.Second, 10)
+	a := Schedule(42, 30*time.Minute, 30*time.Second, 2*time.Minute, 20*time.Second, 10, false)
+	b := Schedule(42, 30*time.Minute, 30*time.Second, 2*time.Minute, 20*time.Second, 10, false)
+	c := Schedule(43, 30*time.Minute, 30*time.Second, 2*time.Minute, 20*time.Second, 10, false)
 	require.NotEmpty(t, a)
 	assert.Equal(t, a, b, "a seed replays its schedule")
 	assert.NotEqual(t, a, c)
@@ -69,6 +69,10 @@ func TestGateLogHeldThroughout(t *testing.T) {
 	g.close(t0.Add(2 * time.Minute))
 	assert.True(t, g.heldThroughout(t0.Add(3*time.Minute), t0.Add(3*time.Minute+time.Second), 10*time.Second), "closed still")
 	assert.False(t, g.open())
+	assert.False(t, g.wasApproved("d1"))
+	g.approve("d1")
+	assert.True(t, g.wasApproved("d1"), "an approved dry SHA may pass the closed gate")
+	assert.False(t, g.wasApproved("d2"), "and no other")
 }
 
 func TestMetricLineSlopeAndPercentile(t *testing.T) {

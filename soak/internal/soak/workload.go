@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,13 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	commitstatusv1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	promoterv1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
-	"github.com/sluicehq/sluice/pkg/suspend"
+	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 // environments of every strategy, in order; prod is gated and has a RollbackPolicy.
@@ -34,6 +34,8 @@ var resources = map[string]schema.GroupVersionResource{
 	"PromotionStrategy": {Group: "promoter.sluice.dev", Version: "v1alpha1", Resource: "promotionstrategies"},
 	"RollbackPolicy":    {Group: "rollback.sluice.dev", Version: "v1alpha1", Resource: "rollbackpolicies"},
 	"RevertCommit":      {Group: "rollback.sluice.dev", Version: "v1alpha1", Resource: "revertcommits"},
+	"GitRepository":     flux.GitRepositories,
+	"Kustomization":     flux.Kustomizations,
 }
 
 // create makes the object of a YAML document in namespace ns.
@@ -55,14 +57,23 @@ func create(ctx context.Context, dyn dynamic.Interface, ns, doc string) error {
 
 // ops counts what the workload did.
 type ops struct {
-	dryCommits, proposals, statuses, gateCloses, gateOpens, suspends, resumes, manualReverts, failed atomic.Int64
+	dryCommits, proposals, statuses, gateCloses, gateOpens, approvals, suspends, resumes, manualReverts, fixesDuringReverts, failed atomic.Int64
+	releaseUpgrades, releaseFailingTests, releaseForeign                                                                            atomic.Int64
 }
 
 // strategy is one PromotionStrategy of the workload and its repository.
 type strategy struct {
 	name string
 	repo *git.Repository
-	dir  string
+	// dir is the bare repository on the server's disk, which the checker reads.
+	dir string
+	// owner and provider: the repository's owner on its SCM and the ScmProvider (plain-git or
+	// gitea).
+	owner, provider string
+	// flux: the real Flux controllers deploy its prod branch, held by its prod gate.
+	flux bool
+	// cli is set on Gitea (see hydrator.cli).
+	cli *gitCLI
 }
 
 // workload drives the strategies: a hydrator, health, and people.
@@ -70,29 +81,34 @@ type workload struct {
 	ns     string
 	seed   uint64
 	sluice sluice.Interface
+	kube   kubernetes.Interface
 	dyn    dynamic.Interface
 	ops    *ops
 
 	mu      sync.Mutex
-	seq     map[string]int // dry SHA -> order made
+	seq     map[string]int    // dry SHA -> order made
+	repoOf  map[string]string // dry SHA -> its strategy
 	nextSeq int
 	// healthyFrom: the dry commits from this one on never fail (the final fix forward); 0 for none.
 	healthyFrom int
-	written     map[string]bool // hydrated SHAs that have a health status
-	gates       map[string]*gateLog
-	strategy    []*strategy
+	// fixes are the dry commits a person pushed as fixes forward during a revert: they never fail.
+	fixes    map[int]bool
+	written  map[string]int // hydrated SHA -> the stage of its health status
+	gates    map[string]*gateLog
+	strategy []*strategy
+	releases []*release
 }
 
 // failing is the seeded rule of which dry commits fail their health in prod.
 func (w *workload) failing(seq int) bool {
 	w.mu.Lock()
-	healthy := w.healthyFrom > 0 && seq >= w.healthyFrom
+	healthy := w.healthyFrom > 0 && seq >= w.healthyFrom || w.fixes[seq]
 	w.mu.Unlock()
 	return !healthy && rand.New(rand.NewPCG(w.seed, uint64(seq))).IntN(4) == 0
 }
 
 func (w *workload) setUp(ctx context.Context, s *strategy, url string) error {
-	h := &hydrator{repo: s.repo}
+	h := &hydrator{repo: s.repo, strategy: s.name, cli: s.cli}
 	d0, err := h.dryCommit(ctx, "0")
 	if err != nil {
 		return err
@@ -103,7 +119,7 @@ func (w *workload) setUp(ctx context.Context, s *strategy, url string) error {
 		}
 	}
 	docs := []string{
-		fmt.Sprintf(`{apiVersion: scm.sluice.dev/v1alpha1, kind: ScmRepository, metadata: {name: %s}, spec: {url: %q, allowInsecureLoopbackHTTP: true, providerRef: {name: plain-git}, owner: soak, name: %s}}`, s.name, url, s.name),
+		repositoryDoc(s, url),
 		fmt.Sprintf(`{apiVersion: gating.sluice.dev/v1alpha1, kind: Gate, metadata: {name: %s-prod}, spec: {closed: false}}`, s.name),
 		fmt.Sprintf(`{apiVersion: promoter.sluice.dev/v1alpha1, kind: PromotionStrategy, metadata: {name: %s}, spec: {repositoryRef: {name: %s}, dryBranch: main, activeCommitStatuses: [{key: health}],
 		  environments: [{branch: dev}, {branch: staging}, {branch: prod, gates: {refs: [{name: %s-prod}]}}]}}`, s.name, s.name, s.name),
@@ -118,19 +134,39 @@ func (w *workload) setUp(ctx context.Context, s *strategy, url string) error {
 	return nil
 }
 
+// repositoryDoc is the ScmRepository of s; a Gitea one reads the provider's Secret for git.
+func repositoryDoc(s *strategy, url string) string {
+	auth := ""
+	if s.provider == giteaProvider {
+		auth = fmt.Sprintf(", auth: {type: basic, secretRef: {name: %s}}", giteaProvider)
+	}
+	return fmt.Sprintf(`{apiVersion: scm.sluice.dev/v1alpha1, kind: ScmRepository, metadata: {name: %s}, spec: {url: %q, allowInsecureLoopbackHTTP: true, providerRef: {name: %s}, owner: %s, name: %s%s}}`,
+		s.name, url, s.provider, s.owner, s.name, auth)
+}
+
 // hydrate makes one dry commit on s and proposes it to every environment.
 func (w *workload) hydrate(ctx context.Context, s *strategy) (string, error) {
+	return w.hydrateAs(ctx, s, false)
+}
+
+// hydrateAs makes one dry commit on s, a fix forward the health rule never fails when fix is
+// set, and proposes it to every environment.
+func (w *workload) hydrateAs(ctx context.Context, s *strategy, fix bool) (string, error) {
 	w.mu.Lock()
 	w.nextSeq++
 	seq := w.nextSeq
+	if fix {
+		w.fixes[seq] = true
+	}
 	w.mu.Unlock()
-	h := &hydrator{repo: s.repo}
+	h := &hydrator{repo: s.repo, strategy: s.name, cli: s.cli}
 	dry, err := h.dryCommit(ctx, fmt.Sprint(seq))
 	if err != nil {
 		return "", err
 	}
 	w.mu.Lock()
 	w.seq[dry] = seq
+	w.repoOf[dry] = s.name
 	w.mu.Unlock()
 	w.ops.dryCommits.Add(1)
 	for _, env := range environments {
@@ -155,8 +191,9 @@ func (w *workload) seqs() map[string]int {
 	return out
 }
 
-// reportHealth writes a health CommitStatus for every active commit that has none: success,
-// but failure in prod for the dry commits the seeded rule picks.
+// reportHealth writes a health CommitStatus for every active commit: pending first, as a
+// rollout starts, then, a pass later, its last state: success, or failure in prod for the dry
+// commits the seeded rule picks. The SCM must end up with that last state (invariant 7).
 func (w *workload) reportHealth(ctx context.Context) error {
 	list, err := w.sluice.PromoterV1alpha1().PromotionStrategies(w.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -166,106 +203,52 @@ func (w *workload) reportHealth(ctx context.Context) error {
 		for _, e := range ps.Status.Environments {
 			sha, dry := e.Active.HydratedSHA, e.Active.DrySHA
 			w.mu.Lock()
-			done, seq := w.written[sha], w.seq[dry]
+			stage, seq := w.written[sha], w.seq[dry]
 			w.mu.Unlock()
-			if sha == "" || done {
+			if sha == "" || stage == healthFinal {
 				continue
 			}
 			phase, desc := commitstatusv1.CommitStatusSuccess, "rollout healthy"
 			if e.Branch == "prod" && seq > 0 && w.failing(seq) {
 				phase, desc = commitstatusv1.CommitStatusFailure, "pods fail readiness"
 			}
-			_, err := w.sluice.CommitstatusV1alpha1().CommitStatuses(w.ns).Create(ctx, &commitstatusv1.CommitStatus{
-				ObjectMeta: metav1.ObjectMeta{Name: "health-" + sha[:12], Labels: map[string]string{commitstatusv1.KeyLabel: "health"}},
-				Spec: commitstatusv1.CommitStatusSpec{RepositoryRef: commitstatusv1.RepositoryReference{Name: ps.Spec.RepositoryRef.Name},
-					SHA: sha, Name: "health", Phase: phase, Description: desc},
-			}, metav1.CreateOptions{})
-			if err != nil && !apierrors.IsAlreadyExists(err) {
+			if stage == healthNone {
+				phase, desc = commitstatusv1.CommitStatusPending, "rolling out"
+			}
+			if err := w.writeHealth(ctx, ps.Spec.RepositoryRef.Name, sha, stage, phase, desc); err != nil {
 				return err
 			}
 			w.ops.statuses.Add(1)
 			w.mu.Lock()
-			w.written[sha] = true
+			w.written[sha] = stage + 1
 			w.mu.Unlock()
 		}
 	}
 	return nil
 }
 
-// person does one thing a release engineer does, drawn by rng, and undoes it later.
-func (w *workload) person(ctx context.Context, rng *rand.Rand, undo func(time.Duration, func())) error {
-	s := w.strategy[rng.IntN(len(w.strategy))]
-	switch rng.IntN(4) {
-	case 0, 1:
-		g := w.gateOf(s.name)
-		if !g.open() {
-			return nil
-		}
-		if err := w.setGate(ctx, s.name, true); err != nil {
-			return err
-		}
-		undo(time.Duration(10+rng.IntN(30))*time.Second, func() { w.failedIf(w.setGate(context.WithoutCancel(ctx), s.name, false)) })
-	case 2:
-		if err := w.setSuspended(ctx, s.name, "soak: a person pauses promotions"); err != nil {
-			return err
-		}
-		w.ops.suspends.Add(1)
-		undo(time.Duration(5+rng.IntN(15))*time.Second, func() { w.failedIf(w.setSuspended(context.WithoutCancel(ctx), s.name, "")) })
-	case 3:
-		return w.manualRevert(ctx, s.name, "staging")
-	}
-	return nil
-}
+// Stages of a hydrated commit's health status.
+const (
+	healthNone = iota
+	healthPending
+	healthFinal
+)
 
-func (w *workload) failedIf(err error) {
-	if err != nil {
-		w.ops.failed.Add(1)
+// writeHealth creates the health status of sha (stage healthNone) or sets its last phase.
+func (w *workload) writeHealth(ctx context.Context, repo, sha string, stage int, phase commitstatusv1.CommitStatusPhase, desc string) error {
+	name := "health-" + sha[:12]
+	if stage != healthNone {
+		patch := fmt.Sprintf(`{"spec":{"phase":%q,"description":%q}}`, phase, desc)
+		_, err := w.sluice.CommitstatusV1alpha1().CommitStatuses(w.ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
 	}
-}
-
-func (w *workload) setGate(ctx context.Context, name string, closed bool) error {
-	patch := fmt.Sprintf(`{"spec":{"closed":%t,"message":"soak: a person"}}`, closed)
-	g := w.gateOf(name)
-	if closed {
-		// Recorded before the write, so a merge observed after it is never missed.
-		g.close(time.Now())
-	}
-	_, err := w.sluice.GatingV1alpha1().Gates(w.ns).Patch(ctx, name+"-prod", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	if err == nil && !closed {
-		g.reopen(time.Now())
-		w.ops.gateOpens.Add(1)
-	}
-	if err == nil && closed {
-		w.ops.gateCloses.Add(1)
-	}
-	if err != nil && closed {
-		g.reopen(time.Now())
-	}
-	return err
-}
-
-func (w *workload) setSuspended(ctx context.Context, name, reason string) error {
-	value := "null"
-	if reason != "" {
-		value = fmt.Sprintf("%q", reason)
-	} else {
-		w.ops.resumes.Add(1)
-	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, suspend.Annotation, value)
-	_, err := w.sluice.PromoterV1alpha1().PromotionStrategies(w.ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	return err
-}
-
-// manualRevert asks, as a person would, to take env back to its last healthy dry commit.
-func (w *workload) manualRevert(ctx context.Context, name, env string) error {
-	w.mu.Lock()
-	w.nextSeq++
-	id := w.nextSeq
-	w.mu.Unlock()
-	err := create(ctx, w.dyn, w.ns, fmt.Sprintf(`{apiVersion: rollback.sluice.dev/v1alpha1, kind: RevertCommit, metadata: {name: %s-%s-by-hand-%d},
-	  spec: {promotionStrategyRef: {name: %s}, activeBranch: %s, reason: "soak: a person reverts by hand", autoMerge: true}}`, name, env, id, name, env))
-	if err == nil {
-		w.ops.manualReverts.Add(1)
+	_, err := w.sluice.CommitstatusV1alpha1().CommitStatuses(w.ns).Create(ctx, &commitstatusv1.CommitStatus{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{commitstatusv1.KeyLabel: "health"}},
+		Spec: commitstatusv1.CommitStatusSpec{RepositoryRef: commitstatusv1.RepositoryReference{Name: repo},
+			SHA: sha, Name: "health", Phase: phase, Description: desc},
+	}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
 	}
 	return err
 }
@@ -283,7 +266,14 @@ func (w *workload) gateOf(name string) *gateLog {
 
 // hydrator writes dry commits and renders them onto the environments' -next branches, with
 // the hydrator metadata and note the promoter reads.
-type hydrator struct{ repo *git.Repository }
+type hydrator struct {
+	repo     *git.Repository
+	strategy string
+	// cli, for a strategy on Gitea, writes a proposal on top of its environment when the
+	// environment moved past the -next branch (see proposeOnEnvironment); nil on plain git,
+	// whose proposals stack on the -next branch and merge with a merge commit.
+	cli *gitCLI
+}
 
 func (h *hydrator) dryCommit(ctx context.Context, version string) (string, error) {
 	_ = h.repo.Fetch(ctx, "main")
@@ -297,32 +287,41 @@ func (h *hydrator) commit(ctx context.Context, branch, dry, msg string) (string,
 	_ = h.repo.Fetch(ctx, branch)
 	return h.repo.CommitFiles(ctx, git.CommitRequest{
 		Branch: branch, Message: msg,
-		Files: map[string][]byte{"app.yaml": []byte("# " + msg + "\n"), git.DefaultMetadataFile: git.HydratorNote(dry)},
+		Files: map[string][]byte{"app.yaml": manifest(h.strategy, dry, msg), git.DefaultMetadataFile: git.HydratorNote(dry)},
 	})
 }
 
 func (h *hydrator) propose(ctx context.Context, env, dry, msg string) error {
 	next := env + "-next"
 	// A -next branch left from an earlier proposal gets the new one on top, as a hydrator
-	// pushes; a first proposal starts from the environment.
+	// pushes; a first proposal starts from the environment. On Gitea, which merges pull requests
+	// for real, a proposal starts again from the environment once it moved past -next.
 	if err := h.repo.Fetch(ctx, env, next); err != nil {
 		var missing *git.BranchNotFoundError
 		if !errors.As(err, &missing) {
 			return err
 		}
 	}
-	if _, err := h.repo.Resolve(next); err != nil {
-		tip, err := h.repo.Resolve(env)
-		if err != nil {
-			return err
-		}
+	tip, err := h.repo.Resolve(env)
+	if err != nil {
+		return err
+	}
+	last, err := h.repo.Resolve(next)
+	if err != nil {
 		if err := h.repo.CreateBranch(ctx, next, tip); err != nil {
 			return err
+		}
+	} else if h.cli != nil {
+		if onTop, err := h.repo.IsAncestor(tip, last); err != nil || !onTop {
+			if err != nil {
+				return err
+			}
+			return h.proposeOnEnvironment(ctx, env, next, tip, last, dry, msg)
 		}
 	}
 	sha, err := h.repo.CommitFiles(ctx, git.CommitRequest{
 		Branch: next, Message: msg,
-		Files: map[string][]byte{"app.yaml": []byte("# " + msg + "\n"), git.DefaultMetadataFile: git.HydratorNote(dry)},
+		Files: map[string][]byte{"app.yaml": manifest(h.strategy, dry, msg), git.DefaultMetadataFile: git.HydratorNote(dry)},
 	})
 	if err != nil {
 		return err

@@ -27,9 +27,14 @@ func firstByte(b *testing.B, url string) time.Duration {
 	start := time.Now()
 	resp, err := uiClient.Get(url)
 	require.NoError(b, err)
+	return readFirstByte(b, resp, start)
+}
+
+// readFirstByte returns the time from start to the first byte of resp's body, then reads the rest.
+func readFirstByte(b *testing.B, resp *http.Response, start time.Time) time.Duration {
 	defer resp.Body.Close()
 	one := make([]byte, 1)
-	_, err = io.ReadFull(resp.Body, one)
+	_, err := io.ReadFull(resp.Body, one)
 	require.NoError(b, err)
 	ttfb := time.Since(start)
 	_, err = io.Copy(io.Discard, resp.Body)

@@ -1,7 +1,8 @@
 // Package bench measures the UI on the real local control plane with 1,000 PromotionStrategies
-// of 3 environments, 200 Gates and 1,000 HealthChecks: the first byte of the pipeline list, a
-// strategy page, a status write reaching an open page, and the server's memory, each beside
-// kubectl doing the same in the same run. The UI runs as its own process (the binary `make
+// of 3 environments in 100 namespaces, 200 Gates and 1,000 HealthChecks: the first byte of the
+// pipeline list, a strategy page, a status write reaching an open page, and the server's memory,
+// each beside kubectl doing the same in the same run; and the pipeline list of a person who may
+// read 10 of the namespaces (peruser_test.go), beside the unfiltered list. The UI runs as its own process (the binary `make
 // build` makes), so its memory is its own. `make bench` runs it; docs/benchmarks.md has figures.
 package bench
 
@@ -31,7 +32,7 @@ import (
 )
 
 const (
-	namespaces   = 10
+	namespaces   = 100
 	strategies   = 1000
 	gates        = 200
 	healthChecks = 1000
@@ -64,8 +65,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	_ = ui.Process.Signal(os.Interrupt)
-	_ = ui.Wait()
+	for _, p := range []*exec.Cmd{ui, personUI} {
+		_ = p.Process.Signal(os.Interrupt)
+		_ = p.Wait()
+	}
 	if err := env.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stop local control plane:", err)
 	}
@@ -80,7 +83,10 @@ func setUp() error {
 	if err := seed(context.Background()); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
-	return startUI()
+	if err := startUI(); err != nil {
+		return err
+	}
+	return startPersonUI()
 }
 
 // seed creates the objects: strategies with their status, as the promoter writes it.
@@ -134,12 +140,11 @@ func createStrategy(ctx context.Context, ns, name string) error {
 	return err
 }
 
-// startUI runs bin/sluice-ui (built now when make build has not) and waits until it lists
-// every strategy.
-func startUI() error {
+// uiBinary is bin/sluice-ui, built now when make build has not.
+func uiBinary() (string, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
-		return err
+		return "", err
 	}
 	bin := filepath.Join(root, "bin", "sluice-ui")
 	if _, err := os.Stat(bin); err != nil {
@@ -147,8 +152,17 @@ func startUI() error {
 		build := exec.Command("go", "build", "-o", bin, "./ui/cmd/sluice-ui")
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("build sluice-ui: %w: %s", err, out)
+			return "", fmt.Errorf("build sluice-ui: %w: %s", err, out)
 		}
+	}
+	return bin, nil
+}
+
+// startUI runs the UI in local mode and waits until it lists every strategy.
+func startUI() error {
+	bin, err := uiBinary()
+	if err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

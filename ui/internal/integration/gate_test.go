@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,22 +131,38 @@ func TestActionsRunAsThePersonTheProxyNames(t *testing.T) {
 	startUI(t, env.Config, setup.Config{Identity: setup.IdentityProxy, UserHeader: "X-Forwarded-User",
 		GroupsHeader: "X-Forwarded-Groups", ProxySocket: socket, Anonymous: setup.AnonymousRead})
 	url := sidecarProxy(t, socket)
+	gateController(t)
 	ns := newNamespace(t)
 	createGate(t, ns, "freeze")
 	ctx := context.Background()
+	testenv.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		g, err := env.Sluice.GatingV1alpha1().Gates(ns).Get(ctx, "freeze", metav1.GetOptions{})
+		return err == nil && g.Status.ObservedGeneration == g.Generation && g.Status.Open, err
+	}, "the gate-controller finds the gate open")
+	// Everyone may read the namespace's gates, signed in or not: the UI shows them what they may read.
+	readers(t, ns, rbacv1.Subject{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:authenticated"})
+	readers(t, ns, rbacv1.Subject{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:unauthenticated"})
 
 	anonymous := browser(t)
 	within(anonymous, t, chromedp.Navigate(url+"/gates/"+ns+"/freeze"), chromedp.WaitVisible(css(`.gate`)))
 	buttons := read(anonymous, t, chromedp.Evaluate[int](`document.querySelectorAll('a.button').length`))
 	assert.Zero(t, buttons, "an anonymous visitor sees no actions")
 
+	// bob may read the gate but not change it: no action is offered, the form is refused before
+	// it is filled in, and a POST made without the page gets the same 403.
 	bob := browser(t)
 	proxyHeaders(t, bob, network.Headers{"X-Forwarded-User": "bob"})
-	closeFromPage(t, bob, url, ns, "freeze", "bob tries")
-	within(bob, t, chromedp.WaitVisible(css(`#error`)))
+	within(bob, t, chromedp.Navigate(url+"/gates/"+ns+"/freeze"), chromedp.WaitVisible(css(`#live.on`)), chromedp.WaitVisible(css(`.gate`)))
+	offered := read(bob, t, chromedp.Evaluate[int](`document.querySelectorAll('a[href^="/act/"]').length`))
+	assert.Zero(t, offered, "bob sees no action he may not take")
+	within(bob, t, chromedp.Navigate(url+"/act/close-gate/"+ns+"/freeze"), chromedp.WaitVisible(css(`#error`)))
 	refused := read(bob, t, chromedp.Text(css(`#error`)))
-	assert.Contains(t, refused, `gates.gating.sluice.dev "freeze" is forbidden: User "bob" cannot`, "the API server's own message")
+	assert.Contains(t, refused, `gates.gating.sluice.dev "freeze" is forbidden: User "bob" cannot update resource "gates"`, "in the API server's own words")
+	assert.Zero(t, read(bob, t, chromedp.Evaluate[int](`document.querySelectorAll('#f-message').length`)), "no form to fill in")
 	screenshot(bob, t, "forbidden")
+	status, body := closeGateAs(t, socketClient(socket), "http://sluice-ui", ns, "bob", "bob posts anyway")
+	assert.Equal(t, http.StatusForbidden, status)
+	assert.Contains(t, body, `User &#34;bob&#34; cannot update resource &#34;gates&#34;`)
 	g, err := env.Sluice.GatingV1alpha1().Gates(ns).Get(ctx, "freeze", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.False(t, g.Spec.Closed, "nothing changed")
@@ -157,6 +175,8 @@ func TestActionsRunAsThePersonTheProxyNames(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "release-managers"}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
+	waitAllowed(t, "alice", []string{"release-managers", "devs"},
+		authorizationv1.ResourceAttributes{Verb: "update", Group: "gating.sluice.dev", Resource: "gates", Namespace: ns, Name: "freeze"})
 	alice := browser(t)
 	proxyHeaders(t, alice, network.Headers{"X-Forwarded-User": "alice", "X-Forwarded-Groups": "release-managers,devs"})
 	closeFromPage(t, alice, url, ns, "freeze", "alice freezes")

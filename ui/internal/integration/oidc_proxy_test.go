@@ -38,6 +38,7 @@ func TestBehindOAuth2ProxyOnlyTheVerifiedIDTokenNamesThePerson(t *testing.T) {
 	ns := newNamespace(t)
 	createGate(t, ns, "freeze")
 	gateKeepers(t, ns)
+	signedInReaders(t, ns)
 
 	bobClient, page := signedIn(t, provider, proxy, "/gates", bob)
 	assert.Contains(t, page, `<span class="who">oidc:bob</span>`, "the UI names bob from his ID token")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,6 +101,15 @@ func gateKeepers(t *testing.T, ns string) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "gate-keepers"},
 		Subjects: []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "oidc:release-managers"}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	waitAllowed(t, "oidc:alice", []string{"oidc:release-managers"},
+		authorizationv1.ResourceAttributes{Verb: "update", Group: "gating.sluice.dev", Resource: "gates", Namespace: ns, Name: "freeze"})
+}
+
+// signedInReaders lets every signed-in person read ns (bob too): the UI shows each person what
+// they may read.
+func signedInReaders(t *testing.T, ns string) {
+	t.Helper()
+	readers(t, ns, rbacv1.Subject{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "system:authenticated"})
 }
 
 // signedIn is a cookie-keeping client that signed user in through the provider's login page,
@@ -171,6 +181,7 @@ func TestOIDCSignInImpersonatesThePersonTheIDTokenNames(t *testing.T) {
 	ns := newNamespace(t)
 	createGate(t, ns, "freeze")
 	gateKeepers(t, ns)
+	signedInReaders(t, ns)
 	ctx := context.Background()
 
 	anonymous := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

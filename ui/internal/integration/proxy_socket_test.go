@@ -74,12 +74,18 @@ func TestIdentityHeadersAreBelievedOnlyOnTheProxySocket(t *testing.T) {
 // alice, and returns the status and body of the UI's answer (redirects not followed).
 func closeGateAsAlice(t *testing.T, c *http.Client, base, ns, message string) (int, string) {
 	t.Helper()
+	return closeGateAs(t, c, base, ns, "alice", message)
+}
+
+// closeGateAs is closeGateAsAlice for user.
+func closeGateAs(t *testing.T, c *http.Client, base, ns, user, message string) (int, string) {
+	t.Helper()
 	const token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	form := url.Values{"csrf": {token}, "step": {"apply"}, "message": {message}}
 	req, err := http.NewRequest(http.MethodPost, base+"/act/close-gate/"+ns+"/freeze", strings.NewReader(form.Encode()))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("X-Forwarded-User", "alice")
+	req.Header.Set("X-Forwarded-User", user)
 	req.AddCookie(&http.Cookie{Name: "sluice_csrf", Value: token})
 	noRedirect := *c
 	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

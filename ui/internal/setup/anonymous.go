@@ -10,7 +10,7 @@ import (
 const AnonymousRead = "read"
 
 func (c *Config) addAnonymousFlag(fs *flag.FlagSet) {
-	fs.StringVar(&c.Anonymous, "anonymous", "", "What a request that names nobody may do: nothing (empty, the default: a 401 page) or read (every page, with what the UI's own ServiceAccount may read; a warning is logged). Local mode always names you.")
+	fs.StringVar(&c.Anonymous, "anonymous", "", "What a request that names nobody may do: nothing (empty, the default: a 401 page) or read (every page, showing what the anonymous identity, system:anonymous in system:unauthenticated, may read, by SubjectAccessReviews; a warning is logged). Local mode always names you.")
 }
 
 func (c *Config) validateAnonymous() error {
@@ -28,6 +28,6 @@ func anonymousRead(cfg Config, log *slog.Logger) bool {
 	if cfg.Anonymous != AnonymousRead {
 		return false
 	}
-	log.Warn("--anonymous=read: anyone who reaches the UI reads every page, with what its ServiceAccount may read")
+	log.Warn("--anonymous=read: anyone who reaches the UI reads every page, with what system:anonymous may read")
 	return true
 }

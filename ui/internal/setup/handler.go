@@ -8,6 +8,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sluicehq/sluice/pkg/access"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/ui/internal/auth"
 	"github.com/sluicehq/sluice/ui/internal/store"
@@ -21,6 +22,11 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := st.WatchAgents(m.Dynamic, m.Metadata, m.Options.Namespace); err != nil {
+		return nil, err
+	}
+	m.WaitFor(st.Agents.Kinds.HasSynced)
+	m.AddServer(st.Agents.Kinds.Run)
 	st.Log(m.Log)
 	m.WaitFor(st.Kinds.HasSynced)
 	m.AddServer(st.Kinds.Run)
@@ -35,7 +41,7 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 	switch cfg.Identity {
 	case IdentityKubeconfig:
 		identify = localIdentity(cfg, whoAmI(m), m.Log)
-		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
+		actor = web.NewActor(m.RESTConfig, m.Recorder, false)
 	case IdentityProxy:
 		proxy := web.Proxy{UserHeader: cfg.UserHeader, GroupsHeader: cfg.GroupsHeader, Trusted: cfg.TrustedProxies,
 			AdminGroups: cfg.AdminGroups, AllowedGroups: cfg.AllowedAdminGroups}
@@ -45,7 +51,7 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 			}
 		}
 		identify = proxy
-		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
+		actor = web.NewActor(m.RESTConfig, m.Recorder, true)
 	}
 	var login *auth.Login
 	if cfg.Identity == IdentityOIDC {
@@ -53,13 +59,17 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 			return nil, err
 		}
 		identify = login
-		actor = &web.Actor{Config: m.RESTConfig, Recorder: m.Recorder}
+		actor = web.NewActor(m.RESTConfig, m.Recorder, true)
 	}
 	srv, err := web.New(st, identify, actor, m.Log)
 	if err != nil {
 		return nil, err
 	}
 	srv.AnonymousRead = anonymousRead(cfg, m.Log)
+	if cfg.Identity != IdentityKubeconfig {
+		// People read what they may read themselves, not what the UI's ServiceAccount may.
+		srv.Reads = &access.Reviewer{Reviews: m.Kube.AuthorizationV1().SubjectAccessReviews(), Clock: m.Clock}
+	}
 	if login != nil {
 		return login.Wrap(srv.Handler()), nil
 	}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -68,7 +69,7 @@ func (s *Store) WatchEvents(kube kubernetes.Interface, namespace string) (*Activ
 		}
 		return obj, nil
 	})
-	notify := func(any) { s.Changes.Notify(EventKind) }
+	notify := func(obj any) { s.Changes.Notify(EventKind, namespaceOf(obj)) }
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: notify, UpdateFunc: func(_, obj any) { notify(obj) }, DeleteFunc: notify,
 	}); err != nil {
@@ -84,15 +85,30 @@ func (a *Activity) Run(ctx context.Context) error {
 	return nil
 }
 
-// EventList returns the Events about Sluice's kinds, in no order; none before WatchEvents.
+// eventsResource is what a person must be allowed to list, in an Event's namespace, to see it.
+var eventsResource = schema.GroupResource{Resource: "events"}
+
+// EventList returns the Events about Sluice's kinds that the store's scope may list, in no
+// order; none before WatchEvents. An audit Event names a person and an object: a reader who may
+// not list the Events of its namespace must not learn either.
 func (s *Store) EventList() []*corev1.Event {
 	if s.Activity == nil {
 		return nil
 	}
 	objs := s.Activity.Informer.GetStore().List()
 	out := make([]*corev1.Event, 0, len(objs))
+	allowed := map[string]bool{}
 	for _, o := range objs {
-		if e, ok := o.(*corev1.Event); ok {
+		e, ok := o.(*corev1.Event)
+		if !ok {
+			continue
+		}
+		may, asked := allowed[e.Namespace]
+		if !asked {
+			may = s.scope == nil || s.scope.MayList(eventsResource, e.Namespace)
+			allowed[e.Namespace] = may
+		}
+		if may {
 			out = append(out, e)
 		}
 	}

@@ -3,33 +3,44 @@ package store
 import (
 	"slices"
 	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
 )
 
 // AnyKind is the change that concerns every page: a CRD came or went.
 const AnyKind = "*"
 
-// Hub tells each subscriber which kinds changed since it last looked. A subscriber that is slow
-// (a browser on a poor link) never blocks the informers: its changes are merged into one set
-// until it reads them, so a burst of writes costs it one update.
+// Hub tells each subscriber which kinds changed since it last looked, among the changes it may
+// see. A subscriber that is slow (a browser on a poor link) never blocks the informers: its
+// changes are merged into one set until it reads them, so a burst of writes costs it one update.
 type Hub struct {
 	mu   sync.Mutex
 	subs map[*Subscription]struct{}
 }
 
+// Change is a change to an object of Kind (its name in the UI) in Namespace.
+type Change struct{ Kind, Namespace string }
+
 // Subscription is one subscriber's pending changes.
 type Subscription struct {
-	// Ready receives a value when changes are pending.
+	// Ready receives a value when changes are pending; Take may still find none it may see.
 	Ready   chan struct{}
-	pending map[string]struct{}
+	pending map[Change]struct{}
+	visible func(Change) bool
 	hub     *Hub
 }
 
 // NewHub returns a hub with no subscribers.
 func NewHub() *Hub { return &Hub{subs: map[*Subscription]struct{}{}} }
 
-// Subscribe adds a subscriber; call Close when done.
-func (h *Hub) Subscribe() *Subscription {
-	s := &Subscription{Ready: make(chan struct{}, 1), pending: map[string]struct{}{}, hub: h}
+// Subscribe adds a subscriber that is told the changes visible reports true for (nil: every
+// change); call Close when done.
+func (h *Hub) Subscribe(visible func(Change) bool) *Subscription {
+	if visible == nil {
+		visible = func(Change) bool { return true }
+	}
+	s := &Subscription{Ready: make(chan struct{}, 1), pending: map[Change]struct{}{}, visible: visible, hub: h}
 	h.mu.Lock()
 	h.subs[s] = struct{}{}
 	h.mu.Unlock()
@@ -43,12 +54,12 @@ func (h *Hub) Subscribers() int {
 	return len(h.subs)
 }
 
-// Notify records that kind changed, for every subscriber.
-func (h *Hub) Notify(kind string) {
+// Notify records that an object of kind in namespace changed, for every subscriber.
+func (h *Hub) Notify(kind, namespace string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.subs {
-		s.pending[kind] = struct{}{}
+		s.pending[Change{kind, namespace}] = struct{}{}
 		select {
 		case s.Ready <- struct{}{}:
 		default:
@@ -56,15 +67,23 @@ func (h *Hub) Notify(kind string) {
 	}
 }
 
-// Take returns the kinds changed since the last Take, sorted, and forgets them.
+// Take returns the kinds changed since the last Take that the subscriber may see, sorted, and
+// forgets every pending change. It asks visible outside the hub's lock: the answer may need an
+// access review.
 func (s *Subscription) Take() []string {
 	s.hub.mu.Lock()
-	defer s.hub.mu.Unlock()
-	out := make([]string, 0, len(s.pending))
-	for k := range s.pending {
-		out = append(out, k)
+	pending := make([]Change, 0, len(s.pending))
+	for c := range s.pending {
+		pending = append(pending, c)
 	}
 	clear(s.pending)
+	s.hub.mu.Unlock()
+	var out []string
+	for _, c := range pending {
+		if !slices.Contains(out, c.Kind) && s.visible(c) {
+			out = append(out, c.Kind)
+		}
+	}
 	slices.Sort(out)
 	return out
 }
@@ -74,4 +93,33 @@ func (s *Subscription) Close() {
 	s.hub.mu.Lock()
 	delete(s.hub.subs, s)
 	s.hub.mu.Unlock()
+}
+
+// Subscribe subscribes to the changes of this store's scope: those of an object in a namespace
+// where the scope may list its kind, and every CRD that came or went.
+func (s *Store) Subscribe() *Subscription {
+	if s.scope == nil {
+		return s.Changes.Subscribe(nil)
+	}
+	kinds := map[string]*Kind{}
+	for _, k := range append(s.All(), s.Targets...) {
+		kinds[k.Name] = k
+	}
+	scope := s.scope
+	return s.Changes.Subscribe(func(c Change) bool {
+		k, ok := kinds[c.Kind]
+		return !ok || scope.MayList(k.Resource, c.Namespace)
+	})
+}
+
+// namespaceOf is the namespace of an informer's object, a deleted one's too.
+func namespaceOf(obj any) string {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		ns, _, _ := cache.SplitMetaNamespaceKey(d.Key)
+		return ns
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetNamespace()
+	}
+	return ""
 }

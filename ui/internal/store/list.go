@@ -7,13 +7,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// listOf returns a kind's objects as T, sorted by namespace and name, so every page lists them
-// in the same order.
+// listOf returns a kind's objects as T that the scope may list, sorted by namespace and name, so
+// every page lists them in the same order.
 func listOf[T metav1.Object](k *Kind) []T {
 	objs := k.Informer.GetStore().List()
+	if memo, ok := k.scope.(*memoScope); ok {
+		namespaces := map[string]struct{}{}
+		for _, o := range objs {
+			if m, ok := o.(metav1.Object); ok {
+				namespaces[m.GetNamespace()] = struct{}{}
+			}
+		}
+		memo.listsIn(k.Resource, namespaces)
+	}
 	out := make([]T, 0, len(objs))
 	for _, o := range objs {
-		if t, ok := o.(T); ok {
+		if t, ok := o.(T); ok && k.mayList(t.GetNamespace()) {
 			out = append(out, t)
 		}
 	}

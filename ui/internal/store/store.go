@@ -36,6 +36,11 @@ type Store struct {
 	Providers        *Kind
 	// Targets are the Flux and Argo CD kinds gates hold, by TargetKinds: metadata only.
 	Targets []*Kind
+
+	// scope is what this store shows (For; scope.go); nil, everything.
+	scope Scope
+	// Agents deploy the environments: their status, with only the fields shown (WatchAgents).
+	Agents Agents
 	// Activity is the Events about Sluice's kinds, once WatchEvents has added them (events.go).
 	Activity *Activity
 }
@@ -47,13 +52,18 @@ type Kind struct {
 	Name     string
 	Informer cache.SharedIndexInformer
 	kinds    *crdwatch.Kinds
+	// scope is what this Kind shows (Store.For); nil, everything.
+	scope Scope
 }
 
 // Installed reports whether the kind's CRD is installed and its cache synced.
 func (k *Kind) Installed() bool { return k.kinds.Synced(k.Resource) }
 
-// Get returns the object namespace/name, or nil.
+// Get returns the object namespace/name, or nil, also when the scope may not get it.
 func (k *Kind) Get(namespace, name string) any {
+	if !k.mayGet(namespace, name) {
+		return nil
+	}
 	key := name
 	if namespace != "" {
 		key = namespace + "/" + name
@@ -65,8 +75,11 @@ func (k *Kind) Get(namespace, name string) any {
 	return obj
 }
 
-// InNamespace returns every object of namespace.
+// InNamespace returns every object of namespace, or none when the scope may not list them.
 func (k *Kind) InNamespace(namespace string) []any {
+	if !k.mayList(namespace) {
+		return nil
+	}
 	objs, err := k.Informer.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
 	if err != nil {
 		return nil
@@ -104,7 +117,7 @@ func New(client sluice.Interface, meta metadata.Interface, namespace string) (*S
 	}
 	for _, k := range append(s.All(), s.Targets...) {
 		name := k.Name
-		notify := func(any) { s.Changes.Notify(name) }
+		notify := func(obj any) { s.Changes.Notify(name, namespaceOf(obj)) }
 		if _, err := k.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: notify, UpdateFunc: func(_, obj any) { notify(obj) }, DeleteFunc: notify,
 		}); err != nil {
@@ -112,7 +125,7 @@ func New(client sluice.Interface, meta metadata.Interface, namespace string) (*S
 		}
 	}
 	// A CRD installed or removed changes what every page can show.
-	kinds.OnChange(func() { s.Changes.Notify(AnyKind) })
+	kinds.OnChange(func() { s.Changes.Notify(AnyKind, "") })
 	return s, nil
 }
 

@@ -95,7 +95,7 @@ func stripBookkeeping(obj any) (any, error) {
 }
 
 // Referencing returns the objects of every target kind whose gating.sluice.dev/gates
-// annotation names the gate namespace/name, with their kind.
+// annotation names the gate namespace/name, with their kind: those the scope may list.
 func (s *Store) Referencing(namespace, name string) []Referrer {
 	var out []Referrer
 	for i, k := range s.Targets {
@@ -104,7 +104,7 @@ func (s *Store) Referencing(namespace, name string) []Referrer {
 			continue
 		}
 		for _, o := range objs {
-			if m, ok := o.(*metav1.PartialObjectMetadata); ok {
+			if m, ok := o.(*metav1.PartialObjectMetadata); ok && k.mayList(m.Namespace) {
 				out = append(out, Referrer{Kind: TargetKinds[i].Kind, Object: m})
 			}
 		}

@@ -46,6 +46,8 @@ type Reach struct {
 	Time           time.Time
 	PullRequestURL string
 	External       bool
+	// Change links what this promotion changed in the environment.
+	Change Change
 }
 
 // EnvironmentDORA is one environment's figures.
@@ -80,9 +82,10 @@ func BuildHistory(s *promoterv1alpha1.PromotionStrategy, links Links, reverts []
 	for col, branch := range h.Environments {
 		st := statuses[branch]
 		in := DORAInput{Now: now, CommitTimes: times}
-		for _, rec := range st.History {
+		for i, rec := range st.History {
 			c := &row(rec.DrySHA).Cells[col]
-			c.Reached = append(c.Reached, Reach{Time: rec.Time.Time, PullRequestURL: rec.PullRequestURL, External: rec.External})
+			c.Reached = append(c.Reached, Reach{Time: rec.Time.Time, PullRequestURL: rec.PullRequestURL, External: rec.External,
+				Change: promotionChange(links, s, branch, st.History, i)})
 			in.Deployments = append(in.Deployments, Deployment{DrySHA: rec.DrySHA, Time: rec.Time.Time})
 		}
 		if st.Active.DrySHA != "" {

@@ -29,6 +29,10 @@ type Environment struct {
 	AutoMerge bool
 	Active    Commit
 	Proposed  Commit
+	// Change links what a promotion of Proposed would change, when it differs from Active.
+	Change *Change
+	// Agents are the Flux Kustomizations and Argo CD Applications that deploy the environment.
+	Agents []Agent
 	// PullRequest is the open or last promotion pull request, if any.
 	PullRequest *PullRequest
 	Gates       []GateHold
@@ -94,6 +98,8 @@ type PipelineInput struct {
 	Gate           func(namespace, name string) *gatingv1alpha1.Gate
 	CommitStatuses []*commitstatusv1alpha1.CommitStatus
 	RevertCommits  []*rollbackv1alpha1.RevertCommit
+	// Agents finds the delivery agents' objects that deploy an environment branch; nil: none.
+	Agents func(branch string) []Agent
 }
 
 // BuildPipeline lays a strategy out environment by environment, in DAG order.
@@ -115,6 +121,10 @@ func BuildPipeline(s *promoterv1alpha1.PromotionStrategy, in PipelineInput) Pipe
 			Eligible: st.Eligible, Blocked: st.Blocked, Blocks: st.Blocks, History: st.History,
 			Gates:   withApprovals(gateHolds(spec.Gates, s.Namespace, in.Gate), st.Proposed.DrySHA, in.Gate),
 			Reverts: reverts(s.Name, spec.Branch, in.RevertCommits),
+		}
+		env.Change = environmentChange(in.Links, s, spec.Branch, env.Active, env.Proposed)
+		if in.Agents != nil {
+			env.Agents = in.Agents(spec.Branch)
 		}
 		if pr := st.PullRequest; pr != nil {
 			env.PullRequest = &PullRequest{Name: pr.Name, State: string(pr.State), URL: pr.URL,

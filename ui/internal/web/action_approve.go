@@ -28,7 +28,8 @@ var approveAction = &action{
 		{Name: "message", Label: "Message", Help: "Why, such as the change ticket; shown on the gate."},
 		{Name: "strategy", Hidden: true}, {Name: "env", Hidden: true}, {Name: "target", Hidden: true},
 	},
-	back: approvalBack,
+	back:       approvalBack,
+	permission: needs("update", schema.GroupResource{Group: gatingv1alpha1.GroupName, Resource: "gates"}),
 	describe: func(s *Server, ns, name string, f url.Values, now time.Time) (string, error) {
 		d, err := parseFor(f.Get("for"))
 		if err != nil {
@@ -65,8 +66,9 @@ var approveAction = &action{
 // removeApprovalAction removes one approval from a gate, with pkg/actions.RemoveApproval.
 var removeApprovalAction = &action{
 	Title: "Remove an approval", Kind: "Gate", reason: "ApprovalRemovedFromUI",
-	Fields: []field{{Name: "revision", Hidden: true}},
-	back:   func(_ *Server, ns, name string, _ url.Values) string { return pathOf("gates", ns, name) },
+	Fields:     []field{{Name: "revision", Hidden: true}},
+	back:       func(_ *Server, ns, name string, _ url.Values) string { return pathOf("gates", ns, name) },
+	permission: needs("update", schema.GroupResource{Group: gatingv1alpha1.GroupName, Resource: "gates"}),
 	describe: func(s *Server, ns, name string, f url.Values, _ time.Time) (string, error) {
 		g := s.Store.Gate(ns, name)
 		if g == nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	writes "github.com/sluicehq/sluice/pkg/actions"
@@ -21,6 +22,8 @@ func gateAction(open bool) *action {
 	}
 	return &action{
 		Title: verb + " gate", Kind: "Gate", reason: reason,
+		// writes.SetGate reads the gate and updates it.
+		permission: needs("update", schema.GroupResource{Group: gatingv1alpha1.GroupName, Resource: "gates"}),
 		Fields: []field{
 			{Name: "message", Label: "Message", Help: "Why; shown on the gate and to everyone it holds."},
 			{Name: "for", Label: "For (optional)", Help: "An expiry such as 30m or 2h: the gate then returns to what it is now. Empty: until someone changes it."},

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
@@ -20,7 +21,8 @@ import (
 // which the promoter-controller carries out on the SCM.
 var mergeAction = &action{
 	Title: "Merge promotion", Kind: "PullRequest", reason: "MergeRequestedFromUI",
-	Fields: []field{{Name: "strategy", Hidden: true}},
+	permission: needs("patch", schema.GroupResource{Group: promoterv1alpha1.GroupName, Resource: "pullrequests"}),
+	Fields:     []field{{Name: "strategy", Hidden: true}},
 	// back is the strategy's page when the strategy exists, else the list: the field comes
 	// from the form, so it never makes a path of its own.
 	back: func(s *Server, ns, _ string, f url.Values) string {
@@ -49,6 +51,7 @@ var mergeAction = &action{
 // which the rollback-controller writes and merges.
 var revertAction = &action{
 	Title: "Revert environment", Kind: "PromotionStrategy", reason: "RevertRequestedFromUI",
+	permission: needs("create", schema.GroupResource{Group: rollbackv1alpha1.GroupName, Resource: "revertcommits"}),
 	Fields: []field{
 		{Name: "env", Hidden: true},
 		{Name: "sha", Label: "Go back to", Options: healthySHAs},
@@ -93,8 +96,9 @@ func validSHA(s *Server, ns, name string, f url.Values) bool {
 // rollback-controller acts on once.
 var releaseRollbackAction = &action{
 	Title: "Roll back release", Kind: "ManifestRelease", reason: "RollbackRequestedFromUI",
-	Fields: []field{{Name: "number", Label: "Snapshot", Options: snapshots}},
-	back:   func(*Server, string, string, url.Values) string { return "/rollbacks" },
+	permission: needs("patch", schema.GroupResource{Group: rollbackv1alpha1.GroupName, Resource: "manifestreleases"}),
+	Fields:     []field{{Name: "number", Label: "Snapshot", Options: snapshots}},
+	back:       func(*Server, string, string, url.Values) string { return "/rollbacks" },
 	describe: func(s *Server, ns, name string, f url.Values, _ time.Time) (string, error) {
 		for _, o := range snapshots(s, ns, name, f) {
 			if o.Value == f.Get("number") {

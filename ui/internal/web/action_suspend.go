@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/sluicehq/sluice/pkg/access"
 	writes "github.com/sluicehq/sluice/pkg/actions"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
@@ -57,6 +58,14 @@ func suspendAction(resume bool) *action {
 	}
 	return &action{
 		Title: verb, Kind: "object", reason: reason, Fields: fields,
+		// Suspend applies the annotation and Resume patches it away: patch on the kind chosen.
+		permission: func(ns, name string, f url.Values) (access.Request, bool) {
+			k, ok := suspendable[f.Get("kind")]
+			if !ok {
+				return access.Request{}, false
+			}
+			return needs("patch", k.resource.GroupResource())(ns, name, f)
+		},
 		back: func(_ *Server, ns, name string, f url.Values) string {
 			k, ok := suspendable[f.Get("kind")]
 			if !ok {

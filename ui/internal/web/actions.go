@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/sluicehq/sluice/pkg/access"
 )
 
 // action is one thing a person can do from the UI.
@@ -25,6 +27,9 @@ type action struct {
 	// back is the page to return to: a path built with pathOf from objects that exist.
 	back   func(s *Server, ns, name string, f url.Values) string
 	reason string
+	// permission is what RBAC must allow the person for apply's write, asked before the action is
+	// offered or taken; false when it depends on a field not chosen yet.
+	permission func(ns, name string, f url.Values) (access.Request, bool)
 	// prefill, when set, completes the form's values with what it reads as the person, before
 	// the form is shown (the revision a held object would apply, say).
 	prefill func(ctx context.Context, c clients, ns, name string, f url.Values) url.Values
@@ -91,7 +96,11 @@ func (s *Server) actionForm(w http.ResponseWriter, r *http.Request) {
 			values = a.prefill(r.Context(), c, ns, obj, values)
 		}
 	}
-	s.render(w, r, http.StatusOK, "action", page{Title: a.Title, Data: s.formData(a, r.PathValue("action"), ns, obj, values)})
+	data := s.formData(a, r.PathValue("action"), ns, obj, values)
+	if s.refuseUnallowed(w, r, data) {
+		return
+	}
+	s.render(w, r, http.StatusOK, "action", page{Title: a.Title, Data: data})
 }
 
 // action reviews (step=review: the confirmation, saying exactly what changes) or applies
@@ -116,6 +125,9 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		values.Set(f.Name, strings.TrimSpace(r.PostFormValue(f.Name)))
 	}
 	data := s.formData(a, r.PathValue("action"), ns, obj, values)
+	if s.refuseUnallowed(w, r, data) {
+		return
+	}
 	now := s.Now()
 	desc, err := a.describe(s, ns, obj, values, now)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
+	"github.com/sluicehq/sluice/pkg/access"
 )
 
 // Actor performs actions as the person who asks: with the kubeconfig the UI started with in
@@ -18,6 +19,9 @@ import (
 type Actor struct {
 	Config   *rest.Config
 	Recorder record.EventRecorder
+	// May answers whether a person may take an action (NewActor, may.go); nil, every action is
+	// offered and the API server decides.
+	May *access.Reviewer
 }
 
 // clients are the clients of one person.

@@ -23,7 +23,8 @@ func renderPage(t *testing.T, name string, data any) string {
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	require.NoError(t, pages[name].ExecuteTemplate(&buf, "layout", page{Title: name, Now: now, User: "alice", CanAct: true, Data: data}))
+	require.NoError(t, pages[name].ExecuteTemplate(&buf, "layout", page{Title: name, Now: now, User: "alice", CanAct: true, Data: data,
+		may: func(string, string, string, string) bool { return true }}))
 	return buf.String()
 }
 

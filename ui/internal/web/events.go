@@ -11,7 +11,8 @@ import (
 const keepAlive = 25 * time.Second
 
 // events streams the kinds that changed, as server-sent events. The page fetches itself again
-// when a kind it shows is named: the server pushes, the browser never polls.
+// when a kind it shows is named: the server pushes, the browser never polls. Only changes in
+// namespaces where the person may list the kind are told (store.Subscribe).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -22,7 +23,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	sub := s.Store.Changes.Subscribe()
+	sub := s.Store.Subscribe()
 	defer sub.Close()
 	fmt.Fprint(w, "retry: 2000\nevent: ready\ndata: ok\n\n")
 	flusher.Flush()
@@ -35,7 +36,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-ticker.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
 		case <-sub.Ready:
-			fmt.Fprintf(w, "event: change\ndata: %s\n\n", strings.Join(sub.Take(), ","))
+			kinds := sub.Take()
+			if len(kinds) == 0 {
+				continue // only changes the person may not see
+			}
+			fmt.Fprintf(w, "event: change\ndata: %s\n\n", strings.Join(kinds, ","))
 		}
 		flusher.Flush()
 	}

@@ -22,10 +22,11 @@ func TestTheRollbacksPageShowsWhyAReleaseStallsAndOffersOnlyRealRollbacks(t *tes
 			Reason: "InstallFailed", Message: `applying Deployment team/web: admission webhook denied it`}}}}
 	kept := &rollbackv1alpha1.ManifestRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "second"},
 		Status: rollbackv1alpha1.ManifestReleaseStatus{UpgradeNumber: 2, History: []rollbackv1alpha1.ReleaseHistoryEntry{{Number: 1, Version: "1.0"}, {Number: 2, Version: "1.1"}}}}
+	may := true
 	render := func(releases ...*rollbackv1alpha1.ManifestRelease) string {
 		var buf bytes.Buffer
 		require.NoError(t, pages["rollbacks"].ExecuteTemplate(&buf, "layout", page{Title: "Rollbacks", Now: time.Now(), CanAct: true,
-			Data: rollbacksData{Releases: releases}}))
+			may: func(string, string, string, string) bool { return may }, Data: rollbacksData{Releases: releases}}))
 		return buf.String()
 	}
 
@@ -37,4 +38,6 @@ func TestTheRollbacksPageShowsWhyAReleaseStallsAndOffersOnlyRealRollbacks(t *tes
 	assert.Contains(t, page, `href="/act/rollback/team/second"`)
 	assert.NotContains(t, page, "Stalled:")
 	assert.Equal(t, []option{{"1", "version 1.0, test "}}, releaseSnapshots(kept))
+	may = false
+	assert.NotContains(t, render(kept), "/act/rollback/", "not offered to whom RBAC refuses it")
 }

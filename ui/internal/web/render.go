@@ -30,6 +30,9 @@ type page struct {
 	SignOut string
 	// Frozen is the header's link to the closed gates, as "2 closed gates".
 	Frozen string
+
+	// may backs May (may.go): whether the person may take an action.
+	may func(action, ns, name, kind string) bool
 }
 
 func parsePages() (map[string]*template.Template, error) {
@@ -114,6 +117,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 	if id, ok := s.Identify.Identify(r); ok {
 		p.User = id.User
 		p.CanAct = s.Act != nil
+		if p.CanAct {
+			p.may = s.offers(r)
+		}
 		if so, ok := s.Identify.(SignsOut); ok {
 			p.SignOut = so.SignOutPath()
 		}

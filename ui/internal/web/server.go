@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sluicehq/sluice/pkg/access"
 	"github.com/sluicehq/sluice/ui/internal/store"
 )
 
@@ -20,7 +21,13 @@ var embedded embed.FS
 
 // Server is the UI's HTTP handler.
 type Server struct {
+	// Store is the store as the request's person sees it: Handler serves each page with a copy of
+	// the Server whose Store is scoped to that person (reads.go). The Server New returns reads
+	// nothing, so a page not routed through Handler's page shows nothing rather than everything.
 	Store *store.Store
+	// Reads answers what a person may read (reads.go); nil, everyone reads everything the
+	// store holds, as in local mode, where the informers read with the person's own kubeconfig.
+	Reads *access.Reviewer
 	// Identify tells who sent a request; an anonymous request may read but never act.
 	Identify Identifier
 	// AnonymousRead lets requests that name nobody read the pages (anonymous.go); off, they are
@@ -32,14 +39,16 @@ type Server struct {
 	Now  func() time.Time
 	csrf csrfGuard
 	// flashes are the banners of done actions, by the key in ?done= (flash.go).
-	flashes flashes
+	flashes *flashes
 
+	// all is the whole store, which Handler scopes for each request.
+	all   *store.Store
 	pages map[string]*template.Template
 }
 
 // New parses the templates.
 func New(st *store.Store, identify Identifier, act *Actor, log *slog.Logger) (*Server, error) {
-	s := &Server{Store: st, Identify: identify, Act: act, Log: log, Now: time.Now}
+	s := &Server{all: st, Store: st.For(store.Nothing), Identify: identify, Act: act, Log: log, Now: time.Now, flashes: &flashes{}}
 	var err error
 	if s.pages, err = parsePages(); err != nil {
 		return nil, err
@@ -55,20 +64,26 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/pipelines", http.StatusFound)
 	})
-	mux.HandleFunc("GET /pipelines", s.pipelines)
-	mux.HandleFunc("GET /pipelines/{namespace}/{name}", s.pipeline)
-	mux.HandleFunc("GET /pipelines/{namespace}/{name}/history", s.history)
-	mux.HandleFunc("GET /gates", s.gates)
-	mux.HandleFunc("GET /gates/{namespace}/{name}", s.gates)
-	mux.HandleFunc("GET /health", s.health)
-	mux.HandleFunc("GET /rollbacks", s.rollbacks)
-	mux.HandleFunc("GET /search", s.search)
-	mux.HandleFunc("GET /frozen", s.frozen)
-	mux.HandleFunc("GET /frozen/count", s.frozenCount)
-	mux.HandleFunc("GET /activity", s.activity)
-	mux.HandleFunc("GET /events", s.events)
-	mux.HandleFunc("GET /act/{action}/{namespace}/{name}", s.actionForm)
-	mux.HandleFunc("POST /act/{action}/{namespace}/{name}", s.action)
+	// page routes a handler that reads the store: it is served by a Server scoped to the person.
+	page := func(pattern string, h func(*Server, http.ResponseWriter, *http.Request)) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { h(s.forRequest(r), w, r) })
+	}
+	page("GET /pipelines", (*Server).pipelines)
+	page("GET /pipelines/{namespace}/{name}", (*Server).pipeline)
+	page("GET /pipelines/{namespace}/{name}/history", (*Server).history)
+	page("GET /pipelines/{namespace}/{name}/diff", (*Server).pipelineDiff)
+	page("GET /gates", (*Server).gates)
+	page("GET /gates/{namespace}/{name}", (*Server).gates)
+	page("GET /health", (*Server).health)
+	page("GET /rollbacks", (*Server).rollbacks)
+	page("GET /rollbacks/{namespace}/{name}/diff", (*Server).releaseDiff)
+	page("GET /search", (*Server).search)
+	page("GET /frozen", (*Server).frozen)
+	page("GET /frozen/count", (*Server).frozenCount)
+	page("GET /activity", (*Server).activity)
+	page("GET /events", (*Server).events)
+	page("GET /act/{action}/{namespace}/{name}", (*Server).actionForm)
+	page("POST /act/{action}/{namespace}/{name}", (*Server).action)
 	return s.guard(mux)
 }
 
