@@ -80,7 +80,8 @@ func TestHistoryPageShowsCommitsEnvironmentsAndDORA(t *testing.T) {
 	assert.Contains(t, restored, "restored by checkout-prod-1")
 	assert.Contains(t, restored, "running")
 	staging := read(b, t, chromedp.Text(css(`#commit-`+newSHA+` td[data-branch="env/staging"]`)))
-	assert.Contains(t, staging, at(26*time.Hour).UTC().Format("2006-01-02 15:04 UTC"), "when new reached staging")
+	reached := read(b, t, chromedp.Evaluate[string](`document.querySelector('#commit-`+newSHA+` td[data-branch="env/staging"] time').title`))
+	assert.Equal(t, at(26*time.Hour).UTC().Format("2006-01-02 15:04 UTC"), reached, "when new reached staging, in UTC on hover")
 	assert.NotContains(t, staging, "reverted", "the revert was of prod only")
 
 	requireProdDORA(b, t, ps, rc)
