@@ -151,22 +151,10 @@ func (p *promotion) propose(t *testing.T, msg string) string {
 
 func (p *promotion) waitEnvironment(t *testing.T, env, what string, cond func(promoterv1alpha1.EnvironmentStatus) bool) promoterv1alpha1.EnvironmentStatus {
 	t.Helper()
-	var last promoterv1alpha1.EnvironmentStatus
-	testenv.WaitFor(t, 3*time.Minute, func() (bool, error) {
-		s, err := p.c.Sluice.PromoterV1alpha1().PromotionStrategies(p.ns).Get(context.Background(), "web", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range s.Status.Environments {
-			if e.Branch == env {
-				last = e
-				return cond(e), nil
-			}
-		}
-		return false, nil
-	}, "environment %s %s (last: active dry %q, blocked %q)\n%s", env, what,
-		lazy(func() string { return last.Active.DrySHA }), lazy(func() string { return last.Blocked }),
-		lazy(p.describe))
+	last, err := testenv.WaitEnvironment(context.Background(), 3*time.Minute, p.c.Sluice, p.ns, "web", env, cond)
+	if err != nil {
+		t.Fatalf("environment %s %s (last: active dry %q, blocked %q): %v\n%s", env, what, last.Active.DrySHA, last.Blocked, err, p.describe())
+	}
 	return last
 }
 

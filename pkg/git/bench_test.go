@@ -170,83 +170,98 @@ func BenchmarkPromotionCycle(b *testing.B) {
 		if err != nil {
 			b.Skip("git is not on PATH")
 		}
-		runCycles(b, "git-cli", func(b *testing.B, e *cycleEnv) {
-			dir := filepath.Join(benchDir(b, "git-cli-client"), "cache.git")
-			run := cliRunner(gitBin, dir)
-			for _, args := range [][]string{{"init", "--quiet", "--bare", dir}, {"remote", "add", "origin", e.url}} {
-				if _, err := run(args...); err != nil {
-					b.Fatal(err)
-				}
-			}
-			e.cycle = func(context.Context) error { return cliCycle(run) }
-			if _, err := run(append([]string{"fetch", "--quiet", "--no-tags", "origin"}, cliRefspecs...)...); err != nil {
-				b.Fatal(err)
-			}
-		})
+		runCycles(b, "git-cli", cliClient(gitBin))
 		if b.N > 0 {
 			cliNsPerOp = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 		}
 	})
 
 	b.Run("go-git", func(b *testing.B) {
-		runCycles(b, "go-git", func(b *testing.B, e *cycleEnv) {
-			repo := openBench(b, e.url)
-			e.cycle = func(ctx context.Context) error {
-				if err := repo.Fetch(ctx, "dev", "dev-next"); err != nil {
-					return err
-				}
-				expected, err := repo.Resolve("dev")
-				if err != nil {
-					return err
-				}
-				res, err := repo.MergeAndPush(ctx, "dev-next", "dev", expected, 3, git.MergeOptions{Message: "Promote dev-next into dev\n"})
-				if err == nil && res.Kind != git.MergeCommit {
-					err = fmt.Errorf("expected a merge commit, got %s", res.Kind)
-				}
-				return err
-			}
-		})
+		runCycles(b, "go-git", goGitClient())
 		ratio(b)
 	})
 
 	// go-git's Remote.Push with RequireRemoteRefs, for comparison: the same fetch and merge, but
 	// the push lists every object of the history first (see the package documentation).
 	b.Run("go-git-remote-push", func(b *testing.B) {
-		runCycles(b, "go-git-remote-push", func(b *testing.B, e *cycleEnv) {
-			root := benchDir(b, "go-git-remote-push-client")
-			repo := openBenchIn(b, root, e.url)
-			entries, err := os.ReadDir(root)
-			if err != nil || len(entries) != 1 {
-				b.Fatalf("expected one cached repository in %s: %v", root, err)
-			}
-			dir := filepath.Join(root, entries[0].Name())
-			e.cycle = func(ctx context.Context) error {
-				if err := repo.Fetch(ctx, "dev", "dev-next"); err != nil {
-					return err
-				}
-				expected, err := repo.Resolve("dev")
-				if err != nil {
-					return err
-				}
-				res, err := repo.Merge("dev-next", "dev", git.MergeOptions{Message: "Promote dev-next into dev\n"})
-				if err != nil {
-					return err
-				}
-				// Opened afresh: a go-git store does not see packs another store wrote after it
-				// listed them, and the fetch above wrote one.
-				raw, err := gogit.PlainOpen(dir)
-				if err != nil {
-					return err
-				}
-				return raw.PushContext(ctx, &gogit.PushOptions{
-					RemoteName:        "origin",
-					RefSpecs:          []config.RefSpec{config.RefSpec(res.SHA + ":refs/heads/dev")},
-					RequireRemoteRefs: []config.RefSpec{config.RefSpec(expected + ":refs/heads/dev")},
-				})
-			}
-		})
+		runCycles(b, "go-git-remote-push", remotePushClient())
 		ratio(b)
 	})
+}
+
+// cliClient sets a cycle up with the git command line: a bare clone, fetched.
+func cliClient(gitBin string) func(*testing.B, *cycleEnv) {
+	return func(b *testing.B, e *cycleEnv) {
+		dir := filepath.Join(benchDir(b, "git-cli-client"), "cache.git")
+		run := cliRunner(gitBin, dir)
+		for _, args := range [][]string{{"init", "--quiet", "--bare", dir}, {"remote", "add", "origin", e.url}} {
+			if _, err := run(args...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		e.cycle = func(context.Context) error { return cliCycle(run) }
+		if _, err := run(append([]string{"fetch", "--quiet", "--no-tags", "origin"}, cliRefspecs...)...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// goGitClient sets a cycle up with this package: fetch, merge and push.
+func goGitClient() func(*testing.B, *cycleEnv) {
+	return func(b *testing.B, e *cycleEnv) {
+		repo := openBench(b, e.url)
+		e.cycle = func(ctx context.Context) error {
+			if err := repo.Fetch(ctx, "dev", "dev-next"); err != nil {
+				return err
+			}
+			expected, err := repo.Resolve("dev")
+			if err != nil {
+				return err
+			}
+			res, err := repo.MergeAndPush(ctx, "dev-next", "dev", expected, 3, git.MergeOptions{Message: "Promote dev-next into dev\n"})
+			if err == nil && res.Kind != git.MergeCommit {
+				err = fmt.Errorf("expected a merge commit, got %s", res.Kind)
+			}
+			return err
+		}
+	}
+}
+
+// remotePushClient sets a cycle up with go-git's Remote.Push for the push.
+func remotePushClient() func(*testing.B, *cycleEnv) {
+	return func(b *testing.B, e *cycleEnv) {
+		root := benchDir(b, "go-git-remote-push-client")
+		repo := openBenchIn(b, root, e.url)
+		entries, err := os.ReadDir(root)
+		if err != nil || len(entries) != 1 {
+			b.Fatalf("expected one cached repository in %s: %v", root, err)
+		}
+		dir := filepath.Join(root, entries[0].Name())
+		e.cycle = func(ctx context.Context) error {
+			if err := repo.Fetch(ctx, "dev", "dev-next"); err != nil {
+				return err
+			}
+			expected, err := repo.Resolve("dev")
+			if err != nil {
+				return err
+			}
+			res, err := repo.Merge("dev-next", "dev", git.MergeOptions{Message: "Promote dev-next into dev\n"})
+			if err != nil {
+				return err
+			}
+			// Opened afresh: a go-git store does not see packs another store wrote after it
+			// listed them, and the fetch above wrote one.
+			raw, err := gogit.PlainOpen(dir)
+			if err != nil {
+				return err
+			}
+			return raw.PushContext(ctx, &gogit.PushOptions{
+				RemoteName:        "origin",
+				RefSpecs:          []config.RefSpec{config.RefSpec(res.SHA + ":refs/heads/dev")},
+				RequireRemoteRefs: []config.RefSpec{config.RefSpec(expected + ":refs/heads/dev")},
+			})
+		}
+	}
 }
 
 func openBench(b *testing.B, url string) *git.Repository {

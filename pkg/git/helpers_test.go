@@ -1,10 +1,8 @@
 package git_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 // fixture is a served repository and a cache reading it.
@@ -20,14 +19,14 @@ type fixture struct {
 	remote *gittest.Repo
 	cache  *git.Cache
 	root   string
-	logs   *syncBuffer
+	logs   *testenv.SyncBuffer
 	repo   *git.Repository
 }
 
 func newFixture(t *testing.T, opts ...gittest.Option) *fixture {
 	t.Helper()
 	srv := gittest.NewServer(t, opts...)
-	f := &fixture{srv: srv, remote: srv.CreateRepo(t, "app"), root: t.TempDir(), logs: &syncBuffer{}}
+	f := &fixture{srv: srv, remote: srv.CreateRepo(t, "app"), root: t.TempDir(), logs: &testenv.SyncBuffer{}}
 	f.cache = f.newCache(t)
 	return f
 }
@@ -66,20 +65,3 @@ func ctx(t *testing.T) context.Context {
 
 // dry returns a made-up dry commit SHA.
 func dry(i int) string { return gittest.FakeDrySHA(1000 + i) }
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}

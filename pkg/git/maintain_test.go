@@ -25,6 +25,7 @@ import (
 
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 const repackedLog = "repacked a git cache repository"
@@ -37,7 +38,7 @@ func TestRepackAfterManyFetches(t *testing.T) {
 	for name, serve := range remotes {
 		t.Run(name, func(t *testing.T) {
 			remote, url := serve(t)
-			root, logs := t.TempDir(), &syncBuffer{}
+			root, logs := t.TempDir(), &testenv.SyncBuffer{}
 			c, err := git.NewCache(root, testLogger(logs), git.WithMaintenance(git.Maintenance{MaxPacks: 10}))
 			require.NoError(t, err)
 			repo, err := c.Open(url, git.Auth{}, git.Options{})
@@ -403,11 +404,11 @@ var remotes = map[string]func(t *testing.T) (*gittest.Repo, string){
 	},
 }
 
-func testLogger(logs *syncBuffer) *slog.Logger {
+func testLogger(logs *testenv.SyncBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(logs, nil))
 }
 
-func reopen(t *testing.T, root, url string, logs *syncBuffer) *git.Repository {
+func reopen(t *testing.T, root, url string, logs *testenv.SyncBuffer) *git.Repository {
 	t.Helper()
 	c, err := git.NewCache(root, testLogger(logs))
 	require.NoError(t, err)

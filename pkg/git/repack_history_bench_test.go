@@ -92,89 +92,107 @@ func copyDir(b *testing.B, src, name string) string {
 // Each reports its peak RSS (git's from its rusage, the promoter's side from VmHWM, reset just
 // before) and the objects its packs hold.
 func BenchmarkRepackLongHistory(b *testing.B) {
-	for _, mode := range []struct {
-		name    string
-		gitArgs []string
-		m       git.Maintenance
-	}{
+	for _, mode := range []repackMode{
 		{"roll-up", []string{"--geometric=2", "-d"}, git.Maintenance{}},
 		{"full", []string{"-a", "-d"}, git.Maintenance{LargePackObjects: math.MaxInt32}},
 	} {
-		var cliNsPerOp float64
-		var cliObjects int
-		b.Run("git-cli-repack-"+mode.name, func(b *testing.B) {
-			gitBin, err := exec.LookPath("git")
+		var base repackBaseline
+		b.Run("git-cli-repack-"+mode.name, benchCLIRepack(mode, &base))
+		b.Run("sluice-fetch-and-repack-"+mode.name, benchSluiceRepack(mode, &base))
+	}
+}
+
+// repackMode is a repack as git's arguments and as this package's maintenance.
+type repackMode struct {
+	name    string
+	gitArgs []string
+	m       git.Maintenance
+}
+
+// repackBaseline is what git's repack took and kept, for the figures beside it.
+type repackBaseline struct {
+	nsPerOp float64
+	objects int
+}
+
+// benchCLIRepack times git repack on a copy of the long history, and records it in base.
+func benchCLIRepack(mode repackMode, base *repackBaseline) func(*testing.B) {
+	return func(b *testing.B) {
+		gitBin, err := exec.LookPath("git")
+		if err != nil {
+			b.Skip("git is not on PATH")
+		}
+		var peakKiB int64
+		for i := range b.N {
+			b.StopTimer()
+			dir := onlyRepository(b, copyOf(b, fmt.Sprint("long-history-cli-", mode.name, i)))
+			b.StartTimer()
+			cmd := exec.Command(gitBin, append([]string{"--git-dir", dir, "repack", "-q"}, mode.gitArgs...)...)
+			cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+filepath.Dir(dir))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("git repack: %v: %s", err, out)
+			}
+			b.StopTimer()
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				peakKiB = max(peakKiB, ru.Maxrss)
+			}
+			base.objects = packedObjects(b, gitBin, dir)
+			b.StartTimer()
+		}
+		base.nsPerOp = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		b.ReportMetric(float64(peakKiB)/1024, "peak-RSS-MiB")
+		b.ReportMetric(float64(base.objects), "objects")
+	}
+}
+
+// benchSluiceRepack times a fetch that repacks a copy of the long history, beside base.
+func benchSluiceRepack(mode repackMode, base *repackBaseline) func(*testing.B) {
+	return func(b *testing.B) {
+		_, url := longHistoryCache(b)
+		b.ReportAllocs()
+		var peakKiB, restKiB int64
+		var objects, packs int
+		for i := range b.N {
+			b.StopTimer()
+			root := copyOf(b, fmt.Sprint("long-history-sluice-", mode.name, i))
+			c, err := git.NewCache(root, quiet, git.WithMaintenance(mode.m))
 			if err != nil {
-				b.Skip("git is not on PATH")
+				b.Fatal(err)
 			}
-			var peakKiB int64
-			for i := range b.N {
-				b.StopTimer()
-				dir := onlyRepository(b, copyOf(b, fmt.Sprint("long-history-cli-", mode.name, i)))
-				b.StartTimer()
-				cmd := exec.Command(gitBin, append([]string{"--git-dir", dir, "repack", "-q"}, mode.gitArgs...)...)
-				cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+filepath.Dir(dir))
-				if out, err := cmd.CombinedOutput(); err != nil {
-					b.Fatalf("git repack: %v: %s", err, out)
-				}
-				b.StopTimer()
-				if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-					peakKiB = max(peakKiB, ru.Maxrss)
-				}
-				cliObjects = packedObjects(b, gitBin, dir)
-				b.StartTimer()
+			repo, err := c.Open(url, git.Auth{}, git.Options{})
+			if err != nil {
+				b.Fatal(err)
 			}
-			cliNsPerOp = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-			b.ReportMetric(float64(peakKiB)/1024, "peak-RSS-MiB")
-			b.ReportMetric(float64(cliObjects), "objects")
-		})
-		b.Run("sluice-fetch-and-repack-"+mode.name, func(b *testing.B) {
-			_, url := longHistoryCache(b)
-			b.ReportAllocs()
-			var peakKiB, restKiB int64
-			var objects, packs int
-			for i := range b.N {
-				b.StopTimer()
-				root := copyOf(b, fmt.Sprint("long-history-sluice-", mode.name, i))
-				c, err := git.NewCache(root, quiet, git.WithMaintenance(mode.m))
-				if err != nil {
-					b.Fatal(err)
-				}
-				repo, err := c.Open(url, git.Auth{}, git.Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				runtime.GC()
-				debug.FreeOSMemory()
-				resetPeakRSS(b)
-				restKiB = max(restKiB, procStatusKiB(b, "VmRSS"))
-				b.StartTimer()
-				if err := repo.Fetch(context.Background(), "dev", "dev-next"); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				peakKiB = max(peakKiB, procStatusKiB(b, "VmHWM"))
-				if packs = packsIn(b, root); packs >= longHistoryPacks {
-					b.Fatalf("%d packs after the repack", packs)
-				}
-				if gitBin, err := exec.LookPath("git"); err == nil {
-					objects = packedObjects(b, gitBin, onlyRepository(b, root))
-				}
-				b.StartTimer()
+			runtime.GC()
+			debug.FreeOSMemory()
+			resetPeakRSS(b)
+			restKiB = max(restKiB, procStatusKiB(b, "VmRSS"))
+			b.StartTimer()
+			if err := repo.Fetch(context.Background(), "dev", "dev-next"); err != nil {
+				b.Fatal(err)
 			}
-			b.ReportMetric(float64(peakKiB)/1024, "peak-RSS-MiB")
-			b.ReportMetric(float64(peakKiB-restKiB)/1024, "RSS-growth-MiB")
-			b.ReportMetric(float64(packs), "packs")
-			if objects > 0 {
-				b.ReportMetric(float64(objects), "objects")
-				if mode.name == "full" && cliObjects > 0 && objects != cliObjects {
-					b.Fatalf("the repack kept %d objects, git's %d", objects, cliObjects)
-				}
+			b.StopTimer()
+			peakKiB = max(peakKiB, procStatusKiB(b, "VmHWM"))
+			if packs = packsIn(b, root); packs >= longHistoryPacks {
+				b.Fatalf("%d packs after the repack", packs)
 			}
-			if cliNsPerOp > 0 {
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/cliNsPerOp, "x-cli")
+			if gitBin, err := exec.LookPath("git"); err == nil {
+				objects = packedObjects(b, gitBin, onlyRepository(b, root))
 			}
-		})
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(peakKiB)/1024, "peak-RSS-MiB")
+		b.ReportMetric(float64(peakKiB-restKiB)/1024, "RSS-growth-MiB")
+		b.ReportMetric(float64(packs), "packs")
+		if objects > 0 {
+			b.ReportMetric(float64(objects), "objects")
+			if mode.name == "full" && base.objects > 0 && objects != base.objects {
+				b.Fatalf("the repack kept %d objects, git's %d", objects, base.objects)
+			}
+		}
+		if base.nsPerOp > 0 {
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/base.nsPerOp, "x-cli")
+		}
 	}
 }
 

@@ -28,7 +28,35 @@ func TestRepackCopiesRefDeltas(t *testing.T) {
 	_, err := gogit.Init(newStorage(dir, cache.NewObjectLRU(objectCacheSize)), nil)
 	require.NoError(t, err)
 
-	mem := memory.NewStorage()
+	mem, tip, batches := refDeltaHistory(t)
+	sto := newStorage(dir, cache.NewObjectLRU(objectCacheSize))
+	for _, batch := range batches {
+		w, err := sto.PackfileWriter()
+		require.NoError(t, err)
+		_, err = packfile.NewEncoder(w, mem, true).Encode(batch, 10)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+	}
+	require.NoError(t, sto.SetReference(plumbing.NewHashReference("refs/remotes/origin/dev", tip)))
+	require.NoError(t, sto.Close())
+	packDir := filepath.Join(dir, "objects", "pack")
+	require.Equal(t, map[plumbing.ObjectType]int{plumbing.REFDeltaObject: 4, plumbing.CommitObject: 6, plumbing.TreeObject: 6, plumbing.BlobObject: 2},
+		storedTypes(t, packDir), "the packs hold REF_DELTA blobs")
+
+	res, err := repack(dir, Maintenance{KeepUnreachable: time.Hour}.withDefaults(), nil)
+	require.NoError(t, err)
+	require.Equal(t, 18, res.objects)
+	require.Equal(t, map[plumbing.ObjectType]int{plumbing.OFSDeltaObject: 4, plumbing.CommitObject: 6, plumbing.TreeObject: 6, plumbing.BlobObject: 2},
+		storedTypes(t, packDir), "one pack, the same deltas")
+
+	requireHistoryReads(t, dir, tip)
+}
+
+// refDeltaHistory writes six revisions of one file, in memory, as two batches of objects to pack
+// apart: packed with deltas against objects of the other batch, the blobs are REF_DELTAs.
+func refDeltaHistory(t *testing.T) (mem *memory.Storage, tip plumbing.Hash, batches [2][]plumbing.Hash) {
+	t.Helper()
+	mem = memory.NewStorage()
 	put := func(o interface {
 		Encode(plumbing.EncodedObject) error
 	}) plumbing.Hash {
@@ -38,8 +66,6 @@ func TestRepackCopiesRefDeltas(t *testing.T) {
 		require.NoError(t, err)
 		return h
 	}
-	var tip plumbing.Hash
-	var batches [2][]plumbing.Hash
 	for rev := range 6 {
 		var content strings.Builder
 		for i := range 300 {
@@ -62,26 +88,13 @@ func TestRepackCopiesRefDeltas(t *testing.T) {
 		tip = put(c)
 		batches[rev/3] = append(batches[rev/3], b, tree, tip)
 	}
-	sto := newStorage(dir, cache.NewObjectLRU(objectCacheSize))
-	for _, batch := range batches {
-		w, err := sto.PackfileWriter()
-		require.NoError(t, err)
-		_, err = packfile.NewEncoder(w, mem, true).Encode(batch, 10)
-		require.NoError(t, err)
-		require.NoError(t, w.Close())
-	}
-	require.NoError(t, sto.SetReference(plumbing.NewHashReference("refs/remotes/origin/dev", tip)))
-	require.NoError(t, sto.Close())
-	packDir := filepath.Join(dir, "objects", "pack")
-	require.Equal(t, map[plumbing.ObjectType]int{plumbing.REFDeltaObject: 4, plumbing.CommitObject: 6, plumbing.TreeObject: 6, plumbing.BlobObject: 2},
-		storedTypes(t, packDir), "the packs hold REF_DELTA blobs")
+	return mem, tip, batches
+}
 
-	res, err := repack(dir, Maintenance{KeepUnreachable: time.Hour}.withDefaults(), nil)
-	require.NoError(t, err)
-	require.Equal(t, 18, res.objects)
-	require.Equal(t, map[plumbing.ObjectType]int{plumbing.OFSDeltaObject: 4, plumbing.CommitObject: 6, plumbing.TreeObject: 6, plumbing.BlobObject: 2},
-		storedTypes(t, packDir), "one pack, the same deltas")
-
+// requireHistoryReads reads every revision back from the repository in dir, newest first from
+// tip, and has git fsck check it where git is installed.
+func requireHistoryReads(t *testing.T, dir string, tip plumbing.Hash) {
+	t.Helper()
 	fresh := newStorage(dir, cache.NewObjectLRU(objectCacheSize))
 	defer fresh.Close()
 	head, err := object.GetCommit(fresh, tip)

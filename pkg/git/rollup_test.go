@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 // A repository whose history came in one large pack: a repack rolls the later, smaller packs
@@ -26,7 +27,7 @@ func TestRepackRollsUpSmallPacksAndKeepsTheLargeOne(t *testing.T) {
 	for name, serve := range remotes {
 		t.Run(name, func(t *testing.T) {
 			remote, url := serve(t)
-			root, logs := t.TempDir(), &syncBuffer{}
+			root, logs := t.TempDir(), &testenv.SyncBuffer{}
 			c, err := git.NewCache(root, testLogger(logs), git.WithMaintenance(git.Maintenance{MaxPacks: 5, LargePackObjects: 20}))
 			require.NoError(t, err)
 			repo, err := c.Open(url, git.Auth{}, git.Options{})
@@ -79,7 +80,7 @@ func TestRollUpFailingAtAnyStepLeavesTheLargePackAndAReadableRepository(t *testi
 	for _, step := range git.MaintenanceSteps {
 		t.Run(step, func(t *testing.T) {
 			remote, url := remotes["go-git server"](t)
-			root, logs := t.TempDir(), &syncBuffer{}
+			root, logs := t.TempDir(), &testenv.SyncBuffer{}
 			h := &history{remote: remote}
 			open := func(opts ...git.CacheOption) *git.Repository {
 				c, err := git.NewCache(root, testLogger(logs), opts...)

@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
 	"github.com/sluicehq/sluice/testenv"
 )
 
@@ -49,4 +53,30 @@ func InstallValuesForTest(t testing.TB, env *testenv.Env, release, namespace, ch
 		}
 	})
 	return helm
+}
+
+// ServiceAccountForTest installs the chart as a release of its own name into sluice-system, with
+// the Secrets of namespace secretsIn readable (secretAccess.namespaces: a test keeps its git
+// credentials there), and returns the config of the chart's ServiceAccount, impersonated. It
+// fails t when that ServiceAccount may do any of denied: the chart grants what its controller
+// needs, and no more.
+func ServiceAccountForTest(t testing.TB, env *testenv.Env, chart, secretsIn string, denied ...authorizationv1.ResourceAttributes) *rest.Config {
+	t.Helper()
+	const namespace = "sluice-system"
+	InstallForTest(t, env, chart, namespace, chart, "secretAccess.namespaces={"+secretsIn+"}")
+	sa := env.Impersonate(namespace, chart)
+	client, err := kubernetes.NewForConfig(sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range denied {
+		ok, err := Can(context.Background(), client, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			t.Errorf("the chart must not allow %s %s/%s", a.Verb, a.Resource, a.Subresource)
+		}
+	}
+	return sa
 }

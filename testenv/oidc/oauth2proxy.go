@@ -34,7 +34,7 @@ func StartOAuth2Proxy(t testing.TB, p *Provider, client Client, upstream string)
 	base := "http://" + addr
 	cookieSecret := make([]byte, 16)
 	_, _ = rand.Read(cookieSecret)
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	cmd := exec.Command(bin, "--provider=oidc", "--oidc-issuer-url="+p.Issuer, "--client-id="+client.ID,
 		"--client-secret-file="+secret, "--cookie-secret="+hex.EncodeToString(cookieSecret), "--cookie-secure=false",
 		"--email-domain=*", "--upstream="+upstream, "--http-address="+addr, "--redirect-url="+base+"/oauth2/callback",

@@ -52,7 +52,7 @@ type Provider struct {
 	Issuer string
 
 	cmd    *exec.Cmd
-	output *syncBuffer
+	output *testenv.SyncBuffer
 	exited chan struct{}
 	dir    string
 }
@@ -95,7 +95,7 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	p := &Provider{output: &syncBuffer{}, exited: make(chan struct{}), dir: dir}
+	p := &Provider{output: &testenv.SyncBuffer{}, exited: make(chan struct{}), dir: dir}
 	p.cmd = exec.Command(bin, "--config", config, "--listen", "127.0.0.1:0")
 	p.cmd.Stderr = p.output
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -179,22 +179,4 @@ func binary(ctx context.Context) (string, error) {
 		binPath = strings.TrimSpace(string(out))
 	})
 	return binPath, binErr
-}
-
-// syncBuffer is the provider's stderr, written by exec's copier and read by a failing test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]byte{}, b.buf.Bytes()...)
 }

@@ -68,8 +68,9 @@ such as gate-controller, it is the binary's default, gate-controller-leader. */}
 the shared Deployment: every chart defines it in templates/_controller.tpl, named after the chart
 (template names are global across a parent chart and its subcharts), empty when it needs nothing.
 It renders a YAML map with any of the lists args (flags), ports (container ports), volumeMounts
-and volumes. The user's extraArgs, extraPorts, extraVolumeMounts and extraVolumes come after the
-chart's, so a flag in extraArgs overrides the chart's one. */}}
+and volumes, and containers: whole containers the chart runs beside its controller in the pod
+(a sidecar, such as the UI's oauth2-proxy). The user's extraArgs, extraPorts, extraVolumeMounts
+and extraVolumes come after the chart's, so a flag in extraArgs overrides the chart's one. */}}
 {{- define "sluice.controllerParts" -}}
 {{- $parts := include (printf "%s.controller" .Chart.Name) . | fromYaml -}}
 {{- if hasKey $parts "Error" -}}
@@ -79,6 +80,7 @@ chart's, so a flag in extraArgs overrides the chart's one. */}}
 {{- range $key, $extra := dict "args" "extraArgs" "ports" "extraPorts" "volumeMounts" "extraVolumeMounts" "volumes" "extraVolumes" -}}
 {{- $_ := set $merged $key (concat (get $parts $key | default list) (get $.Values $extra | default list)) -}}
 {{- end -}}
+{{- $_ := set $merged "containers" (get $parts "containers" | default list) -}}
 {{- toYaml $merged -}}
 {{- end -}}
 
@@ -177,6 +179,9 @@ spec:
           {{- with $parts.volumeMounts }}
           volumeMounts: {{- toYaml . | nindent 12 }}
           {{- end }}
+        {{- range $parts.containers }}
+        - {{ toYaml . | nindent 10 | trim }}
+        {{- end }}
       {{- with $parts.volumes }}
       volumes: {{- toYaml . | nindent 8 }}
       {{- end }}

@@ -48,19 +48,7 @@ func TestFleetPromotionWaitsForAnotherClustersHealthThroughGitea(t *testing.T) {
 	giteaOn(t, b, ns, srv, cloneURL)
 
 	// Cluster A: the strategy, the promoter, and the import woken by Gitea's status webhook.
-	_, err := a.env.Sluice.PromoterV1alpha1().PromotionStrategies(ns).Create(ctx, &promoterv1alpha1.PromotionStrategy{
-		ObjectMeta: metav1.ObjectMeta{Name: "app"},
-		Spec: promoterv1alpha1.PromotionStrategySpec{
-			RepositoryRef: promoterv1alpha1.LocalReference{Name: "app"}, DryBranch: "main",
-			Interval: &metav1.Duration{Duration: 5 * time.Second},
-			Environments: []promoterv1alpha1.Environment{
-				// Staging runs in cluster B; its health there gates prod.
-				{Branch: "staging", ActiveCommitStatuses: []promoterv1alpha1.CommitStatusSelector{{Key: "health-staging"}}},
-				{Branch: "prod"},
-			},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	createStagingGatesProd(ctx, t, a, ns)
 	importer, addr := importerWithWebhook(t, 10*time.Minute)
 	startController(t, controllerOptions{setup: importer})
 	runController(t, promoter, a.env.Kubeconfig, "--git-cache-dir", t.TempDir())
@@ -84,17 +72,7 @@ func TestFleetPromotionWaitsForAnotherClustersHealthThroughGitea(t *testing.T) {
 
 	// B reports staging's health on the commit it runs: the rollout failed.
 	progressFailed(t, b.env.Kube, ns)
-	_, err = b.env.Sluice.HealthV1alpha1().HealthChecks(ns).Create(ctx, &healthv1alpha1.HealthCheck{
-		ObjectMeta: metav1.ObjectMeta{Name: "staging"},
-		Spec: healthv1alpha1.HealthCheckSpec{
-			Targets: []healthv1alpha1.Target{{Object: &healthv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}},
-			CommitStatus: &healthv1alpha1.CommitStatusPublication{
-				Key: "health-staging", RepositoryRef: healthv1alpha1.RepositoryReference{Name: "app"},
-				Revision: healthv1alpha1.RevisionSource{Fixed: stagingSHA},
-			},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	checkStagingHealth(ctx, t, b, ns, stagingSHA)
 
 	blocked := waitStrategy(t, ns, "prod blocked with cluster B's message", func(ps *promoterv1alpha1.PromotionStrategy) bool {
 		return strings.Contains(strategyEnv(ps, "prod").Blocked, "health-staging on staging is failure: Failed")
@@ -114,6 +92,43 @@ func TestFleetPromotionWaitsForAnotherClustersHealthThroughGitea(t *testing.T) {
 		return strategyEnv(ps, "prod").Active.DrySHA == d1
 	})
 	t.Logf("from cluster B's recovery to cluster A's promotion of prod: %s", time.Since(recovered).Round(10*time.Millisecond))
+}
+
+// createStagingGatesProd creates, in cluster c, a strategy whose prod waits for the health of
+// staging, which runs in another cluster and reports it as health-staging.
+func createStagingGatesProd(ctx context.Context, t *testing.T, c cluster, ns string) {
+	t.Helper()
+	_, err := c.env.Sluice.PromoterV1alpha1().PromotionStrategies(ns).Create(ctx, &promoterv1alpha1.PromotionStrategy{
+		ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: promoterv1alpha1.PromotionStrategySpec{
+			RepositoryRef: promoterv1alpha1.LocalReference{Name: "app"}, DryBranch: "main",
+			Interval: &metav1.Duration{Duration: 5 * time.Second},
+			Environments: []promoterv1alpha1.Environment{
+				// Staging runs in cluster B; its health there gates prod.
+				{Branch: "staging", ActiveCommitStatuses: []promoterv1alpha1.CommitStatusSelector{{Key: "health-staging"}}},
+				{Branch: "prod"},
+			},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// checkStagingHealth creates, in cluster c, the HealthCheck of staging's Deployment, which
+// publishes health-staging on stagingSHA.
+func checkStagingHealth(ctx context.Context, t *testing.T, c cluster, ns, stagingSHA string) {
+	t.Helper()
+	_, err := c.env.Sluice.HealthV1alpha1().HealthChecks(ns).Create(ctx, &healthv1alpha1.HealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Name: "staging"},
+		Spec: healthv1alpha1.HealthCheckSpec{
+			Targets: []healthv1alpha1.Target{{Object: &healthv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}},
+			CommitStatus: &healthv1alpha1.CommitStatusPublication{
+				Key: "health-staging", RepositoryRef: healthv1alpha1.RepositoryReference{Name: "app"},
+				Revision: healthv1alpha1.RevisionSource{Fixed: stagingSHA},
+			},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
 }
 
 func commitDry(t *testing.T, repo *git.Repository, values string) string {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -19,12 +18,13 @@ import (
 
 	"github.com/sluicehq/sluice/pkg/runtime/controller"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 // Every JSON line a controller process prints has each key once: the process logger and the
 // controller's own logger both name things, and a duplicate key makes Elasticsearch reject the line.
 func TestJSONLogLinesHaveEachKeyOnce(t *testing.T) {
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	opts := options.Defaults("dup-test")
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
 	keepGlobalLoggers(t)
@@ -96,23 +96,3 @@ func topLevelKeys(line []byte) ([]string, error) {
 	}
 	return keys, nil
 }
-
-// syncBuffer is a bytes.Buffer safe for the workers' concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-var _ io.Writer = (*syncBuffer)(nil)

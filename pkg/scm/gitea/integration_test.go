@@ -86,119 +86,136 @@ func TestAgainstRealGitea(t *testing.T) {
 		Limiters:                  ratelimit.NewRegistry(),
 	})
 	require.NoError(t, err)
+	g := realGitea{srv: srv, p: p, repo: repo}
 
-	t.Run("commit statuses", func(t *testing.T) {
-		head := branchHead(t, srv, repo, "main")
-		missing, err := p.GetCommitStatus(ctx, repo, head, "sluice/health")
-		require.NoError(t, err)
-		assert.Nil(t, missing)
+	t.Run("commit statuses", g.commitStatuses)
+	t.Run("pull requests", g.pullRequests)
+	t.Run("close", g.closePullRequest)
+	t.Run("bad token is unauthorized", g.badToken)
+}
 
-		for _, state := range []scm.StatusState{scm.StatusPending, scm.StatusFailure, scm.StatusSuccess} {
-			set, err := p.SetCommitStatus(ctx, repo, scm.CommitStatus{
-				SHA: head, Name: "sluice/health", State: state, Description: "state " + string(state), TargetURL: "https://dash.example.com/app",
-			})
-			require.NoError(t, err)
-			assert.NotEmpty(t, set.ProviderID)
+// realGitea is a provider on a real Gitea, and the repository its steps work on.
+type realGitea struct {
+	srv  *giteatest.Server
+	p    scm.Provider
+	repo scm.Repository
+}
 
-			got, err := p.GetCommitStatus(ctx, repo, head, "sluice/health")
-			require.NoError(t, err)
-			require.NotNil(t, got)
-			assert.Equal(t, state, got.State)
-			assert.Equal(t, "state "+string(state), got.Description)
-			assert.Equal(t, "https://dash.example.com/app", got.TargetURL)
-			assert.Equal(t, set.ProviderID, got.ProviderID)
-		}
+// commitStatuses sets each state of one context on a commit and reads it back; another context does not mix in, and an unknown repository is permanent.
+func (g realGitea) commitStatuses(t *testing.T) {
+	head := branchHead(t, g.srv, g.repo, "main")
+	missing, err := g.p.GetCommitStatus(t.Context(), g.repo, head, "sluice/health")
+	require.NoError(t, err)
+	assert.Nil(t, missing)
 
-		_, err = p.SetCommitStatus(ctx, repo, scm.CommitStatus{SHA: head, Name: "x", State: scm.StatusSuccess})
-		require.NoError(t, err)
-		other, err := p.GetCommitStatus(ctx, repo, head, "sluice/health")
-		require.NoError(t, err)
-		assert.Equal(t, scm.StatusSuccess, other.State, "statuses of other contexts do not mix")
-
-		_, err = p.SetCommitStatus(ctx, scm.Repository{Owner: srv.AdminUser, Name: "no-such-repo"},
-			scm.CommitStatus{SHA: head, Name: "ci", State: scm.StatusSuccess})
-		require.Error(t, err)
-		assert.True(t, scm.IsNotFound(err), "%v", err)
-		assert.True(t, scm.IsPermanent(err))
-	})
-
-	t.Run("pull requests", func(t *testing.T) {
-		base := branchHead(t, srv, repo, "main")
-		head := commitFile(t, srv, repo, "main", "env/staging-next", "staging.yaml", "replicas: 2\n")
-
-		none, err := p.FindOpenPullRequest(ctx, repo, "env/staging-next", "main")
-		require.NoError(t, err)
-		assert.Nil(t, none)
-
-		pr, err := p.CreatePullRequest(ctx, repo, scm.NewPullRequest{
-			Title: "Promote to staging", Body: "dry 1a2b", Head: "env/staging-next", Base: "main",
+	for _, state := range []scm.StatusState{scm.StatusPending, scm.StatusFailure, scm.StatusSuccess} {
+		set, err := g.p.SetCommitStatus(t.Context(), g.repo, scm.CommitStatus{
+			SHA: head, Name: "sluice/health", State: state, Description: "state " + string(state), TargetURL: "https://dash.example.com/app",
 		})
 		require.NoError(t, err)
-		assert.Equal(t, scm.PullRequestOpen, pr.State)
-		assert.Equal(t, head, pr.HeadSHA)
-		assert.NotEmpty(t, pr.URL)
+		assert.NotEmpty(t, set.ProviderID)
 
-		found, err := p.FindOpenPullRequest(ctx, repo, "env/staging-next", "main")
+		got, err := g.p.GetCommitStatus(t.Context(), g.repo, head, "sluice/health")
 		require.NoError(t, err)
-		require.NotNil(t, found)
-		assert.Equal(t, pr.Number, found.Number)
+		require.NotNil(t, got)
+		assert.Equal(t, state, got.State)
+		assert.Equal(t, "state "+string(state), got.Description)
+		assert.Equal(t, "https://dash.example.com/app", got.TargetURL)
+		assert.Equal(t, set.ProviderID, got.ProviderID)
+	}
 
-		updated, err := p.UpdatePullRequest(ctx, repo, pr.Number, "Promote 1a2b to staging", "new body")
-		require.NoError(t, err)
-		assert.Equal(t, "Promote 1a2b to staging", updated.Title)
-		got, err := p.GetPullRequest(ctx, repo, pr.Number)
-		require.NoError(t, err)
-		assert.Equal(t, "new body", got.Body)
-		assert.Equal(t, scm.PullRequestOpen, got.State)
+	_, err = g.p.SetCommitStatus(t.Context(), g.repo, scm.CommitStatus{SHA: head, Name: "x", State: scm.StatusSuccess})
+	require.NoError(t, err)
+	other, err := g.p.GetCommitStatus(t.Context(), g.repo, head, "sluice/health")
+	require.NoError(t, err)
+	assert.Equal(t, scm.StatusSuccess, other.State, "statuses of other contexts do not mix")
 
-		// A merge that expects another head is refused by Gitea and nothing changes.
-		_, err = merge(t, p, repo, pr.Number, base)
-		require.Error(t, err)
-		assert.True(t, scm.IsHeadMoved(err), "%v", err)
-		got, err = p.GetPullRequest(ctx, repo, pr.Number)
-		require.NoError(t, err)
-		assert.Equal(t, scm.PullRequestOpen, got.State)
-		assert.Equal(t, base, branchHead(t, srv, repo, "main"))
+	_, err = g.p.SetCommitStatus(t.Context(), scm.Repository{Owner: g.srv.AdminUser, Name: "no-such-repo"},
+		scm.CommitStatus{SHA: head, Name: "ci", State: scm.StatusSuccess})
+	require.Error(t, err)
+	assert.True(t, scm.IsNotFound(err), "%v", err)
+	assert.True(t, scm.IsPermanent(err))
+}
 
-		res, err := merge(t, p, repo, pr.Number, head)
-		require.NoError(t, err)
-		assert.False(t, res.AlreadyMerged)
-		assert.NotEmpty(t, res.MergeCommitSHA)
-		assert.Equal(t, res.MergeCommitSHA, branchHead(t, srv, repo, "main"))
+// pullRequests opens, finds, edits and merges a pull request, a merge at another head refused and a second merge recognised as done.
+func (g realGitea) pullRequests(t *testing.T) {
+	base := branchHead(t, g.srv, g.repo, "main")
+	head := commitFile(t, g.srv, g.repo, "main", "env/staging-next", "staging.yaml", "replicas: 2\n")
 
-		again, err := merge(t, p, repo, pr.Number, head)
-		require.NoError(t, err, "merging again at the same head is recognised as done")
-		assert.True(t, again.AlreadyMerged)
+	none, err := g.p.FindOpenPullRequest(t.Context(), g.repo, "env/staging-next", "main")
+	require.NoError(t, err)
+	assert.Nil(t, none)
 
-		got, err = p.GetPullRequest(ctx, repo, pr.Number)
-		require.NoError(t, err)
-		assert.Equal(t, scm.PullRequestMerged, got.State)
-		assert.Equal(t, res.MergeCommitSHA, got.MergeCommitSHA)
+	pr, err := g.p.CreatePullRequest(t.Context(), g.repo, scm.NewPullRequest{
+		Title: "Promote to staging", Body: "dry 1a2b", Head: "env/staging-next", Base: "main",
 	})
+	require.NoError(t, err)
+	assert.Equal(t, scm.PullRequestOpen, pr.State)
+	assert.Equal(t, head, pr.HeadSHA)
+	assert.NotEmpty(t, pr.URL)
 
-	t.Run("close", func(t *testing.T) {
-		commitFile(t, srv, repo, "main", "env/prod-next", "prod.yaml", "replicas: 3\n")
-		pr, err := p.CreatePullRequest(ctx, repo, scm.NewPullRequest{Title: "Promote to prod", Head: "env/prod-next", Base: "main"})
-		require.NoError(t, err)
-		require.NoError(t, p.ClosePullRequest(ctx, repo, pr.Number))
-		got, err := p.GetPullRequest(ctx, repo, pr.Number)
-		require.NoError(t, err)
-		assert.Equal(t, scm.PullRequestClosed, got.State)
-		found, err := p.FindOpenPullRequest(ctx, repo, "env/prod-next", "main")
-		require.NoError(t, err)
-		assert.Nil(t, found, "a closed pull request is not found as open")
-	})
+	found, err := g.p.FindOpenPullRequest(t.Context(), g.repo, "env/staging-next", "main")
+	require.NoError(t, err)
+	require.NotNil(t, found)
+	assert.Equal(t, pr.Number, found.Number)
 
-	t.Run("bad token is unauthorized", func(t *testing.T) {
-		bad, err := scm.New(Name, scm.Config{
-			Key: "test/real-gitea-bad", BaseURL: srv.URL, AllowInsecureLoopbackHTTP: true,
-			Credentials: scm.Credentials{Token: "0000000000000000000000000000000000000000"}, Limiters: ratelimit.NewRegistry(),
-		})
-		require.NoError(t, err)
-		_, err = bad.SetCommitStatus(context.Background(), repo, scm.CommitStatus{
-			SHA: branchHead(t, srv, repo, "main"), Name: "ci", State: scm.StatusSuccess,
-		})
-		require.Error(t, err)
-		assert.Equal(t, scm.KindUnauthorized, scm.KindOf(err), "%v", err)
+	updated, err := g.p.UpdatePullRequest(t.Context(), g.repo, pr.Number, "Promote 1a2b to staging", "new body")
+	require.NoError(t, err)
+	assert.Equal(t, "Promote 1a2b to staging", updated.Title)
+	got, err := g.p.GetPullRequest(t.Context(), g.repo, pr.Number)
+	require.NoError(t, err)
+	assert.Equal(t, "new body", got.Body)
+	assert.Equal(t, scm.PullRequestOpen, got.State)
+
+	// A merge that expects another head is refused by Gitea and nothing changes.
+	_, err = merge(t, g.p, g.repo, pr.Number, base)
+	require.Error(t, err)
+	assert.True(t, scm.IsHeadMoved(err), "%v", err)
+	got, err = g.p.GetPullRequest(t.Context(), g.repo, pr.Number)
+	require.NoError(t, err)
+	assert.Equal(t, scm.PullRequestOpen, got.State)
+	assert.Equal(t, base, branchHead(t, g.srv, g.repo, "main"))
+
+	res, err := merge(t, g.p, g.repo, pr.Number, head)
+	require.NoError(t, err)
+	assert.False(t, res.AlreadyMerged)
+	assert.NotEmpty(t, res.MergeCommitSHA)
+	assert.Equal(t, res.MergeCommitSHA, branchHead(t, g.srv, g.repo, "main"))
+
+	again, err := merge(t, g.p, g.repo, pr.Number, head)
+	require.NoError(t, err, "merging again at the same head is recognised as done")
+	assert.True(t, again.AlreadyMerged)
+
+	got, err = g.p.GetPullRequest(t.Context(), g.repo, pr.Number)
+	require.NoError(t, err)
+	assert.Equal(t, scm.PullRequestMerged, got.State)
+	assert.Equal(t, res.MergeCommitSHA, got.MergeCommitSHA)
+}
+
+// closePullRequest closes a pull request, which is then not found as open.
+func (g realGitea) closePullRequest(t *testing.T) {
+	commitFile(t, g.srv, g.repo, "main", "env/prod-next", "prod.yaml", "replicas: 3\n")
+	pr, err := g.p.CreatePullRequest(t.Context(), g.repo, scm.NewPullRequest{Title: "Promote to prod", Head: "env/prod-next", Base: "main"})
+	require.NoError(t, err)
+	require.NoError(t, g.p.ClosePullRequest(t.Context(), g.repo, pr.Number))
+	got, err := g.p.GetPullRequest(t.Context(), g.repo, pr.Number)
+	require.NoError(t, err)
+	assert.Equal(t, scm.PullRequestClosed, got.State)
+	found, err := g.p.FindOpenPullRequest(t.Context(), g.repo, "env/prod-next", "main")
+	require.NoError(t, err)
+	assert.Nil(t, found, "a closed pull request is not found as open")
+}
+
+// badToken is told unauthorized.
+func (g realGitea) badToken(t *testing.T) {
+	bad, err := scm.New(Name, scm.Config{
+		Key: "test/real-gitea-bad", BaseURL: g.srv.URL, AllowInsecureLoopbackHTTP: true,
+		Credentials: scm.Credentials{Token: "0000000000000000000000000000000000000000"}, Limiters: ratelimit.NewRegistry(),
 	})
+	require.NoError(t, err)
+	_, err = bad.SetCommitStatus(context.Background(), g.repo, scm.CommitStatus{
+		SHA: branchHead(t, g.srv, g.repo, "main"), Name: "ci", State: scm.StatusSuccess,
+	})
+	require.Error(t, err)
+	assert.Equal(t, scm.KindUnauthorized, scm.KindOf(err), "%v", err)
 }

@@ -34,7 +34,7 @@ func TestEachPromotionIsAnnouncedAndCountedOnce(t *testing.T) {
 		for _, e := range envs {
 			f.hydrateUnannounced(dry, e)
 			f.refresh(fmt.Sprintf("hydrated change %d for %s", i, e))
-			f.waitEnv(e, fmt.Sprintf("change %d promoted", i), promotedTo(dry))
+			f.waitEnv(e, fmt.Sprintf("change %d promoted", i), testenv.PromotedTo(dry))
 		}
 	}
 	// Reconciles of one key never overlap: once this refresh is handled, every reconcile that

@@ -108,18 +108,8 @@ func (g *giteaBench) promote(b *testing.B, i int) {
 		hydrateTo(b, g.repo, e, e+"-next", dry, fmt.Sprint(e, i))
 	}
 	last := g.envs[len(g.envs)-1]
-	must(b, testenv.Wait(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(g.f.ns).Get(ctx, "app", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range ps.Status.Environments {
-			if e.Branch == last {
-				return e.Active.DrySHA == dry, nil
-			}
-		}
-		return false, nil
-	}))
+	_, err = testenv.WaitEnvironment(ctx, 2*time.Minute, env.Sluice, g.f.ns, "app", last, testenv.ActiveOn(dry))
+	must(b, err)
 }
 
 // BenchmarkPushToMergeOnGitea measures, on a real Gitea, the time from the hydrator's push to

@@ -71,94 +71,103 @@ func advance(b *testing.B, repo *gittest.Repo, i int) string {
 // git CLI.
 func BenchmarkPromotionOn20kCommits(b *testing.B) {
 	testenv.SkipIfShort(b)
-	b.Run("baseline-pkg-git-cycle", func(b *testing.B) {
-		remote, url := servedHistory(b)
-		cache, err := git.NewCache(b.TempDir(), nil)
-		must(b, err)
-		repo, err := cache.Open(url, git.Auth{}, git.Options{})
-		must(b, err)
-		ctx := context.Background()
-		must(b, repo.Fetch(ctx, "main", "dev", "dev-next"))
-		b.ResetTimer()
-		for i := range b.N {
-			b.StopTimer()
-			advance(b, remote, i)
-			b.StartTimer()
-			must(b, repo.Fetch(ctx, "main", "dev", "dev-next"))
-			target, err := repo.Resolve("dev")
-			must(b, err)
-			_, err = repo.MergeAndPush(ctx, "dev-next", "dev", target, 3, git.MergeOptions{})
-			must(b, err)
-		}
-	})
-	b.Run("baseline-git-cli-cycle", func(b *testing.B) {
-		gitBin, err := exec.LookPath("git")
-		if err != nil {
-			b.Skip("git is not on PATH")
-		}
-		remote, url := servedHistory(b)
-		dir := filepath.Join(b.TempDir(), "cache.git")
-		run := cliRun(gitBin, dir)
-		started := time.Now()
-		for _, args := range [][]string{{"init", "--quiet", "--bare", dir}, {"remote", "add", "origin", url}, append([]string{"fetch", "--quiet", "--no-tags", "origin"}, branchRefspecs("main", "dev", "dev-next")...)} {
-			_, err := run(args...)
-			must(b, err)
-		}
-		b.ReportMetric(time.Since(started).Seconds(), "start-and-clone-s")
-		b.ResetTimer()
-		for i := range b.N {
-			b.StopTimer()
-			advance(b, remote, i)
-			b.StartTimer()
-			must(b, cliPromote(run, "dev"))
-		}
-	})
-	b.Run("controller-process", func(b *testing.B) {
-		remote, url := servedHistory(b)
-		f := &fixture{t: nil, ctx: context.Background(), ns: fmt.Sprintf("bench-%d", time.Now().UnixNano())}
-		createNamespaceAndRepo(b, f, url)
-		_, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Create(f.ctx, &promoterv1alpha1.PromotionStrategy{
-			ObjectMeta: metav1.ObjectMeta{Name: "app"},
-			Spec: promoterv1alpha1.PromotionStrategySpec{
-				RepositoryRef: promoterv1alpha1.LocalReference{Name: "app"}, DryBranch: "main",
-				Environments: []promoterv1alpha1.Environment{{Branch: "dev"}},
-			},
-		}, metav1.CreateOptions{})
-		must(b, err)
-		started := time.Now()
-		cmd := startControllerProcess(b, f.ns)
-		// The first reconcile clones: until the strategy first reports its environment.
-		must(b, testenv.Wait(f.ctx, 10*time.Minute, func(ctx context.Context) (bool, error) {
-			ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(ctx, "app", metav1.GetOptions{})
-			return err == nil && len(ps.Status.Environments) == 1 && ps.Status.Environments[0].Active.HydratedSHA != "", err
-		}))
-		b.ReportMetric(time.Since(started).Seconds(), "start-and-clone-s")
+	b.Run("baseline-pkg-git-cycle", benchPkgGitCycle)
+	b.Run("baseline-git-cli-cycle", benchGitCLICycle)
+	b.Run("controller-process", benchControllerProcess)
+}
 
-		b.ResetTimer()
-		for i := range b.N {
-			b.StopTimer()
-			tip := advance(b, remote, i)
-			b.StartTimer()
-			refreshB(b, f, fmt.Sprint("bench-", i))
-			must(b, testenv.Wait(f.ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
-				ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(ctx, "app", metav1.GetOptions{})
-				if err != nil || len(ps.Status.Environments) != 1 {
-					return false, err
-				}
-				h := ps.Status.Environments[0].History
-				return len(h) > 0 && h[0].HydratedSHA == tip, nil
-			}))
-		}
+// benchPkgGitCycle times one promotion cycle through pkg/git alone: fetch, merge and push.
+func benchPkgGitCycle(b *testing.B) {
+	remote, url := servedHistory(b)
+	cache, err := git.NewCache(b.TempDir(), nil)
+	must(b, err)
+	repo, err := cache.Open(url, git.Auth{}, git.Options{})
+	must(b, err)
+	ctx := context.Background()
+	must(b, repo.Fetch(ctx, "main", "dev", "dev-next"))
+	b.ResetTimer()
+	for i := range b.N {
 		b.StopTimer()
-		if !remote.IsAncestor(b, remote.Branch(b, "dev-next"), remote.Branch(b, "dev")) {
-			b.Fatal("the last promotion did not reach the server")
-		}
-		if hwm, err := peakRSS(cmd.Process.Pid); err == nil {
-			b.ReportMetric(float64(hwm)/1024, "peak-rss-MB")
-		} else {
-			b.Logf("peak RSS not available: %v", err)
-		}
-	})
+		advance(b, remote, i)
+		b.StartTimer()
+		must(b, repo.Fetch(ctx, "main", "dev", "dev-next"))
+		target, err := repo.Resolve("dev")
+		must(b, err)
+		_, err = repo.MergeAndPush(ctx, "dev-next", "dev", target, 3, git.MergeOptions{})
+		must(b, err)
+	}
+}
+
+// benchGitCLICycle times the same cycle with the git command line, the baseline beside it.
+func benchGitCLICycle(b *testing.B) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		b.Skip("git is not on PATH")
+	}
+	remote, url := servedHistory(b)
+	dir := filepath.Join(b.TempDir(), "cache.git")
+	run := cliRun(gitBin, dir)
+	started := time.Now()
+	for _, args := range [][]string{{"init", "--quiet", "--bare", dir}, {"remote", "add", "origin", url}, append([]string{"fetch", "--quiet", "--no-tags", "origin"}, branchRefspecs("main", "dev", "dev-next")...)} {
+		_, err := run(args...)
+		must(b, err)
+	}
+	b.ReportMetric(time.Since(started).Seconds(), "start-and-clone-s")
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		advance(b, remote, i)
+		b.StartTimer()
+		must(b, cliPromote(run, "dev"))
+	}
+}
+
+// benchControllerProcess times a promotion by the controller process, from a refresh to the history record.
+func benchControllerProcess(b *testing.B) {
+	remote, url := servedHistory(b)
+	f := &fixture{t: nil, ctx: context.Background(), ns: fmt.Sprintf("bench-%d", time.Now().UnixNano())}
+	createNamespaceAndRepo(b, f, url)
+	_, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Create(f.ctx, &promoterv1alpha1.PromotionStrategy{
+		ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: promoterv1alpha1.PromotionStrategySpec{
+			RepositoryRef: promoterv1alpha1.LocalReference{Name: "app"}, DryBranch: "main",
+			Environments: []promoterv1alpha1.Environment{{Branch: "dev"}},
+		},
+	}, metav1.CreateOptions{})
+	must(b, err)
+	started := time.Now()
+	cmd := startControllerProcess(b, f.ns)
+	// The first reconcile clones: until the strategy first reports its environment.
+	must(b, testenv.Wait(f.ctx, 10*time.Minute, func(ctx context.Context) (bool, error) {
+		ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(ctx, "app", metav1.GetOptions{})
+		return err == nil && len(ps.Status.Environments) == 1 && ps.Status.Environments[0].Active.HydratedSHA != "", err
+	}))
+	b.ReportMetric(time.Since(started).Seconds(), "start-and-clone-s")
+
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		tip := advance(b, remote, i)
+		b.StartTimer()
+		refreshB(b, f, fmt.Sprint("bench-", i))
+		must(b, testenv.Wait(f.ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+			ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(ctx, "app", metav1.GetOptions{})
+			if err != nil || len(ps.Status.Environments) != 1 {
+				return false, err
+			}
+			h := ps.Status.Environments[0].History
+			return len(h) > 0 && h[0].HydratedSHA == tip, nil
+		}))
+	}
+	b.StopTimer()
+	if !remote.IsAncestor(b, remote.Branch(b, "dev-next"), remote.Branch(b, "dev")) {
+		b.Fatal("the last promotion did not reach the server")
+	}
+	if hwm, err := peakRSS(cmd.Process.Pid); err == nil {
+		b.ReportMetric(float64(hwm)/1024, "peak-rss-MB")
+	} else {
+		b.Logf("peak RSS not available: %v", err)
+	}
 }
 
 func createNamespaceAndRepo(b *testing.B, f *fixture, url string) {
@@ -185,33 +194,16 @@ func startControllerProcess(b *testing.B, ns string) *exec.Cmd {
 	return runControllerProcess(b, buildController(b), ns, b.TempDir(), logFile)
 }
 
-// buildController builds the controller binary and returns its path.
-func buildController(tb testing.TB) string {
-	tb.Helper()
-	bin := filepath.Join(tb.TempDir(), "promoter-controller")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/promoter-controller")
-	if out, err := build.CombinedOutput(); err != nil {
-		tb.Fatalf("build the controller: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // runControllerProcess runs the controller binary bin against the control plane, watching only
-// namespace ns, with its git cache in cacheDir, its output to log and flags extra. A process
-// still running when the test ends is interrupted and waited for.
+// namespace ns, with its git cache in cacheDir, its output to log and flags extra.
 func runControllerProcess(tb testing.TB, bin, ns, cacheDir string, log io.Writer, extra ...string) *exec.Cmd {
 	tb.Helper()
-	cmd := exec.Command(bin, append([]string{"--kubeconfig", env.Kubeconfig, "--leader-elect=false", "--namespace", ns,
-		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0",
-		"--git-cache-dir", cacheDir}, extra...)...)
-	cmd.Stdout, cmd.Stderr = log, log
-	must(tb, cmd.Start())
-	tb.Cleanup(func() {
-		// Both fail harmlessly on a process the test already waited for.
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	})
-	return cmd
+	return env.StartController(tb, bin, ns, log, append([]string{"--git-cache-dir", cacheDir}, extra...)...)
+}
+
+// buildController builds the controller binary once per test run and returns its path.
+func buildController(tb testing.TB) string {
+	return testenv.BuildCommand(tb, "promoter-controller/cmd/promoter-controller")
 }
 
 // peakRSS reads VmHWM, the peak resident set size in KiB, of a running process.

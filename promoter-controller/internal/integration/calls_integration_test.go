@@ -50,13 +50,13 @@ func TestAWaveFetchesItsRepositoryOnce(t *testing.T) {
 	d0 := f.bootstrap(envs...)
 	f.strategy(func(s *promoterv1alpha1.PromotionStrategySpec) { s.ActiveCommitStatuses = nil })
 	m, _ := startPromoterManager(t, env.Config, setup.Config{CacheDir: t.TempDir()}, nil)
-	f.waitEnv("prod", "reported on d0", activeOn(d0))
+	f.waitEnv("prod", "reported on d0", testenv.ActiveOn(d0))
 	f.settle(m)
 	before := f.gitCounts()
 
 	d1 := f.dryCommit("the wave")
 	f.hydrate(d1, envs...)
-	f.waitEnv("prod", "promoted to d1", promotedTo(d1))
+	f.waitEnv("prod", "promoted to d1", testenv.PromotedTo(d1))
 	f.settleAll(m, envs...)
 
 	wave := f.gitCounts().minus(before)

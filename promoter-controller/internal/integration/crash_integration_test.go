@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,7 +60,7 @@ func TestKill9MidPromotionLosesAndDuplicatesNothing(t *testing.T) {
 
 	bin := buildController(t)
 	cacheDir := t.TempDir()
-	logFile := controllerLog(t)
+	logFile := testenv.LogFile(t, "controller")
 
 	phases := f.killRepeatedly(bin, cacheDir, logFile, pushes, envs, next)
 	t.Logf("kills by phase: %v", phases)
@@ -130,8 +129,7 @@ func (f *fixture) killRepeatedly(bin, cacheDir string, logFile *os.File, pushes 
 		} else {
 			time.Sleep(k.after)
 		}
-		require.NoError(f.t, cmd.Process.Signal(syscall.SIGKILL))
-		testenv.RequireKilled(f.t, cmd.Wait(), i+1)
+		testenv.Kill9(f.t, cmd, i+1)
 		phase := f.crashPhase(envs, next)
 		phases[phase]++
 		f.t.Logf("kill -9 #%d at %s: %s; partial files in the cache: %d", i+1, when, phase, len(cacheLeftovers(f.t, cacheDir)))
@@ -145,22 +143,6 @@ func cacheLeftovers(t *testing.T, cacheDir string) []string {
 	files, err := filepath.Glob(filepath.Join(cacheDir, "*", "objects", "pack", "tmp_*"))
 	require.NoError(t, err)
 	return files
-}
-
-// controllerLog is one file for the output of every run, printed when the test fails.
-func controllerLog(t *testing.T) *os.File {
-	t.Helper()
-	logFile, err := os.OpenFile(filepath.Join(t.TempDir(), "controller.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = logFile.Close()
-		if t.Failed() {
-			if out, err := os.ReadFile(logFile.Name()); err == nil {
-				t.Logf("controller log:\n%s", testenv.Tail(out, 200))
-			}
-		}
-	})
-	return logFile
 }
 
 // crashPhase says, cheaply, how far each environment got: "-" nothing yet, "pr" a pull request
@@ -200,7 +182,7 @@ func (f *fixture) crashPhase(envs []string, next map[string]string) string {
 // holds that promotion.
 func (f *fixture) waitPromotedOnce(branch, dry string) {
 	f.t.Helper()
-	f.waitEnvWithin(3*time.Minute, branch, "promoted to "+dry+" after the kills", promotedTo(dry))
+	f.waitEnvWithin(3*time.Minute, branch, "promoted to "+dry+" after the kills", testenv.PromotedTo(dry))
 }
 
 // requireCacheUsable opens the cache the runs shared, as the next start would, and checks that

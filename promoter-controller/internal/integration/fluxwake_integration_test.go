@@ -112,7 +112,7 @@ func TestAMergeAsksTheFluxSourcesOfItsBranchToFetch(t *testing.T) {
 	d1 := f.dryCommit("bump image to 1.1")
 	before := time.Now()
 	f.hydrate(d1, "dev")
-	f.waitEnv("dev", "promoted to d1", promotedTo(d1))
+	f.waitEnv("dev", "promoted to d1", testenv.PromotedTo(d1))
 	for _, name := range []string{"dev", "dev-by-ref-name"} {
 		values := f.waitRequested(requested, name, 1)
 		at, err := time.Parse(time.RFC3339Nano, values[0])
@@ -139,7 +139,7 @@ func TestFluxSourceRefreshDisabledLeavesFluxToItsInterval(t *testing.T) {
 
 	d1 := f.dryCommit("bump image to 1.1")
 	f.hydrate(d1, "dev")
-	f.waitEnv("dev", "promoted to d1", promotedTo(d1))
+	f.waitEnv("dev", "promoted to d1", testenv.PromotedTo(d1))
 
 	_, err := testenv.Update(f.ctx, env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns), "app", func(ps *promoterv1alpha1.PromotionStrategy) {
 		ps.Spec.FluxSourceRefresh = promoterv1alpha1.FluxSourceRefreshEnabled
@@ -147,7 +147,7 @@ func TestFluxSourceRefreshDisabledLeavesFluxToItsInterval(t *testing.T) {
 	require.NoError(t, err)
 	d2 := f.dryCommit("bump image to 1.2")
 	f.hydrate(d2, "dev")
-	f.waitEnv("dev", "promoted to d2", promotedTo(d2))
+	f.waitEnv("dev", "promoted to d2", testenv.PromotedTo(d2))
 	// Wakes run in order on one worker: a wake of d1's merge would have come before d2's.
 	assert.Len(t, f.waitRequested(requested, "dev", 1), 1, "only the merge made while enabled woke the source")
 }

@@ -10,6 +10,7 @@ import (
 	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 // approveDrySHA adds an approval of dry to a closed gate, and writes the status the
@@ -46,23 +47,23 @@ func TestAGateOnProdApprovingOneDrySHALetsOnlyThatOneMerge(t *testing.T) {
 
 	d1 := f.dryCommit("bump image to 1.1")
 	f.hydrate(d1, "dev", "prod")
-	dev := f.waitEnv("dev", "promoted to d1", promotedTo(d1))
+	dev := f.waitEnv("dev", "promoted to d1", testenv.PromotedTo(d1))
 	f.setStatus("health", dev.Active.HydratedSHA, commitstatusv1alpha1.CommitStatusSuccess)
 	prod := f.waitEnv("prod", "held by the closed gate, d1 not approved", blockedBy("prod-signoff"))
 	assert.NotEqual(t, d1, prod.Active.DrySHA)
 
 	f.approveDrySHA("prod-signoff", d1)
-	f.waitEnv("prod", "promoted to the approved d1", promotedTo(d1))
+	f.waitEnv("prod", "promoted to the approved d1", testenv.PromotedTo(d1))
 
 	d2 := f.dryCommit("bump image to 1.2")
 	f.hydrate(d2, "dev", "prod")
-	dev = f.waitEnv("dev", "promoted to d2", promotedTo(d2))
+	dev = f.waitEnv("dev", "promoted to d2", testenv.PromotedTo(d2))
 	f.setStatus("health", dev.Active.HydratedSHA, commitstatusv1alpha1.CommitStatusSuccess)
 	prod = f.waitEnv("prod", "held: d2 is not approved", blockedBy("it approves "+d1[:12]+", not "+d2[:12]))
 	assert.Equal(t, d1, prod.Active.DrySHA, "prod stays on the approved d1")
 
 	f.approveDrySHA("prod-signoff", d2)
-	prod = f.waitEnv("prod", "promoted to the approved d2", promotedTo(d2))
+	prod = f.waitEnv("prod", "promoted to the approved d2", testenv.PromotedTo(d2))
 	assert.Len(t, prod.History, 2)
 	g, err := env.Sluice.GatingV1alpha1().Gates(f.ns).Get(f.ctx, "prod-signoff", metav1.GetOptions{})
 	require.NoError(t, err)

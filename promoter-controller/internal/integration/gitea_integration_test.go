@@ -108,8 +108,8 @@ func TestPromotionOnGitea(t *testing.T) {
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	f.waitEnv("dev", "merged on Gitea", activeOn(d1))
-	f.waitEnv("staging", "merged on Gitea", activeOn(d1))
+	f.waitEnv("dev", "merged on Gitea", testenv.ActiveOn(d1))
+	f.waitEnv("staging", "merged on Gitea", testenv.ActiveOn(d1))
 	staging := f.waitEnv("staging", "recorded", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
 	assert.False(t, staging.History[0].External)
 	// History names the pull request on Gitea, which a later promotion's object (same name) does not.

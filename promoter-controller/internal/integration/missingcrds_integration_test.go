@@ -47,61 +47,12 @@ func TestMissingCRDsAreReportedThenPickedUp(t *testing.T) {
 	requireReady(ctx, t, m)
 
 	const ns = "default"
-	strategies, pullRequests := alone.Sluice.PromoterV1alpha1().PromotionStrategies(ns), alone.Sluice.PromoterV1alpha1().PullRequests(ns)
-	_, err = strategies.Create(ctx, &promoterv1alpha1.PromotionStrategy{
-		ObjectMeta: metav1.ObjectMeta{Name: "app"},
-		Spec: promoterv1alpha1.PromotionStrategySpec{
-			RepositoryRef: promoterv1alpha1.LocalReference{Name: "app"}, DryBranch: "main",
-			Environments: []promoterv1alpha1.Environment{{Branch: "dev"}, {Branch: "prod", Gates: &promoterv1alpha1.GateSelector{
-				Refs: []promoterv1alpha1.GateReference{{Name: "prod-freeze"}}}}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = pullRequests.Create(ctx, &promoterv1alpha1.PullRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: "revert"},
-		Spec: promoterv1alpha1.PullRequestSpec{RepositoryRef: promoterv1alpha1.LocalReference{Name: "app"}, Title: "Revert",
-			SourceBranch: "prod-revert", TargetBranch: "prod"},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-
-	strategy := func(ctx context.Context) ([]metav1.Condition, error) {
-		ps, err := strategies.Get(ctx, "app", metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return ps.Status.Conditions, nil
-	}
-	pullRequest := func(ctx context.Context) ([]metav1.Condition, error) {
-		pr, err := pullRequests.Get(ctx, "revert", metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return pr.Status.Conditions, nil
-	}
-
+	strategy, pullRequest := createWithoutPeers(ctx, t, alone, ns)
 	requireStalled(ctx, t, strategy, "CRDMissing", crdsMissingStart+"gates.gating.sluice.dev are not installed: "+
 		"install the commitstatus-controller and gate-controller charts (replicaCount: 0 installs the CRDs alone)")
 	requireStalled(ctx, t, pullRequest, "CRDMissing", crdsMissingStart[:len(crdsMissingStart)-2]+" are not installed: "+
 		"install the commitstatus-controller chart")
-	events, err := alone.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=CRDMissing"})
-	require.NoError(t, err)
-	require.NotEmpty(t, events.Items, "the stalls are announced")
-	for _, e := range events.Items {
-		assert.Equal(t, corev1.EventTypeWarning, e.Type)
-	}
-	// One line for Sluice's peer charts, one for Flux's GitRepository (merges wake Flux once it
-	// is installed): each said once.
-	var sluiceCRDs, fluxCRD []string
-	for _, line := range logs.with(logCRDsMissing) {
-		if strings.Contains(line, "(Flux's source-controller)") {
-			fluxCRD = append(fluxCRD, line)
-		} else {
-			sluiceCRDs = append(sluiceCRDs, line)
-		}
-	}
-	require.Len(t, sluiceCRDs, 1, "the log says once which CRDs are missing; it said %q", logs.all())
-	assert.Contains(t, sluiceCRDs[0], "install the commitstatus-controller, gate-controller and rollback-controller charts")
-	assert.Len(t, fluxCRD, 1, "the log says once that Flux's GitRepository CRD is missing; it said %q", logs.all())
+	saidMissing := requireMissingSaidOnce(ctx, t, alone, ns, logs)
 
 	charts.InstallForTest(t, alone, "commitstatus-controller", system, "commitstatus-controller", "crds.enabled=true", "replicaCount=0")
 	requireStalled(ctx, t, strategy, "CRDMissing", "the CRD gates.gating.sluice.dev is not installed: install the gate-controller chart")
@@ -120,7 +71,72 @@ func TestMissingCRDsAreReportedThenPickedUp(t *testing.T) {
 	for _, resource := range []string{"scmrepositories.scm.sluice.dev", "scmproviders.scm.sluice.dev", "commitstatuses.commitstatus.sluice.dev", "gates.gating.sluice.dev"} {
 		assert.Len(t, logs.with(logCRDInstalled+" resource="+resource), 1, "the log says once that %s came", resource)
 	}
-	assert.Len(t, logs.with(logCRDsMissing), len(sluiceCRDs)+len(fluxCRD), "and never again that CRDs are missing")
+	assert.Len(t, logs.with(logCRDsMissing), saidMissing, "and never again that CRDs are missing")
+}
+
+// createWithoutPeers creates, in namespace ns of cluster, a strategy whose environments need a Gate
+// and a pull request of a revert, and returns how to read their conditions.
+func createWithoutPeers(ctx context.Context, t *testing.T, cluster *testenv.Env, ns string) (strategy, pullRequest func(context.Context) ([]metav1.Condition, error)) {
+	t.Helper()
+	strategies, pullRequests := cluster.Sluice.PromoterV1alpha1().PromotionStrategies(ns), cluster.Sluice.PromoterV1alpha1().PullRequests(ns)
+	_, err := strategies.Create(ctx, &promoterv1alpha1.PromotionStrategy{
+		ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: promoterv1alpha1.PromotionStrategySpec{
+			RepositoryRef: promoterv1alpha1.LocalReference{Name: "app"}, DryBranch: "main",
+			Environments: []promoterv1alpha1.Environment{{Branch: "dev"}, {Branch: "prod", Gates: &promoterv1alpha1.GateSelector{
+				Refs: []promoterv1alpha1.GateReference{{Name: "prod-freeze"}}}}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = pullRequests.Create(ctx, &promoterv1alpha1.PullRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "revert"},
+		Spec: promoterv1alpha1.PullRequestSpec{RepositoryRef: promoterv1alpha1.LocalReference{Name: "app"}, Title: "Revert",
+			SourceBranch: "prod-revert", TargetBranch: "prod"},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	strategy = func(ctx context.Context) ([]metav1.Condition, error) {
+		ps, err := strategies.Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return ps.Status.Conditions, nil
+	}
+	pullRequest = func(ctx context.Context) ([]metav1.Condition, error) {
+		pr, err := pullRequests.Get(ctx, "revert", metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return pr.Status.Conditions, nil
+	}
+	return strategy, pullRequest
+}
+
+// requireMissingSaidOnce asserts that the stalls were announced as Warning Events, and that the
+// log said once which Sluice CRDs are missing and once that Flux's GitRepository is: it returns
+// how many such lines the log holds.
+func requireMissingSaidOnce(ctx context.Context, t *testing.T, cluster *testenv.Env, ns string, logs *logLines) int {
+	t.Helper()
+	events, err := cluster.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=CRDMissing"})
+	require.NoError(t, err)
+	require.NotEmpty(t, events.Items, "the stalls are announced")
+	for _, e := range events.Items {
+		assert.Equal(t, corev1.EventTypeWarning, e.Type)
+	}
+	// One line for Sluice's peer charts, one for Flux's GitRepository (merges wake Flux once it
+	// is installed): each said once.
+	var sluiceCRDs, fluxCRD []string
+	for _, line := range logs.with(logCRDsMissing) {
+		if strings.Contains(line, "(Flux's source-controller)") {
+			fluxCRD = append(fluxCRD, line)
+		} else {
+			sluiceCRDs = append(sluiceCRDs, line)
+		}
+	}
+	require.Len(t, sluiceCRDs, 1, "the log says once which CRDs are missing; it said %q", logs.all())
+	assert.Contains(t, sluiceCRDs[0], "install the commitstatus-controller, gate-controller and rollback-controller charts")
+	assert.Len(t, fluxCRD, 1, "the log says once that Flux's GitRepository CRD is missing; it said %q", logs.all())
+	return len(sluiceCRDs) + len(fluxCRD)
 }
 
 // requireStalled waits until get's Stalled condition has reason and a message containing message.

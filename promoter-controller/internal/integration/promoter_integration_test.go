@@ -215,34 +215,9 @@ func (f *fixture) waitEnv(branch string, what string, cond func(promoterv1alpha1
 // waitEnvWithin is waitEnv with its own timeout.
 func (f *fixture) waitEnvWithin(timeout time.Duration, branch string, what string, cond func(promoterv1alpha1.EnvironmentStatus) bool) promoterv1alpha1.EnvironmentStatus {
 	f.t.Helper()
-	var last promoterv1alpha1.EnvironmentStatus
-	err := testenv.Wait(f.ctx, timeout, func(ctx context.Context) (bool, error) {
-		ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(ctx, "app", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range ps.Status.Environments {
-			if e.Branch == branch {
-				last = e
-				return cond(e), nil
-			}
-		}
-		return false, nil
-	})
+	last, err := testenv.WaitEnvironment(f.ctx, timeout, env.Sluice, f.ns, "app", branch, cond)
 	require.NoError(f.t, err, "%s: %s; last status %+v", branch, what, last)
 	return last
-}
-
-func activeOn(dry string) func(promoterv1alpha1.EnvironmentStatus) bool {
-	return func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.DrySHA == dry }
-}
-
-// promotedTo waits for the history record too: git shows a merge before the PullRequest's
-// status does, and history follows the latter.
-func promotedTo(dry string) func(promoterv1alpha1.EnvironmentStatus) bool {
-	return func(e promoterv1alpha1.EnvironmentStatus) bool {
-		return e.Active.DrySHA == dry && len(e.History) > 0 && e.History[0].DrySHA == dry
-	}
 }
 
 func blockedBy(text string) func(promoterv1alpha1.EnvironmentStatus) bool {
@@ -292,7 +267,7 @@ func TestPromotionThroughThreeEnvironments(t *testing.T) {
 	d1 := f.dryCommit("bump image to 1.1")
 	f.hydrate(d1, "dev", "staging", "prod")
 
-	dev := f.waitEnv("dev", "promoted to d1", promotedTo(d1))
+	dev := f.waitEnv("dev", "promoted to d1", testenv.PromotedTo(d1))
 	require.Len(t, dev.History, 1)
 	assert.Equal(t, d1, dev.History[0].DrySHA)
 	assert.Equal(t, "bump image to 1.1", dev.Active.Subject)
@@ -304,7 +279,7 @@ func TestPromotionThroughThreeEnvironments(t *testing.T) {
 	f.waitEnv("staging", "blocked by dev's failing health", blockedBy("health on dev is failure"))
 	assert.Equal(t, d1, dev.Active.DrySHA)
 	f.setStatus("health", dev.Active.HydratedSHA, commitstatusv1alpha1.CommitStatusSuccess)
-	staging := f.waitEnv("staging", "promoted to d1", activeOn(d1))
+	staging := f.waitEnv("staging", "promoted to d1", testenv.ActiveOn(d1))
 
 	// The closed gate holds prod even with staging healthy; opening it releases prod.
 	f.setStatus("health", staging.Active.HydratedSHA, commitstatusv1alpha1.CommitStatusSuccess)
@@ -312,7 +287,7 @@ func TestPromotionThroughThreeEnvironments(t *testing.T) {
 	prod := f.waitEnv("prod", "still on d0", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.DrySHA != d1 })
 	assert.Empty(t, prod.History)
 	f.setGate("prod-freeze", true)
-	prod = f.waitEnv("prod", "promoted to d1", promotedTo(d1))
+	prod = f.waitEnv("prod", "promoted to d1", testenv.PromotedTo(d1))
 	require.Len(t, prod.History, 1)
 
 	// One pull request per environment, each merged once by Sluice.

@@ -45,7 +45,7 @@ func TestRealFluxFetchesTheMergeWithoutWaitingForItsInterval(t *testing.T) {
 
 	d1 := f.dryCommit("bump image to 1.1")
 	f.hydrate(d1, "dev")
-	f.waitEnv("dev", "promoted to d1", promotedTo(d1))
+	f.waitEnv("dev", "promoted to d1", testenv.PromotedTo(d1))
 	merged := f.repo.Branch(t, "dev")
 	flux.WaitForFetched(t, env, f.ns, "dev", flux.Revision("dev", merged))
 }

@@ -73,7 +73,7 @@ func TestRealFluxAppliesEachPromotionAndDevHealthGatesStaging(t *testing.T) {
 	d1 := f.dryCommit("bump image to 1.1")
 	f.hydrateManifests(d1, "dev", "staging")
 	f.waitApplied("dev", d1)
-	dev := f.waitEnv("dev", "promoted to d1", promotedTo(d1))
+	dev := f.waitEnv("dev", "promoted to d1", testenv.PromotedTo(d1))
 	staging := f.waitEnv("staging", "held until dev is healthy", blockedBy("health"))
 	assert.Equal(t, d0, f.appliedDry("staging"), "staging still runs d0 in the cluster")
 	assert.NotEqual(t, d1, staging.Active.DrySHA)
@@ -81,7 +81,7 @@ func TestRealFluxAppliesEachPromotionAndDevHealthGatesStaging(t *testing.T) {
 	// Health reads what Flux applied in dev, and reports it on dev's active commit.
 	require.Equal(t, d1, f.appliedDry("dev"))
 	f.setStatus("health", dev.Active.HydratedSHA, commitstatusv1alpha1.CommitStatusSuccess)
-	f.waitEnv("staging", "promoted to d1 once dev is healthy", promotedTo(d1))
+	f.waitEnv("staging", "promoted to d1 once dev is healthy", testenv.PromotedTo(d1))
 	f.waitApplied("staging", d1)
 	assert.True(t, f.repo.IsAncestor(t, f.repo.Branch(t, "staging-next"), f.repo.Branch(t, "staging")), "git: staging holds the hydrated d1")
 }

@@ -31,10 +31,10 @@ func rolledBack(t *testing.T, f *fixture) (good, bad string) {
 	startPromoter(t, env.Config, t.TempDir())
 	good = f.dryCommit("good")
 	f.hydrate(good, "dev", "prod")
-	f.waitEnv("prod", "good promoted", promotedTo(good))
+	f.waitEnv("prod", "good promoted", testenv.PromotedTo(good))
 	bad = f.dryCommit("bad")
 	f.hydrate(bad, "dev", "prod")
-	f.waitEnv("prod", "bad promoted", promotedTo(bad))
+	f.waitEnv("prod", "bad promoted", testenv.PromotedTo(bad))
 
 	// The rollback-controller creates the RevertCommit (bad SHA known) before its pull request.
 	f.markReverted("prod-bad", "prod", bad)
@@ -141,7 +141,7 @@ func TestLiftingTheHoldLetsTheRevertedDrySHAPromote(t *testing.T) {
 		metav1.SetMetaDataAnnotation(&rc.ObjectMeta, rollbackv1alpha1.LiftHoldAnnotation, "the failure was the monitoring, not the change")
 	})
 	require.NoError(t, err)
-	f.waitEnv("prod", "promoted again after the hold was lifted", activeOn(bad))
+	f.waitEnv("prod", "promoted again after the hold was lifted", testenv.ActiveOn(bad))
 }
 
 func readyReason(ps *promoterv1alpha1.PromotionStrategy) string {

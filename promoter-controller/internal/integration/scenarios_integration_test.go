@@ -49,7 +49,7 @@ func TestAutoMergeFalseWaitsForAPerson(t *testing.T) {
 	f.repo.SetBranch(t, "dev", proposed)
 	// A push to a watched branch arrives as a webhook or at the poll; here, the refresh annotation.
 	f.refresh("after merge")
-	f.waitEnv("dev", "promoted", activeOn(d1))
+	f.waitEnv("dev", "promoted", testenv.ActiveOn(d1))
 	dev := f.waitEnv("dev", "recorded", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
 	assert.True(t, dev.History[0].External)
 	assert.Equal(t, d1, dev.History[0].DrySHA)
@@ -93,7 +93,7 @@ func TestNonFastForwardRace(t *testing.T) {
 	f.strategy(oneEnv)
 	startPromoter(t, env.Config, t.TempDir())
 
-	dev := f.waitEnv("dev", "promoted", promotedTo(d1))
+	dev := f.waitEnv("dev", "promoted", testenv.PromotedTo(d1))
 	require.True(t, raced.Load())
 	tip := f.repo.Branch(t, "dev")
 	assert.Equal(t, tip, dev.Active.HydratedSHA)
@@ -115,7 +115,7 @@ func TestRestartMidPromotionMakesNoDuplicates(t *testing.T) {
 	stop := startPromoter(t, env.Config, cache)
 	d1 := f.dryCommit("change")
 	next := f.hydrate(d1, "dev", "staging", "prod")
-	dev := f.waitEnv("dev", "promoted", activeOn(d1))
+	dev := f.waitEnv("dev", "promoted", testenv.ActiveOn(d1))
 	f.waitEnv("staging", "blocked by dev's health", blockedBy("health on dev"))
 	stop()
 
@@ -130,7 +130,7 @@ func TestRestartMidPromotionMakesNoDuplicates(t *testing.T) {
 	receives := f.srv.Receives()
 
 	startPromoter(t, env.Config, cache)
-	f.waitEnv("staging", "promoted", activeOn(d1))
+	f.waitEnv("staging", "promoted", testenv.ActiveOn(d1))
 	staging := f.waitEnv("staging", "recorded", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
 	assert.Equal(t, next["staging"], f.repo.Branch(t, "staging"), "no second merge on top")
 	assert.Equal(t, receives, f.srv.Receives(), "nothing pushed: the merge was already there")
@@ -138,7 +138,7 @@ func TestRestartMidPromotionMakesNoDuplicates(t *testing.T) {
 	assert.False(t, staging.History[0].External)
 
 	f.setStatus("health", staging.Active.HydratedSHA, "success")
-	f.waitEnv("prod", "promoted", activeOn(d1))
+	f.waitEnv("prod", "promoted", testenv.ActiveOn(d1))
 	prs := f.pullRequests()
 	assert.Len(t, prs, 3, "one pull request per environment")
 	dev = f.waitEnv("dev", "one promotion", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
@@ -159,8 +159,8 @@ func TestDAGFanOutAndFanIn(t *testing.T) {
 	startPromoter(t, env.Config, t.TempDir())
 	d1 := f.dryCommit("change")
 	next := f.hydrate(d1, "dev", "eu", "us", "global")
-	f.waitEnv("eu", "promoted", activeOn(d1))
-	f.waitEnv("us", "promoted", activeOn(d1))
+	f.waitEnv("eu", "promoted", testenv.ActiveOn(d1))
+	f.waitEnv("us", "promoted", testenv.ActiveOn(d1))
 	f.waitEnv("global", "eligible after both", func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Eligible })
 	assert.NotEqual(t, next["global"], f.repo.Branch(t, "global"))
 
@@ -169,7 +169,7 @@ func TestDAGFanOutAndFanIn(t *testing.T) {
 		pr.Spec.State = promoterv1alpha1.PullRequestMerged
 	})
 	require.NoError(t, err)
-	f.waitEnv("global", "promoted", activeOn(d1))
+	f.waitEnv("global", "promoted", testenv.ActiveOn(d1))
 	global := f.waitEnv("global", "recorded", func(e promoterv1alpha1.EnvironmentStatus) bool { return len(e.History) == 1 })
 	assert.False(t, global.History[0].External)
 }
@@ -203,7 +203,7 @@ func TestPromotionOverSSH(t *testing.T) {
 		s.RepositoryRef.Name = "app-ssh"
 	})
 	startPromoter(t, env.Config, t.TempDir())
-	f.waitEnv("dev", "promoted over ssh", activeOn(d1))
+	f.waitEnv("dev", "promoted over ssh", testenv.ActiveOn(d1))
 	assert.Equal(t, proposed, f.repo.Branch(t, "dev"))
 }
 

@@ -40,9 +40,9 @@ func TestShardedPromoterSeesUnlabelledReferences(t *testing.T) {
 
 	d1 := f.dryCommit("change")
 	f.hydrate(d1, "dev", "prod")
-	dev := f.waitEnv("dev", "promoted by the shard", promotedTo(d1))
+	dev := f.waitEnv("dev", "promoted by the shard", testenv.PromotedTo(d1))
 	f.setStatus("health", dev.Active.HydratedSHA, "success")
-	f.waitEnv("prod", "promoted through the gate and the health check", promotedTo(d1))
+	f.waitEnv("prod", "promoted through the gate and the health check", testenv.PromotedTo(d1))
 	for _, pr := range f.pullRequests() {
 		assert.Equal(t, "a", pr.Labels["sluice.dev/shard"], "%s carries its strategy's shard", pr.Name)
 	}

@@ -1,13 +1,10 @@
 package manifestrelease_test
 
 import (
-	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	"github.com/sluicehq/sluice/testenv"
 )
 
 // The real controller binary is killed with SIGKILL mid-upgrade three times: once the upgrade is
@@ -27,9 +25,9 @@ func TestKill9MidUpgradeFinishesOrRollsBack(t *testing.T) {
 	f.setJobOutcome(func(*batchv1.Job) string { return "" }) // tests run until the test decides
 	f.configMap("tests", map[string]string{"smoke.yaml": smokeTest})
 	f.configMap("src", app("nginx:1.0"))
-	bin := buildController(t)
+	bin := testenv.BuildCommand(t, "rollback-controller/cmd/rollback-controller")
 	cacheDir := t.TempDir()
-	log := controllerLog(t)
+	log := testenv.LogFile(t, "controller")
 
 	first := runControllerProcess(t, bin, f.ns, cacheDir, log)
 	f.createRelease("web", rollbackv1.ManifestReleaseSpec{Source: configMapSource("src"), Version: "v1", Timeout: seconds(120)})
@@ -43,11 +41,11 @@ func TestKill9MidUpgradeFinishesOrRollsBack(t *testing.T) {
 	f.waitRelease("web", "the upgrade recorded", func(m *rollbackv1.ManifestRelease) bool {
 		return m.Status.Operation != nil && m.Status.Operation.Action == rollbackv1.ActionUpgrade
 	})
-	kill(t, first, 1)
+	testenv.Kill9(t, first, 1)
 
 	second := runControllerProcess(t, bin, f.ns, cacheDir, log)
 	f.waitJob("smoke")
-	kill(t, second, 2)
+	testenv.Kill9(t, second, 2)
 
 	// The test fails, and the rollback then waits for v1's Deployment, which is not ready yet.
 	f.setNotReady("web", true)
@@ -57,7 +55,7 @@ func TestKill9MidUpgradeFinishesOrRollsBack(t *testing.T) {
 		return m.Status.Operation != nil && m.Status.Operation.Action == rollbackv1.ActionRollback
 	})
 	assert.Equal(t, int64(1), mr.Status.Operation.Number)
-	kill(t, third, 3)
+	testenv.Kill9(t, third, 3)
 
 	f.setNotReady("web", false)
 	last := runControllerProcess(t, bin, f.ns, cacheDir, log)
@@ -107,53 +105,9 @@ func inventoryNames(mr *rollbackv1.ManifestRelease) []string {
 	return out
 }
 
-func kill(t *testing.T, cmd *exec.Cmd, run int) {
-	t.Helper()
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	var exit *exec.ExitError
-	err := cmd.Wait()
-	require.Truef(t, errors.As(err, &exit), "run %d was not killed: %v", run, err)
-	ws, ok := exit.Sys().(syscall.WaitStatus)
-	require.Truef(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "run %d exited before its kill -9: %v", run, exit)
-}
-
-func buildController(tb testing.TB) string {
-	tb.Helper()
-	bin := filepath.Join(tb.TempDir(), "rollback-controller")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/rollback-controller").CombinedOutput(); err != nil {
-		tb.Fatalf("build the controller: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // runControllerProcess runs the controller binary against the control plane, watching only ns,
 // in cluster-wide mode (as startController does: the test is about crashes, not identities).
 func runControllerProcess(tb testing.TB, bin, ns, cacheDir string, log *os.File) *exec.Cmd {
 	tb.Helper()
-	cmd := exec.Command(bin, "--kubeconfig", env.Kubeconfig, "--leader-elect=false", "--namespace", ns,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--default-service-account=",
-		"--manifest-git-cache-dir", cacheDir, "--release-recheck-interval", "1s")
-	cmd.Stdout, cmd.Stderr = log, log
-	require.NoError(tb, cmd.Start())
-	tb.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	})
-	return cmd
-}
-
-// controllerLog is one file for the output of every run, printed when the test fails.
-func controllerLog(t *testing.T) *os.File {
-	t.Helper()
-	file, err := os.OpenFile(filepath.Join(t.TempDir(), "controller.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = file.Close()
-		if t.Failed() {
-			if out, err := os.ReadFile(file.Name()); err == nil {
-				t.Logf("controller log:\n%s", out)
-			}
-		}
-	})
-	return file
+	return env.StartController(tb, bin, ns, log, "--default-service-account=", "--manifest-git-cache-dir", cacheDir, "--release-recheck-interval", "1s")
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/yaml"
 
+	promoterv1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
@@ -181,4 +182,14 @@ func TestStartedReverts(t *testing.T) {
 	})
 	assert.Equal(t, 2, envs)
 	assert.Equal(t, map[string][]string{"app/staging": {"open"}, "app/prod": {"prod-written", "prod-open"}}, started)
+}
+
+func TestStrategyDocPollsEveryTenMinutes(t *testing.T) {
+	var ps promoterv1.PromotionStrategy
+	require.NoError(t, yaml.Unmarshal([]byte(strategyDoc("app-00")), &ps))
+	require.NotNil(t, ps.Spec.Interval)
+	assert.Equal(t, 10*time.Minute, ps.Spec.Interval.Duration)
+	assert.Equal(t, "app-00", ps.Spec.RepositoryRef.Name)
+	require.Len(t, ps.Spec.Environments, 3)
+	assert.Equal(t, "app-00-prod", ps.Spec.Environments[2].Gates.Refs[0].Name)
 }

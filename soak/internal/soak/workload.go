@@ -24,6 +24,13 @@ import (
 	"github.com/sluicehq/sluice/testenv/flux"
 )
 
+// strategyPoll is the strategies' fallback poll of their repository (spec.interval, 5m by
+// default). The hydrator asks for a refresh after each proposal, and every strategy fetches for
+// the final fix forward, so with 10 minutes no poll falls due in the rest window of invariant 9:
+// a git request there is one nothing asked for. With 5 minutes and 20 strategies, a strategy
+// that settled early polled in it (run seed 202).
+const strategyPoll = "10m"
+
 // environments of every strategy, in order; prod is gated and has a RollbackPolicy.
 var environments = []string{"dev", "staging", "prod"}
 
@@ -121,8 +128,7 @@ func (w *workload) setUp(ctx context.Context, s *strategy, url string) error {
 	docs := []string{
 		repositoryDoc(s, url),
 		fmt.Sprintf(`{apiVersion: gating.sluice.dev/v1alpha1, kind: Gate, metadata: {name: %s-prod}, spec: {closed: false}}`, s.name),
-		fmt.Sprintf(`{apiVersion: promoter.sluice.dev/v1alpha1, kind: PromotionStrategy, metadata: {name: %s}, spec: {repositoryRef: {name: %s}, dryBranch: main, activeCommitStatuses: [{key: health}],
-		  environments: [{branch: dev}, {branch: staging}, {branch: prod, gates: {refs: [{name: %s-prod}]}}]}}`, s.name, s.name, s.name),
+		strategyDoc(s.name),
 		fmt.Sprintf(`{apiVersion: rollback.sluice.dev/v1alpha1, kind: RollbackPolicy, metadata: {name: %s-prod}, spec: {promotionStrategyRef: {name: %s}, environments: [prod],
 		  trigger: {commitStatuses: [{key: health}], failureThreshold: 5s, window: 1h}, cooldown: 30s, autoMerge: true}}`, s.name, s.name),
 	}
@@ -132,6 +138,12 @@ func (w *workload) setUp(ctx context.Context, s *strategy, url string) error {
 		}
 	}
 	return nil
+}
+
+// strategyDoc is the PromotionStrategy of a strategy: dev, staging and prod, prod gated.
+func strategyDoc(name string) string {
+	return fmt.Sprintf(`{apiVersion: promoter.sluice.dev/v1alpha1, kind: PromotionStrategy, metadata: {name: %s}, spec: {repositoryRef: {name: %s}, dryBranch: main, interval: %s, activeCommitStatuses: [{key: health}],
+		  environments: [{branch: dev}, {branch: staging}, {branch: prod, gates: {refs: [{name: %s-prod}]}}]}}`, name, name, strategyPoll, name)
 }
 
 // repositoryDoc is the ScmRepository of s; a Gitea one reads the provider's Secret for git.

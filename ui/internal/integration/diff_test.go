@@ -75,8 +75,11 @@ func TestTheDiffPageShowsTheChangeReadWithTheCredentialsThePersonMayRead(t *test
 	screenshot(alice, t, "diff")
 
 	// The history row of newSHA links the change its promotion brought: the same lines.
+	// The link is followed by its address: a live update of the page may replace it mid-click.
 	within(alice, t, chromedp.Navigate(url+"/pipelines/"+ns+"/checkout/history"),
-		chromedp.Click(css(`#commit-`+newSHA+` td[data-branch="env/dev"] a.diff`)), chromedp.WaitVisible(css(`section.file`)))
+		chromedp.WaitVisible(css(`#commit-`+newSHA+` td[data-branch="env/dev"] a.diff`)))
+	link := read(alice, t, chromedp.Evaluate[string](`document.querySelector('#commit-`+newSHA+` td[data-branch="env/dev"] a.diff').href`))
+	within(alice, t, chromedp.Navigate(link), chromedp.WaitVisible(css(`section.file`)))
 	added = read(alice, t, chromedp.Evaluate[[]string](`[...document.querySelectorAll('section.file .line.add')].map(l => l.textContent)`))
 	assert.Equal(t, []string{"+image: web:2"}, added, "from the tip the promotion before it left")
 

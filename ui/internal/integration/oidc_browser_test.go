@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/testenv"
@@ -51,4 +52,33 @@ func TestSignInThroughTheProvidersOwnPageActAndSignOutInChromium(t *testing.T) {
 	within(b, t, chromedp.Navigate(base+"/pipelines"), chromedp.WaitVisible(css(`#username`)))
 	at = read(b, t, chromedp.Location())
 	assert.True(t, strings.HasPrefix(at, provider.Issuer+"/login/"), "signed out: the next page asks to sign in again, at %s", at)
+}
+
+// TestAPersonSignedInSeesOnlyTheirNamespaceInChromium: bob signs in on the real provider's page;
+// a RoleBinding lets him read namespace A only. In Chromium his pipelines, gates and search show
+// A's objects and no name of namespace B, and B's pipeline page is not found.
+func TestAPersonSignedInSeesOnlyTheirNamespaceInChromium(t *testing.T) {
+	base, _ := oidcUI(t, 10*time.Minute)
+	a, b := newNamespace(t), newNamespace(t)
+	for _, ns := range []string{a, b} {
+		createStrategy(t, ns)
+		createGate(t, ns, "freeze")
+	}
+	readers(t, a, rbacv1.Subject{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "oidc:bob"})
+
+	br := browser(t)
+	within(br, t, chromedp.Navigate(base+"/pipelines?q=checkout"), chromedp.WaitVisible(css(`#username`)))
+	within(br, t, chromedp.SendKeys(css(`#username`), bob.Username), chromedp.SendKeys(css(`#password`), bob.Password),
+		chromedp.Click(css(`button[type=submit]`)), chromedp.WaitVisible(css(`.who`)))
+	assert.Equal(t, "oidc:bob", read(br, t, chromedp.Text(css(`.who`))))
+	within(br, t, chromedp.WaitVisible(css(`a[href="/pipelines/`+a+`/checkout"]`)))
+	screenshot(br, t, "per-user-pipelines")
+	for _, page := range []string{"/pipelines?q=checkout", "/gates", "/search?q=checkout", "/search?q=freeze"} {
+		within(br, t, chromedp.Navigate(base+page), chromedp.WaitVisible(css(`main h1`)))
+		text := read(br, t, chromedp.Text(css(`main`)))
+		assert.Contains(t, text, a+"/", "bob sees namespace A on %s", page)
+		assert.NotContains(t, text, b+"/", "bob sees no name of namespace B on %s", page)
+	}
+	within(br, t, chromedp.Navigate(base+"/pipelines/"+b+"/checkout"), chromedp.WaitVisible(css(`main h1`)))
+	assert.Contains(t, read(br, t, chromedp.Text(css(`main h1`))), "Not found", "B's pipeline, as if it did not exist")
 }

@@ -143,7 +143,7 @@ func TestPortForwardFindsTheUIServiceAndItsReadyPod(t *testing.T) {
 
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, testenv.WriteKubeconfig(env.Config, kubeconfig))
-	var stdout, stderr syncBuffer
+	var stdout, stderr testenv.SyncBuffer
 	runCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	code := Main(runCtx, []string{"ui", "--port-forward", "--kubeconfig", kubeconfig, "-n", "pf-sluice", "--listen", "127.0.0.1:0", "--open=false"}, &stdout, &stderr)

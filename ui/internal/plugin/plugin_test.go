@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,7 +53,7 @@ func TestUIServesTheKubeconfigsClusterAndOpensTheBrowser(t *testing.T) {
 	t.Setenv("KUBECONFIG", filepath.Join(dir, "no-such-kubeconfig"))
 
 	runCtx, stop := context.WithCancel(ctx)
-	var stdout, stderr syncBuffer
+	var stdout, stderr testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(runCtx, []string{"ui", "--kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "-n", ns}, &stdout, &stderr)
@@ -127,22 +126,4 @@ func TestUsage(t *testing.T) {
 	for _, listen := range []string{"127.0.0.1:0", "[::1]:8092", "localhost:8092"} {
 		assert.NoError(t, checkLoopback(listen), listen)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe to write from the plugin while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -146,3 +146,22 @@ func TestKeepAgentFieldsDropsEverythingThePageDoesNotShow(t *testing.T) {
 		"status": map[string]any{"sync": map[string]any{"status": "Synced", "revision": "abc"}, "health": map[string]any{"status": "Healthy"}},
 	}, kept.(*unstructured.Unstructured).Object)
 }
+
+// TestAPersonSeesOnlyTheAgentsTheyMayList: an environment's Kustomizations and Applications are
+// named to a person only where they may list them.
+func TestAPersonSeesOnlyTheAgentsTheyMayList(t *testing.T) {
+	s := agentStore(t,
+		obj("source.toolkit.fluxcd.io/v1", "GitRepository", "flux-system", "deploy-dev", map[string]any{"spec": map[string]any{
+			"url": "https://git.example.com/acme/deploy", "ref": map[string]any{"branch": "env/dev"}}}),
+		obj("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "apps", "web-dev", map[string]any{"spec": map[string]any{
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "deploy-dev", "namespace": "flux-system"}}}),
+		obj("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "apps-dev", map[string]any{"spec": map[string]any{
+			"sourceRef": map[string]any{"kind": "GitRepository", "name": "deploy-dev"}}}),
+		obj("argoproj.io/v1alpha1", "Application", "argocd", "web-dev", map[string]any{"spec": map[string]any{
+			"source": map[string]any{"repoURL": "https://git.example.com/acme/deploy", "targetRevision": "env/dev"}}}),
+	)
+	assert.Len(t, s.AgentsOf("https://git.example.com/acme/deploy", "env/dev"), 3)
+	mine := s.For(&namespaces{allowed: map[string]bool{"apps": true}}).AgentsOf("https://git.example.com/acme/deploy", "env/dev")
+	require.Len(t, mine, 1)
+	assert.Equal(t, "apps/web-dev", mine[0].Object.GetNamespace()+"/"+mine[0].Object.GetName())
+}

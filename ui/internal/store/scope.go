@@ -44,19 +44,20 @@ func (s *Store) For(scope Scope) *Store {
 		&scoped.RevertCommits, &scoped.RollbackPolicies, &scoped.ManifestReleases, &scoped.Repositories, &scoped.Providers} {
 		*k = (*k).withScope(memo, scoped.reads)
 	}
+	for _, k := range []**Kind{&scoped.Agents.Kustomizations, &scoped.Agents.GitRepositories, &scoped.Agents.Applications} {
+		*k = (*k).withScope(memo, scoped.reads)
+	}
 	scoped.Targets = make([]*Kind, len(s.Targets))
 	for i, k := range s.Targets {
 		scoped.Targets[i] = k.withScope(memo, scoped.reads)
-	}
-	for _, k := range []**Kind{&scoped.Agents.Kustomizations, &scoped.Agents.GitRepositories, &scoped.Agents.Applications} {
-		if *k != nil {
-			*k = (*k).withScope(memo, scoped.reads)
-		}
 	}
 	return &scoped
 }
 
 func (k *Kind) withScope(scope Scope, reads *Reads) *Kind {
+	if k == nil {
+		return nil
+	}
 	scoped := *k
 	scoped.scope = scope
 	scoped.reads = reads
