@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sluicehq/sluice/ui/internal/store"
 )
 
@@ -26,6 +27,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	s.Metrics.Streams.Inc()
+	defer s.Metrics.Streams.Dec()
+	w = countingWriter{ResponseWriter: w, sent: s.Metrics.StreamBytes}
 	keys := streamKeys(r.URL.Query().Get("watch"))
 	sub := s.Store.Subscribe()
 	defer sub.Close()
@@ -57,4 +61,16 @@ func (s *Server) changed(keys []store.Key, sub *store.Subscription) []string {
 		return sub.Take()
 	}
 	return matching(keys, sub.TakeChanges())
+}
+
+// countingWriter counts the bytes written on a stream.
+type countingWriter struct {
+	http.ResponseWriter
+	sent prometheus.Counter
+}
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.sent.Add(float64(n))
+	return n, err
 }

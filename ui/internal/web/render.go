@@ -133,6 +133,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		http.Error(w, "cannot render this page; the UI's log says why", http.StatusInternalServerError)
 		return
 	}
+	s.Metrics.Renders.WithLabelValues(name).Inc()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
