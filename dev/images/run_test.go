@@ -1,7 +1,6 @@
 package images
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -69,14 +67,14 @@ func TestImagesRunUnderTheirChartsServiceAccount(t *testing.T) {
 			probes := proc.listeningOn(t)
 			require.NoError(t, testenv.Wait(ctx, 2*time.Minute, func(context.Context) (bool, error) {
 				return readyz(probes)
-			}), "/readyz answers 200 under the chart's RBAC; output:\n%s", proc.output())
+			}), "/readyz answers 200 under the chart's RBAC; output:\n%s", proc.output.String())
 			if lease := leaseName(name, args); lease != "" {
 				require.NoError(t, testenv.Wait(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 					l, err := env.Kube.CoordinationV1().Leases(namespace).Get(ctx, lease, metav1.GetOptions{})
 					return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
-				}), "the controller holds Lease %s; output:\n%s", lease, proc.output())
+				}), "the controller holds Lease %s; output:\n%s", lease, proc.output.String())
 			}
-			assert.NoError(t, proc.stop(), "exits 0 on SIGTERM; output:\n%s", proc.output())
+			assert.NoError(t, proc.stop(), "exits 0 on SIGTERM; output:\n%s", proc.output.String())
 		})
 	}
 }
@@ -167,22 +165,9 @@ func readyz(addr string) (bool, error) {
 
 // process is a controller run by a test, with its output kept for failure messages.
 type process struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	done chan error
-}
-
-func (p *process) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.buf.Write(b)
-}
-
-func (p *process) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.buf.String()
+	cmd    *exec.Cmd
+	output testenv.SyncBuffer
+	done   chan error
 }
 
 // startProcess runs bin with only env as its environment, as in a container built from nothing.
@@ -190,7 +175,7 @@ func startProcess(t *testing.T, bin string, args []string, env ...string) *proce
 	t.Helper()
 	p := &process{cmd: exec.Command(bin, args...), done: make(chan error, 1)}
 	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.cmd.Stdout, p.cmd.Stderr = &p.output, &p.output
 	require.NoError(t, p.cmd.Start())
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() {
@@ -212,7 +197,7 @@ func (p *process) listeningOn(t *testing.T) string {
 			return false, fmt.Errorf("exited: %v", err)
 		default:
 		}
-		for _, line := range strings.Split(p.output(), "\n") {
+		for _, line := range strings.Split(p.output.String(), "\n") {
 			var entry struct{ Msg, Probes string }
 			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "listening" {
 				addr = entry.Probes
@@ -221,7 +206,7 @@ func (p *process) listeningOn(t *testing.T) string {
 		}
 		return false, nil
 	})
-	require.NoError(t, err, "the controller logs where it listens; output:\n%s", p.output())
+	require.NoError(t, err, "the controller logs where it listens; output:\n%s", p.output.String())
 	return addr
 }
 

@@ -48,6 +48,36 @@ func TestUIChartRendersTheOAuth2ProxySidecar(t *testing.T) {
 	assertSecurePod(t, d)
 	pod := d.Spec.Template.Spec
 	require.Len(t, pod.Containers, 2, "the UI and its proxy")
+	assertSidecarContainers(t, pod)
+
+	svc, err := env.Kube.CoreV1().Services("sluice-system").Get(ctx, "sluice-ui", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, intstr.FromString("proxy"), svc.Spec.Ports[0].TargetPort, "everyone comes through the proxy")
+
+	np, err := env.Kube.NetworkingV1().NetworkPolicies("sluice-system").Get(ctx, "sluice-ui-proxy", metav1.GetOptions{})
+	require.NoError(t, err)
+	var admitted []string
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			admitted = append(admitted, p.Port.String())
+		}
+	}
+	assert.ElementsMatch(t, []string{"proxy", "metrics", "probes"}, admitted, "the pages' port is never admitted")
+
+	// The README's block, pasted whole, installs the same.
+	require.NoError(t, helm.Uninstall(ctx, "sluice-ui", "sluice-system"))
+	shell(t, env, readmeBlock(t, "ui", "### oauth2-proxy as a sidecar, in one paste"))
+	d, err = env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, "sluice-ui", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, d.Spec.Template.Spec.Containers, 2)
+	got, _ := Flag(d.Spec.Template.Spec.Containers[1].Args, "redirect-url")
+	assert.Equal(t, "https://sluice.example.com/oauth2/callback", got)
+}
+
+// assertSidecarContainers checks that the UI listens only on loopback and its socket, trusting
+// no address, and that the proxy reaches it through the socket both mount.
+func assertSidecarContainers(t *testing.T, pod corev1.PodSpec) {
+	t.Helper()
 	ui, proxy := pod.Containers[0], pod.Containers[1]
 	assert.Equal(t, "oauth2-proxy", proxy.Name)
 	for flag, want := range map[string]string{"identity": "proxy", "listen": "127.0.0.1:8092", "proxy-socket": "/run/sluice-ui/ui.sock",
@@ -78,27 +108,4 @@ func TestUIChartRendersTheOAuth2ProxySidecar(t *testing.T) {
 			assert.NotNil(t, v.EmptyDir, "an emptyDir only the pod's containers reach")
 		}
 	}
-
-	svc, err := env.Kube.CoreV1().Services("sluice-system").Get(ctx, "sluice-ui", metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, intstr.FromString("proxy"), svc.Spec.Ports[0].TargetPort, "everyone comes through the proxy")
-
-	np, err := env.Kube.NetworkingV1().NetworkPolicies("sluice-system").Get(ctx, "sluice-ui-proxy", metav1.GetOptions{})
-	require.NoError(t, err)
-	var admitted []string
-	for _, rule := range np.Spec.Ingress {
-		for _, p := range rule.Ports {
-			admitted = append(admitted, p.Port.String())
-		}
-	}
-	assert.ElementsMatch(t, []string{"proxy", "metrics", "probes"}, admitted, "the pages' port is never admitted")
-
-	// The README's block, pasted whole, installs the same.
-	require.NoError(t, helm.Uninstall(ctx, "sluice-ui", "sluice-system"))
-	shell(t, env, readmeBlock(t, "ui", "### oauth2-proxy as a sidecar, in one paste"))
-	d, err = env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, "sluice-ui", metav1.GetOptions{})
-	require.NoError(t, err)
-	require.Len(t, d.Spec.Template.Spec.Containers, 2)
-	got, _ := Flag(d.Spec.Template.Spec.Containers[1].Args, "redirect-url")
-	assert.Equal(t, "https://sluice.example.com/oauth2/callback", got)
 }

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +34,7 @@ type killStep struct {
 func (f *fixture) killThrough(steps []killStep) {
 	f.t.Helper()
 	_, bin := binaries(f.t)
-	log := logFile(f.t, "rollback-controller")
+	log := testenv.LogFile(f.t, "rollback-controller")
 	flags := []string{"--git-cache-dir", f.t.TempDir(), "--revert-poll-interval", "1s", "--stalled-recheck-interval", "1s"}
 	for i, s := range steps {
 		cmd := runProcess(f.t, bin, f.ns, log, flags...)
@@ -44,8 +43,7 @@ func (f *fixture) killThrough(steps []killStep) {
 		}
 		require.NoError(f.t, testenv.Wait(f.ctx, stepTimeout, func(context.Context) (bool, error) { return s.until(), nil }),
 			"kill #%d: the revert reaches %q", i+1, s.name)
-		require.NoError(f.t, cmd.Process.Signal(syscall.SIGKILL))
-		testenv.RequireKilled(f.t, cmd.Wait(), i+1)
+		testenv.Kill9(f.t, cmd, i+1)
 		f.t.Logf("kill -9 #%d at %s", i+1, s.name)
 	}
 	runProcess(f.t, bin, f.ns, log, flags...)

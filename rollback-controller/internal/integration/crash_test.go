@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -65,16 +64,41 @@ func TestKill9DuringARollbackMakesOneRevert(t *testing.T) {
 	})
 	_, bin := binaries(t)
 	cacheDir := t.TempDir()
-	log := logFile(t, "rollback-controller")
+	log := testenv.LogFile(t, "rollback-controller")
 	flags := []string{"--git-cache-dir", cacheDir, "--revert-poll-interval", "1s", "--stalled-recheck-interval", "1s"}
 	name := rollbackpolicy.RevertCommitName("prod", "prod", d2)
 
+	f.killOnSchedule(bin, log, flags, name, pushes)
+
+	before, err := os.Stat(log.Name())
+	require.NoError(t, err)
+	last := runProcess(t, bin, f.ns, log, flags...)
+	rc := f.waitRevert(name, "merged after the kills", inPhase(rollbackv1alpha1.RevertMerged))
+	// Interrupted only once it handles signals, after its caches synced.
+	waitLogged(t, log.Name(), before.Size(), "caches synced; ready")
+	require.NoError(t, last.Process.Signal(os.Interrupt))
+	require.NoError(t, last.Wait(), "the last run stops cleanly")
+
+	f.requireOneRevert(rc, healthy, bad)
+	f.refresh("after the kills")
+	f.waitEnv("prod", "back on d1, read from the revert's note", testenv.ActiveOn(d1))
+	f.repo.CheckConnectivity(t)
+
+	logText, err := os.ReadFile(log.Name())
+	require.NoError(t, err)
+	assert.NotContains(t, string(logText), "reconcile panicked")
+}
+
+// killOnSchedule runs the rollback-controller binary once per killSchedule entry and kills it -9
+// at the entry's moment, logging how far the rollback of RevertCommit name got at each kill.
+func (f *fixture) killOnSchedule(bin string, log *os.File, flags []string, name string, pushes chan struct{}) {
+	f.t.Helper()
 	for i, k := range killSchedule {
 		select {
 		case <-pushes:
 		default:
 		}
-		cmd := runProcess(t, bin, f.ns, log, flags...)
+		cmd := runProcess(f.t, bin, f.ns, log, flags...)
 		when := k.after.String()
 		switch {
 		case k.onPush:
@@ -92,29 +116,19 @@ func TestKill9DuringARollbackMakesOneRevert(t *testing.T) {
 		default:
 			time.Sleep(k.after)
 		}
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		testenv.RequireKilled(t, cmd.Wait(), i+1)
-		t.Logf("kill -9 #%d at %s: %s", i+1, when, f.rollbackPhase(name))
+		testenv.Kill9(f.t, cmd, i+1)
+		f.t.Logf("kill -9 #%d at %s: %s", i+1, when, f.rollbackPhase(name))
 	}
+}
 
-	before, err := os.Stat(log.Name())
-	require.NoError(t, err)
-	last := runProcess(t, bin, f.ns, log, flags...)
-	rc := f.waitRevert(name, "merged after the kills", inPhase(rollbackv1alpha1.RevertMerged))
-	// Interrupted only once it handles signals, after its caches synced.
-	waitLogged(t, log.Name(), before.Size(), "caches synced; ready")
-	require.NoError(t, last.Process.Signal(os.Interrupt))
-	require.NoError(t, last.Wait(), "the last run stops cleanly")
-
+// requireOneRevert asserts that the rollback made one RevertCommit, one revert commit and one
+// pull request, and that one merge put prod back on the healthy tree.
+func (f *fixture) requireOneRevert(rc *rollbackv1alpha1.RevertCommit, healthy, bad promoterv1alpha1.EnvironmentStatus) {
+	t := f.t
+	t.Helper()
 	assert.Len(t, f.revertCommits(), 1, "one RevertCommit")
 	assert.Equal(t, 1, f.revertCommitsIn("prod", string(rc.UID)), "one revert commit")
-	var reverts int
-	for _, pr := range f.pullRequests() {
-		if pr.Labels[rollbackv1alpha1.RevertCommitLabel] != "" {
-			reverts++
-		}
-	}
-	assert.Equal(t, 1, reverts, "one revert pull request")
+	f.oneRevertPR()
 	// The revert commit sits on the bad commit, so one merge fast-forwards prod to it: anything
 	// else at the tip is a second merge or a second commit.
 	assert.Equal(t, rc.Status.RevertSHA, f.repo.Branch(t, "prod"))
@@ -122,13 +136,6 @@ func TestKill9DuringARollbackMakesOneRevert(t *testing.T) {
 	require.Len(t, revert.ParentHashes, 1)
 	assert.Equal(t, bad.Active.HydratedSHA, revert.ParentHashes[0].String())
 	assert.Equal(t, f.repo.ReadCommit(t, healthy.Active.HydratedSHA).TreeHash, revert.TreeHash)
-	f.refresh("after the kills")
-	f.waitEnv("prod", "back on d1, read from the revert's note", activeOn(d1))
-	f.repo.CheckConnectivity(t)
-
-	logText, err := os.ReadFile(log.Name())
-	require.NoError(t, err)
-	assert.NotContains(t, string(logText), "reconcile panicked")
 }
 
 // waitLogged waits until the log holds text after its first from bytes.

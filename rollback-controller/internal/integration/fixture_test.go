@@ -158,32 +158,9 @@ func (f *fixture) setStatus(key, sha string, phase commitstatusv1alpha1.CommitSt
 // waitEnv waits until cond holds for environment branch and returns its status.
 func (f *fixture) waitEnv(branch, what string, cond func(promoterv1alpha1.EnvironmentStatus) bool) promoterv1alpha1.EnvironmentStatus {
 	f.t.Helper()
-	var last promoterv1alpha1.EnvironmentStatus
-	err := testenv.Wait(f.ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
-		ps, err := env.Sluice.PromoterV1alpha1().PromotionStrategies(f.ns).Get(ctx, "app", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range ps.Status.Environments {
-			if e.Branch == branch {
-				last = e
-				return cond(e), nil
-			}
-		}
-		return false, nil
-	})
+	last, err := testenv.WaitEnvironment(f.ctx, 60*time.Second, env.Sluice, f.ns, "app", branch, cond)
 	require.NoError(f.t, err, "%s: %s; last status %+v", branch, what, last)
 	return last
-}
-
-func promotedTo(dry string) func(promoterv1alpha1.EnvironmentStatus) bool {
-	return func(e promoterv1alpha1.EnvironmentStatus) bool {
-		return e.Active.DrySHA == dry && len(e.History) > 0 && e.History[0].DrySHA == dry
-	}
-}
-
-func activeOn(dry string) func(promoterv1alpha1.EnvironmentStatus) bool {
-	return func(e promoterv1alpha1.EnvironmentStatus) bool { return e.Active.DrySHA == dry }
 }
 
 func healthyOn(dry string) func(promoterv1alpha1.EnvironmentStatus) bool {
@@ -197,7 +174,7 @@ func healthyOn(dry string) func(promoterv1alpha1.EnvironmentStatus) bool {
 func (f *fixture) promote(branch, dry, image string, health commitstatusv1alpha1.CommitStatusPhase) promoterv1alpha1.EnvironmentStatus {
 	f.t.Helper()
 	f.hydrate(dry, image, branch)
-	st := f.waitEnv(branch, "promoted to "+dry[:7], promotedTo(dry))
+	st := f.waitEnv(branch, "promoted to "+dry[:7], testenv.PromotedTo(dry))
 	f.setStatus("health", st.Active.HydratedSHA, health, "health of "+image)
 	if health == commitstatusv1alpha1.CommitStatusSuccess {
 		return f.waitEnv(branch, "healthy on "+dry[:7], healthyOn(dry))

@@ -6,13 +6,10 @@ package integration
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,73 +30,23 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.Options{}, &env)
 }
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
 // binaries builds the promoter-controller and rollback-controller binaries once per test run.
 func binaries(t testing.TB) (promoter, rollback string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "sluice-rollback-it-"); buildErr != nil {
-			return
-		}
-		for _, pkg := range []string{"../../../promoter-controller/cmd/promoter-controller", "../../cmd/rollback-controller"} {
-			out, err := exec.Command("go", "build", "-o", binDir, pkg).CombinedOutput()
-			if err != nil {
-				buildErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-				return
-			}
-		}
-	})
-	require.NoError(t, buildErr)
-	return filepath.Join(binDir, "promoter-controller"), filepath.Join(binDir, "rollback-controller")
+	return testenv.BuildCommand(t, "promoter-controller/cmd/promoter-controller"), testenv.BuildCommand(t, "rollback-controller/cmd/rollback-controller")
 }
 
-// process is a controller binary running against the control plane.
-type process struct {
-	cmd *exec.Cmd
-	log *os.File
-}
-
-// runProcess starts bin watching namespace ns, with its output to log and extra flags.
+// runProcess starts bin watching namespace ns, logging text to log, with extra flags.
 func runProcess(t testing.TB, bin, ns string, log *os.File, flags ...string) *exec.Cmd {
 	t.Helper()
-	args := append([]string{"--kubeconfig", env.Kubeconfig, "--leader-elect=false", "--namespace", ns,
-		"--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0", "--log-format", "text"}, flags...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	})
-	return cmd
-}
-
-// logFile is one file for the output of a controller's runs, printed when the test fails.
-func logFile(t testing.TB, name string) *os.File {
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(t.TempDir(), name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = f.Close()
-		if t.Failed() {
-			if out, err := os.ReadFile(f.Name()); err == nil {
-				t.Logf("%s log:\n%s", name, testenv.Tail(out, 120))
-			}
-		}
-	})
-	return f
+	return env.StartController(t, bin, ns, log, append([]string{"--log-format", "text"}, flags...)...)
 }
 
 // startPromoter runs the promoter-controller binary for namespace ns until the test ends.
 func startPromoter(t testing.TB, ns string, flags ...string) {
 	t.Helper()
 	bin, _ := binaries(t)
-	runProcess(t, bin, ns, logFile(t, "promoter-controller"), append([]string{"--git-cache-dir", t.TempDir()}, flags...)...)
+	runProcess(t, bin, ns, testenv.LogFile(t, "promoter-controller"), append([]string{"--git-cache-dir", t.TempDir()}, flags...)...)
 }
 
 // rollbackController is the rollback-controller running in-process.

@@ -34,7 +34,7 @@ func TestNeverTwiceSurvivesDeletingTheRevertCommit(t *testing.T) {
 
 	require.NoError(t, env.Sluice.RollbackV1alpha1().RevertCommits(f.ns).Delete(f.ctx, first, metav1.DeleteOptions{}))
 	f.refresh("after the revert")
-	f.waitEnv("prod", "back on d1", activeOn(d1))
+	f.waitEnv("prod", "back on d1", testenv.ActiveOn(d1))
 	f.promote("prod", d2, "web:2", failure)
 	st := f.waitPolicy("never twice")
 	assert.Contains(t, st.Message, rollbackv1alpha1.RevertAgainAnnotation+"="+d2, "says how to allow a second revert")

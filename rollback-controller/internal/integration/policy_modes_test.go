@@ -103,7 +103,7 @@ func TestPolicyRevertBypassesAClosedGateOnlyWhenThePolicySaysSo(t *testing.T) {
 			f.promote("prod", d1, "web:1", success)
 			d2 := f.dryCommit("web 2")
 			bad := f.hydrate(d2, "web:2", "prod")
-			st := f.waitEnv("prod", "promoted to d2", promotedTo(d2))
+			st := f.waitEnv("prod", "promoted to d2", testenv.PromotedTo(d2))
 			require.Equal(t, bad["prod"], st.Active.HydratedSHA)
 			f.closeGate("change freeze until Monday")
 			f.setStatus("health", st.Active.HydratedSHA, failure, "web 2 crashes")

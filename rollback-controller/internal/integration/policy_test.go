@@ -107,7 +107,7 @@ func TestAutomaticRollbackAfterAFailingHealthCheck(t *testing.T) {
 
 	// prod now runs the revert; it failing too is left to people: no rollback of a rollback.
 	f.refresh("after the rollback")
-	reverted := f.waitEnv("prod", "back on d1", activeOn(d1))
+	reverted := f.waitEnv("prod", "back on d1", testenv.ActiveOn(d1))
 	f.setStatus("health", reverted.Active.HydratedSHA, failure, "still broken")
 	f.waitPolicy("a revert is never rolled back automatically")
 

@@ -8,12 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 	"github.com/sluicehq/sluice/rollback-controller/internal/revertcommit"
 	"github.com/sluicehq/sluice/rollback-controller/internal/rollbackpolicy"
@@ -29,35 +25,17 @@ func TestRollbackUnderTheChartsServiceAccount(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	// The chart reads Secrets in no namespace by default: the credentials' namespace is listed.
-	charts.InstallForTest(t, env, "rollback-controller", "sluice-system", "rollback-controller", "secretAccess.namespaces={"+f.ns+"}")
-	sa := env.Impersonate("sluice-system", "rollback-controller")
-	saClient, err := kubernetes.NewForConfig(sa)
-	require.NoError(t, err)
-	for _, a := range []authorizationv1.ResourceAttributes{
+	sa := charts.ServiceAccountForTest(t, env, "rollback-controller", f.ns, []authorizationv1.ResourceAttributes{
 		{Verb: "list", Resource: "secrets"}, {Verb: "watch", Resource: "secrets"},
 		{Verb: "get", Resource: "secrets", Namespace: "kube-system"},
 		{Verb: "update", Group: "promoter.sluice.dev", Resource: "promotionstrategies"},
 		{Verb: "update", Group: "promoter.sluice.dev", Resource: "pullrequests", Subresource: "status"},
 		{Verb: "create", Group: "commitstatus.sluice.dev", Resource: "commitstatuses"},
 		{Verb: "update", Group: "rollback.sluice.dev", Resource: "rollbackpolicies"},
-	} {
-		ok, err := charts.Can(ctx, saClient, a)
-		require.NoError(t, err)
-		assert.False(t, ok, "the chart must not allow %s %s/%s", a.Verb, a.Resource, a.Subresource)
-	}
-
+	}...)
 	authed := gittest.NewServer(t, gittest.WithBasicAuth("sluice", "s3cret"))
 	f.srv, f.repo = authed, authed.CreateRepo(t, "app")
-	_, err = env.Kube.CoreV1().Secrets(f.ns).Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "git-creds"},
-		Data:       map[string][]byte{scmv1alpha1.GitSecretKeyUsername: []byte("sluice"), scmv1alpha1.GitSecretKeyPassword: []byte("s3cret")},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = testenv.Update(ctx, env.Sluice.ScmV1alpha1().ScmRepositories(f.ns), "app", func(gr *scmv1alpha1.ScmRepository) {
-		gr.Spec.URL = authed.URL("app")
-		gr.Spec.Auth = &scmv1alpha1.GitAuth{Type: scmv1alpha1.GitAuthBasic, SecretRef: scmv1alpha1.LocalObjectReference{Name: "git-creds"}}
-	})
-	require.NoError(t, err)
+	env.UseBasicAuth(t, f.ns, "app", authed.URL("app"), "sluice", "s3cret")
 
 	f.bootstrap("prod")
 	f.strategy("prod")

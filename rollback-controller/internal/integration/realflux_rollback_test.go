@@ -78,7 +78,7 @@ func (f *fixture) waitWeb(dry string) string {
 func (f *fixture) judge(dry string) (image string) {
 	f.t.Helper()
 	image = f.waitWeb(dry)
-	st := f.waitEnv("prod", "active on "+dry[:7], activeOn(dry))
+	st := f.waitEnv("prod", "active on "+dry[:7], testenv.ActiveOn(dry))
 	phase := success
 	if image == "web:bad" {
 		phase = failure

@@ -85,7 +85,7 @@ func TestManualRevertToTheLastHealthyDrySHA(t *testing.T) {
 
 	// The promoter reads the note: prod runs d1 again.
 	f.refresh("after the revert")
-	f.waitEnv("prod", "back on d1", activeOn(h.d1))
+	f.waitEnv("prod", "back on d1", testenv.ActiveOn(h.d1))
 
 	prs := f.pullRequests()
 	var revertPR *promoterv1alpha1.PullRequest
@@ -133,7 +133,7 @@ func TestManualRevertToANamedDrySHA(t *testing.T) {
 	assert.Equal(t, h.d0Commit, rc.Status.TargetHydratedSHA)
 	assert.Equal(t, f.repo.ReadCommit(t, h.d0Commit).TreeHash.String(), f.treeOf("prod"))
 	f.refresh("after the revert")
-	f.waitEnv("prod", "back on d0", activeOn(h.d0))
+	f.waitEnv("prod", "back on d0", testenv.ActiveOn(h.d0))
 }
 
 // With autoMerge false the revert waits for a person; a merge they make outside Sluice (here a
@@ -173,7 +173,7 @@ func TestRevertedDrySHAIsHeldAndAFixForwardPromotes(t *testing.T) {
 	f.revert("bad-web-2", "prod", nil)
 	f.waitRevert("bad-web-2", "merged", inPhase(rollbackv1alpha1.RevertMerged))
 	f.refresh("after the revert")
-	f.waitEnv("prod", "back on d1", activeOn(h.d1))
+	f.waitEnv("prod", "back on d1", testenv.ActiveOn(h.d1))
 
 	// The hydrator renders d2 again (a new commit on prod-next): held.
 	f.hydrate(h.d2, "web:2", "prod")
@@ -192,7 +192,7 @@ func TestRevertedDrySHAIsHeldAndAFixForwardPromotes(t *testing.T) {
 	})
 	require.NoError(t, err)
 	f.hydrate(h.d2, "web:2", "prod")
-	f.waitEnv("prod", "d2 promoted once the hold is lifted", promotedTo(h.d2))
+	f.waitEnv("prod", "d2 promoted once the hold is lifted", testenv.PromotedTo(h.d2))
 }
 
 // A revert waiting for a person ends Superseded when a fix forward lands first: merging it then
