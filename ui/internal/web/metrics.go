@@ -56,16 +56,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // streamRoute is the event stream's pattern, which Duration leaves out.
 const streamRoute = "GET /events"
 
-// measure counts and times each request by the pattern the mux matched it with.
-func (s *Server) measure(mux http.Handler) http.Handler {
+// measure counts and times each request that next serves by the pattern mux routes it with,
+// those next refuses (no launch token) too. Every page's render count starts at zero, so a rate
+// of it is there from the start.
+func (s *Server) measure(mux *http.ServeMux, next http.Handler) http.Handler {
+	for name := range s.pages {
+		s.Metrics.Renders.WithLabelValues(name)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-		mux.ServeHTTP(rec, r)
-		route := r.Pattern
+		_, route := mux.Handler(r)
 		if route == "" {
 			route = "unmatched"
 		}
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		next.ServeHTTP(rec, r)
 		s.Metrics.Requests.WithLabelValues(route, strconv.Itoa(rec.code)).Inc()
 		if route != streamRoute {
 			s.Metrics.Duration.WithLabelValues(route).Observe(time.Since(start).Seconds())

@@ -90,7 +90,7 @@ func (s *Server) Handler() http.Handler {
 	page("GET /events", (*Server).events)
 	page("GET /act/{action}/{namespace}/{name}", (*Server).actionForm)
 	page("POST /act/{action}/{namespace}/{name}", (*Server).action)
-	return s.guard(s.measure(mux))
+	return s.measure(mux, s.guard(mux))
 }
 
 // guard sets the headers every response carries: no framing (clickjacking on the action
