@@ -12,8 +12,12 @@ const maxStreamKeys = 128
 
 // pageKeys is what a page shows, as keys (store.Key): what it read from the store while it was
 // rendered, and each kind it declares (watch) that it read no key of, whole, so a read by a
-// path that records no key still refreshes the page.
+// path that records no key still refreshes the page. A page that declares nothing (a form, a
+// confirmation) is not live, whatever it read.
 func pageKeys(read []store.Key, watch string) string {
+	if watch == "" {
+		return ""
+	}
 	out := make([]string, 0, len(read))
 	kinds := map[string]bool{}
 	for _, k := range read {

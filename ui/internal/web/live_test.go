@@ -11,7 +11,7 @@ import (
 func TestAPageDeclaresWhatItReadAndTheKindsItDidNotRead(t *testing.T) {
 	assert.Equal(t, "CommitStatus,Gate/a,PromotionStrategy/a/checkout",
 		pageKeys([]store.Key{"PromotionStrategy/a/checkout", "Gate/a"}, "PromotionStrategy,Gate,CommitStatus"))
-	assert.Equal(t, "", pageKeys(nil, ""))
+	assert.Equal(t, "", pageKeys([]store.Key{"Gate/a/freeze"}, ""), "a form is not live")
 }
 
 func TestAStreamIsToldOnlyTheKeysItAskedForThatChanged(t *testing.T) {
