@@ -1,6 +1,7 @@
 package healthcheck
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -146,10 +147,15 @@ func decideWaiting(d *decision, hc *healthv1alpha1.HealthCheck, waiting []string
 }
 
 // decideHealth judges the evaluation, records the verdict in status and conditions, and decides
-// its CommitStatus.
+// its CommitStatus. While the revision source has not finished applying, it is one more target,
+// InProgress, and the verdict is held back: the targets may be another revision's objects.
 func decideHealth(d *decision, hc *healthv1alpha1.HealthCheck, e *evaluation) {
+	resources := e.Resources
+	if e.Unsettled != nil {
+		resources = append(slices.Clip(resources), *e.Unsettled)
+	}
 	v := judge(verdictInput{
-		Now: e.Now, Generation: hc.Generation, Revision: e.Revision, Previous: hc.Status, Resources: e.Resources,
+		Now: e.Now, Generation: hc.Generation, Revision: e.Revision, Unsettled: e.Unsettled != nil, Previous: hc.Status, Resources: resources,
 		Timeout: duration(hc.Spec.Timeout, DefaultTimeout), SoakTime: duration(hc.Spec.SoakTime, 0),
 	})
 	st := &d.Status

@@ -34,6 +34,19 @@ func checkFor(publish bool) *healthv1alpha1.HealthCheck {
 	return hc
 }
 
+const (
+	goodSHA = "1111111111111111111111111111111111111111"
+	badSHA  = "2222222222222222222222222222222222222222"
+)
+
+// kustomizationApplying is the Kustomization apps/apps while kustomize-controller applies commit
+// and lastAppliedRevision is still applied.
+func kustomizationApplying(commit, applied string) *healthv1alpha1.ResourceHealth {
+	return &healthv1alpha1.ResourceHealth{APIVersion: "kustomize.toolkit.fluxcd.io/v1", Kind: "Kustomization", Namespace: "apps", Name: "apps",
+		Status: healthv1alpha1.StatusInProgress, Message: "kustomize-controller has not finished applying revision main@sha1:" + commit +
+			" (status.lastAttemptedRevision); status.lastAppliedRevision is still main@sha1:" + applied}
+}
+
 func evaluated(statuses ...healthv1alpha1.ResourceStatus) *evaluation {
 	e := &evaluation{Now: decideNow, Revision: sha, Commit: sha, CommitStatus: commitStatusRead{Served: true}}
 	for i, s := range statuses {
@@ -96,6 +109,71 @@ var decideCases = []decideCase{{
 		require.Len(t, d.Announce.Events, 1)
 		assert.Equal(t, corev1.EventTypeWarning, d.Announce.Events[0].Type)
 		assert.Equal(t, int32(1), d.Announce.Counts.Failed)
+	},
+}, {
+	name: "the revert's healthy objects, live before Flux finished applying the revert, credit nothing to the bad commit",
+	obs: func(*testing.T) *observation {
+		hc := checkFor(true)
+		hc.Status.ObservedRevision, hc.Status.LastHealthyRevision = "main@sha1:"+badSHA, "main@sha1:"+goodSHA
+		hc.Status.CommitStatus = &healthv1alpha1.PublishedCommitStatus{Name: "web", SHA: badSHA, Phase: "failure"}
+		e := evaluated(healthv1alpha1.StatusCurrent, healthv1alpha1.StatusCurrent)
+		e.Revision, e.Commit, e.Unsettled = "main@sha1:"+sha, sha, kustomizationApplying(sha, badSHA)
+		return &observation{HealthCheck: hc, Evaluated: e}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.False(t, d.Status.Healthy)
+		assert.Nil(t, d.Status.HealthySince, "the soak starts once Flux has finished applying")
+		assert.Equal(t, "main@sha1:"+goodSHA, d.Status.LastHealthyRevision)
+		assert.Equal(t, string(Progressing), condition(d, conditions.Ready).Reason)
+		assert.Contains(t, condition(d, conditions.Ready).Message, "no verdict while the revision source has not finished applying main@sha1:"+sha)
+		require.NotNil(t, d.Publish.Create)
+		assert.Equal(t, commitstatusv1alpha1.CommitStatusPending, d.Publish.Create.Spec.Phase)
+		assert.Equal(t, sha, d.Publish.Create.Spec.SHA, "pending for the commit being applied; the bad commit keeps its failure")
+		assert.NotContains(t, []string{string(Success), string(Failure)}, string(d.Publish.Create.Spec.Phase))
+	},
+}, {
+	name: "the bad commit's failed objects, live before Flux finished applying it, fail no good commit",
+	obs: func(*testing.T) *observation {
+		e := evaluated(healthv1alpha1.StatusCurrent, healthv1alpha1.StatusFailed)
+		e.Revision, e.Commit, e.Unsettled = "main@sha1:"+sha, sha, kustomizationApplying(sha, goodSHA)
+		return &observation{HealthCheck: checkFor(true), Evaluated: e}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.Equal(t, string(Progressing), condition(d, conditions.Ready).Reason)
+		assert.Equal(t, commitstatusv1alpha1.CommitStatusPending, d.Publish.Create.Spec.Phase)
+		assert.Equal(t, sha, d.Publish.Create.Spec.SHA)
+		assert.Empty(t, d.Announce.Events, "no Failed warning for a verdict not credited")
+	},
+}, {
+	name: "an Argo CD Application still syncing credits no verdict either",
+	obs: func(*testing.T) *observation {
+		e := evaluated(healthv1alpha1.StatusCurrent)
+		e.Unsettled = &healthv1alpha1.ResourceHealth{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: "argocd", Name: "web",
+			Status: healthv1alpha1.StatusInProgress, Message: "Argo CD is syncing revision " + sha + " (status.operationState.phase is Running)"}
+		return &observation{HealthCheck: checkFor(true), Evaluated: e}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.False(t, d.Status.Healthy)
+		assert.Equal(t, commitstatusv1alpha1.CommitStatusPending, d.Publish.Create.Spec.Phase)
+		r := d.Status.Resources[0]
+		assert.Equal(t, "Application", r.Kind, "the source holding the verdict back is listed first")
+		assert.Equal(t, healthv1alpha1.StatusInProgress, r.Status)
+	},
+}, {
+	name: "a revision Flux does not finish applying within the timeout fails",
+	obs: func(*testing.T) *observation {
+		hc := checkFor(true)
+		hc.Status.ObservedGeneration, hc.Status.ObservedRevision = 2, "main@sha1:"+sha
+		hc.Status.UnhealthySince = &metav1.Time{Time: decideNow.Add(-DefaultTimeout)}
+		e := evaluated(healthv1alpha1.StatusCurrent)
+		e.Revision, e.Commit, e.Unsettled = "main@sha1:"+sha, sha, kustomizationApplying(sha, goodSHA)
+		return &observation{HealthCheck: hc, Evaluated: e}
+	},
+	check: func(t *testing.T, d decision) {
+		assert.Equal(t, string(TimedOut), condition(d, conditions.Ready).Reason)
+		assert.Equal(t, commitstatusv1alpha1.CommitStatusFailure, d.Publish.Create.Spec.Phase)
+		assert.Equal(t, sha, d.Publish.Create.Spec.SHA)
+		assert.Contains(t, condition(d, conditions.Ready).Message, "has not finished applying")
 	},
 }, {
 	name: "a CommitStatus already saying so is neither updated nor announced again",

@@ -21,7 +21,7 @@ func (r *Reconciler) evaluation(p *plan, resolver *health.Resolver) *evaluation 
 	e.Resources, e.Errors = r.evaluate(p, resolver)
 	e.Took = time.Since(start)
 	e.Now = r.Clock.Now()
-	e.Revision, e.Commit, e.RevisionErr = r.revision(p.hc, p)
+	e.Revision, e.Commit, e.Unsettled, e.RevisionErr = r.revision(p.hc, p)
 	e.CommitStatus = r.readCommitStatus(p)
 	return e
 }
@@ -111,43 +111,58 @@ func (r *Reconciler) evaluate(p *plan, resolver *health.Resolver) (out []healthv
 
 // revision returns the revision the targets run, and its commit when spec.commitStatus needs
 // one. Without spec.commitStatus the first Kustomization or Application target, if any, tells
-// the revision, for status only.
-func (r *Reconciler) revision(hc *healthv1alpha1.HealthCheck, p *plan) (revision, commit string, err error) {
+// the revision, for status only. While the source has not finished applying, the revision is the
+// one it is applying, and unsettled is the source as InProgress, saying so.
+func (r *Reconciler) revision(hc *healthv1alpha1.HealthCheck, p *plan) (revision, commit string, unsettled *healthv1alpha1.ResourceHealth, err error) {
 	if cs := hc.Spec.CommitStatus; cs != nil {
 		if cs.Revision.Fixed != "" {
-			return cs.Revision.Fixed, cs.Revision.Fixed, nil
+			return cs.Revision.Fixed, cs.Revision.Fixed, nil, nil
 		}
 		if p.revision == nil {
-			return "", "", errors.New("spec.commitStatus.revision names no source")
+			return "", "", nil, errors.New("spec.commitStatus.revision names no source")
 		}
 		return readRevision(r.reads(hc), *p.revision)
 	}
 	for _, src := range p.sources {
-		if rev, _, _ := readRevision(r.reads(hc), src); rev != "" {
-			return rev, "", nil
+		if rev, _, unsettled, _ := readRevision(r.reads(hc), src); rev != "" {
+			return rev, "", unsettled, nil
 		}
 	}
-	return "", "", nil
+	return "", "", nil, nil
 }
 
-func readRevision(rd Reader, src source) (revision, commit string, err error) {
+func readRevision(rd Reader, src source) (revision, commit string, unsettled *healthv1alpha1.ResourceHealth, err error) {
 	if !src.served {
-		return "", "", fmt.Errorf("the API server does not serve %s, so the revision of %s/%s cannot be read", describeKind(src.gk.WithVersion("")), src.namespace, src.name)
+		return "", "", nil, fmt.Errorf("the API server does not serve %s, so the revision of %s/%s cannot be read", describeKind(src.gk.WithVersion("")), src.namespace, src.name)
 	}
 	if synced, err := rd.State(src.kind.scope); !synced {
-		return "", "", errors.New(watchProblem(src.kind.scope, err))
+		return "", "", nil, errors.New(watchProblem(src.kind.scope, err))
 	}
 	obj, found, err := rd.Get(src.kind.scope, src.namespace, src.name)
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	if !found {
-		return "", "", fmt.Errorf("%s %s/%s not found", src.gk.Kind, src.namespace, src.name)
+		return "", "", nil, fmt.Errorf("%s %s/%s not found", src.gk.Kind, src.namespace, src.name)
 	}
+	var progress sources.Unsettled
 	if src.gk == sources.Kustomization {
-		return sources.KustomizationRevision(obj)
+		revision, commit, err = sources.KustomizationRevision(obj)
+		progress = sources.KustomizationUnsettled(obj)
+	} else {
+		revision, commit, err = sources.ApplicationRevision(obj)
+		progress = sources.ApplicationUnsettled(obj)
 	}
-	return sources.ApplicationRevision(obj)
+	if err != nil || progress.Settled() {
+		return revision, commit, nil, err
+	}
+	if progress.Revision != revision {
+		if commit, err = sources.ParseCommit(progress.Revision); err != nil {
+			return progress.Revision, "", nil, fmt.Errorf("%s %s/%s: %w", src.gk.Kind, src.namespace, src.name, err)
+		}
+	}
+	return progress.Revision, commit, &healthv1alpha1.ResourceHealth{APIVersion: src.kind.gvk.GroupVersion().String(), Kind: src.gk.Kind,
+		Namespace: src.namespace, Name: src.name, Status: healthv1alpha1.StatusInProgress, Message: progress.Reason}, nil
 }
 
 // readCommitStatus reads the HealthCheck's CommitStatus from its watch, when spec.commitStatus

@@ -52,7 +52,10 @@ type evaluation struct {
 	// spec.commitStatus needs one; RevisionErr says why neither could be read.
 	Revision, Commit string
 	RevisionErr      error
-	CommitStatus     commitStatusRead
+	// Unsettled is the revision source, InProgress, while it has not finished applying Revision:
+	// the targets may still be another revision's objects, so no verdict is credited to Revision.
+	Unsettled    *healthv1alpha1.ResourceHealth
+	CommitStatus commitStatusRead
 }
 
 // commitStatusRead is the HealthCheck's CommitStatus as the watch cache holds it.

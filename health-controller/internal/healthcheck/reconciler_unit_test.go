@@ -300,3 +300,56 @@ func TestReconcileAsksTheWatchesForTheFieldsItsCheckReads(t *testing.T) {
 	assert.False(t, dynamicwatch.Covers(need, dynamicwatch.FieldsOf([]string{"data"})), "data.mode, not all of data")
 	assert.False(t, dynamicwatch.Covers(need, dynamicwatch.FieldsOf([]string{"metadata", "annotations"})), "nor metadata the check does not read")
 }
+
+// An Argo CD Application moves status.sync.revision to a new commit before it syncs it: while
+// the sync runs, the objects' health is credited to no revision, and the Application is listed
+// as the target holding the verdict back. Once the sync of that revision finished, it is.
+func TestReconcileCreditsNoVerdictWhileAnApplicationSyncs(t *testing.T) {
+	u := newUnit(t, `
+metadata: {name: web}
+spec:
+  targets:
+  - application: {name: shop}
+  - object: {apiVersion: v1, kind: ConfigMap, name: flags}
+  healthCheckExprs:
+  - {apiVersion: v1, kind: ConfigMap, current: "self.data.mode == 'fast'"}
+`, flags)
+	gvk := schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application"}
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, gvk.GroupVersion()})
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	mapper.Add(gvk, meta.RESTScopeNamespace)
+	u.r.Mapper = mapper
+	scope := dynamicwatch.Scope{Resource: schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: "applications"}, Namespace: "apps"}
+	app := func(operation string) *unstructured.Unstructured {
+		var m map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(`{apiVersion: argoproj.io/v1alpha1, kind: Application, metadata: {name: shop, namespace: apps},
+			status: {sync: {status: Synced, revision: `+sha+`}, operationState: `+operation+`}}`), &m))
+		return &unstructured.Unstructured{Object: m}
+	}
+
+	u.watches.objects[scope] = []*unstructured.Unstructured{app(`{phase: Running, syncResult: {revision: ` + sha + `}}`)}
+	hc, _ := u.reconcile(t)
+	assert.False(t, hc.Status.Healthy)
+	assert.Equal(t, sha, hc.Status.ObservedRevision, "the revision being synced")
+	assert.Empty(t, hc.Status.LastHealthyRevision)
+	r, ok := statusOf(hc, "Application", "shop")
+	require.True(t, ok, "the Application holding the verdict back is listed: %v", hc.Status.Resources)
+	assert.Equal(t, healthv1alpha1.StatusInProgress, r.Status)
+	assert.Contains(t, r.Message, "Argo CD is syncing revision "+sha)
+
+	u.watches.objects[scope] = []*unstructured.Unstructured{app(`{phase: Succeeded, syncResult: {revision: ` + sha + `}}`)}
+	hc, _ = u.reconcile(t)
+	assert.True(t, hc.Status.Healthy)
+	assert.Equal(t, sha, hc.Status.LastHealthyRevision)
+	_, ok = statusOf(hc, "Application", "shop")
+	assert.False(t, ok, "a settled Application is not a target of its own")
+}
+
+func statusOf(hc *healthv1alpha1.HealthCheck, kind, name string) (healthv1alpha1.ResourceHealth, bool) {
+	for _, r := range hc.Status.Resources {
+		if r.Kind == kind && r.Name == name {
+			return r, true
+		}
+	}
+	return healthv1alpha1.ResourceHealth{}, false
+}

@@ -52,6 +52,11 @@ type verdictInput struct {
 	Generation int64
 	// Revision is the revision the targets run, empty when there is no revision source.
 	Revision string
+	// Unsettled is true while the revision source has not finished applying Revision: the
+	// targets may be the previous revision's objects, so their health is credited to no revision
+	// (Resources then holds the source itself, InProgress, so the set is never Healthy). Only
+	// the timeout turns it into a failure: Revision did not finish applying in time.
+	Unsettled bool
 	// Previous is the status before this evaluation.
 	Previous healthv1alpha1.HealthCheckStatus
 	// Resources is the health of every target, in any order.
@@ -137,7 +142,7 @@ func judge(in verdictInput) verdict {
 	v.Resources = bounded(resources)
 
 	switch {
-	case v.Counts.Failed > 0 && !timedOut:
+	case v.Counts.Failed > 0 && !timedOut && !in.Unsettled:
 		v.State, v.Phase = Failed, Failure
 	case timedOut:
 		v.State, v.Phase = TimedOut, Failure
@@ -247,6 +252,9 @@ func message(v verdict, in verdictInput, sorted []healthv1alpha1.ResourceHealth)
 		return "no objects matched the targets yet"
 	}
 	msg := v.Description
+	if in.Unsettled && v.State == Progressing {
+		msg = "no verdict while the revision source has not finished applying " + in.Revision + ": " + msg
+	}
 	if v.State == TimedOut {
 		msg = fmt.Sprintf("not healthy after the %s timeout: %s", in.Timeout, msg)
 	}

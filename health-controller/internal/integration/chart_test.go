@@ -90,8 +90,8 @@ kind: Kustomization
 metadata: {name: shop}
 spec: {interval: 5m, path: ./shop, prune: true, sourceRef: {kind: GitRepository, name: shop}}
 status:
-  lastAppliedRevision: "main@sha1:%s"
-  inventory: {entries: [{id: %s_web_apps_Deployment, v: v1}, {id: %s_web-tls_cert-manager.io_Certificate, v: v1}]}`, chartSHA, ns, ns))
+  {observedGeneration: 1, lastAppliedRevision: "main@sha1:%s",
+   inventory: {entries: [{id: %s_web_apps_Deployment, v: v1}, {id: %s_web-tls_cert-manager.io_Certificate, v: v1}]}}`, chartSHA, ns, ns))
 	createIn(t, own, widgets, ns, `{apiVersion: example.org/v1, kind: Widget, metadata: {name: w}, status: {ready: true}}`)
 
 	createHCIn(t, own, ns, `

@@ -66,6 +66,7 @@ kind: Kustomization
 metadata: {name: apps}
 spec: {interval: 5m, path: ./apps/staging, prune: true, sourceRef: {kind: GitRepository, name: app}}
 status:
+  observedGeneration: 1
   lastAppliedRevision: "main@sha1:%s"
   inventory: {entries: [%s]}`, revision, strings.Join(entries, ", "))
 }
@@ -118,7 +119,7 @@ spec:
 
 	// Flux applies commit B: the Deployment's template changes, then lastAppliedRevision moves.
 	bumpImage(t, ns, "web", "ghcr.io/example/web:2.0.0")
-	setStatus(t, flux.Kustomizations, ns, "apps", fmt.Sprintf(`{lastAppliedRevision: "main@sha1:%s", inventory: {entries: [%s]}}`,
+	setStatus(t, flux.Kustomizations, ns, "apps", fmt.Sprintf(`{observedGeneration: 1, lastAppliedRevision: "main@sha1:%s", inventory: {entries: [%s]}}`,
 		shaB, "{id: "+strings.Join(inventory, ", v: v1}, {id: ")+", v: v1}"))
 	waitCommitStatus(t, ns, "staging", phaseFor(shaB, commitstatusv1alpha1.CommitStatusPending))
 

@@ -258,6 +258,7 @@ func TestMergeWhileGiteaIsStillCheckingIsTransient(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, scm.KindTransient, scm.KindOf(err))
 	assert.Contains(t, err.Error(), "still checking")
+	assert.Contains(t, err.Error(), "or it conflicts with its target branch")
 	assert.Len(t, srv.Requests(), 1)
 }
 

@@ -91,6 +91,7 @@ func TestAgainstRealGitea(t *testing.T) {
 	t.Run("commit statuses", g.commitStatuses)
 	t.Run("pull requests", g.pullRequests)
 	t.Run("close", g.closePullRequest)
+	t.Run("conflicting pull request", g.conflictingPullRequest)
 	t.Run("bad token is unauthorized", g.badToken)
 }
 
@@ -204,6 +205,48 @@ func (g realGitea) closePullRequest(t *testing.T) {
 	found, err := g.p.FindOpenPullRequest(t.Context(), g.repo, "env/prod-next", "main")
 	require.NoError(t, err)
 	assert.Nil(t, found, "a closed pull request is not found as open")
+}
+
+// updateFile replaces an existing file on branch from (on a new branch when they differ).
+func updateFile(t *testing.T, srv *giteatest.Server, repo scm.Repository, from, branch, path, content string) {
+	t.Helper()
+	var cur struct {
+		SHA string `json:"sha"`
+	}
+	require.NoError(t, srv.API(t.Context(), http.MethodGet, fmt.Sprintf("/repos/%s/contents/%s?ref=%s", repo, path, from), nil, &cur))
+	in := map[string]any{
+		"content": base64.StdEncoding.EncodeToString([]byte(content)),
+		"message": "update " + path, "branch": from, "sha": cur.SHA,
+	}
+	if branch != from {
+		in["new_branch"] = branch
+	}
+	require.NoError(t, srv.API(t.Context(), http.MethodPut, fmt.Sprintf("/repos/%s/contents/%s", repo, path), in, nil))
+}
+
+// conflictingPullRequest changes one line on both sides: Gitea refuses the merge with the same
+// "try again later" as while it checks, so the refusal is transient and names the conflict as a
+// possible cause, and nothing is merged however often it is asked.
+func (g realGitea) conflictingPullRequest(t *testing.T) {
+	commitFile(t, g.srv, g.repo, "main", "main", "dev.yaml", "replicas: 1\n")
+	updateFile(t, g.srv, g.repo, "main", "env/dev-next", "dev.yaml", "replicas: 2\n")
+	updateFile(t, g.srv, g.repo, "main", "main", "dev.yaml", "replicas: 5\n")
+	base := branchHead(t, g.srv, g.repo, "main")
+	head := branchHead(t, g.srv, g.repo, "env/dev-next")
+	pr, err := g.p.CreatePullRequest(t.Context(), g.repo, scm.NewPullRequest{Title: "Promote to dev", Head: "env/dev-next", Base: "main"})
+	require.NoError(t, err)
+
+	for range 20 {
+		_, err = g.p.MergePullRequest(t.Context(), g.repo, pr.Number, scm.MergeOptions{ExpectedHeadSHA: head})
+		require.Error(t, err)
+		assert.Equal(t, scm.KindTransient, scm.KindOf(err), "%v", err)
+		assert.Contains(t, err.Error(), "conflicts with its target branch")
+		time.Sleep(250 * time.Millisecond)
+	}
+	assert.Equal(t, base, branchHead(t, g.srv, g.repo, "main"), "nothing merged")
+	got, err := g.p.GetPullRequest(t.Context(), g.repo, pr.Number)
+	require.NoError(t, err)
+	assert.Equal(t, scm.PullRequestOpen, got.State)
 }
 
 // badToken is told unauthorized.

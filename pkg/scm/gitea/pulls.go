@@ -131,6 +131,9 @@ const mergeStyleFastForwardOnly sdk.MergeStyle = "fast-forward-only"
 // The request is sent directly rather than through the SDK, whose merge call drops Gitea's
 // explanation: a 405 means "still checking mergeability, try again later" as well as "already
 // merged" or "not allowed", and only the message tells a transient refusal from a final one.
+// "Try again later" is also Gitea's answer (1.26) to a pull request that conflicts with its base,
+// and its API has nothing to tell the two apart (mergeable is false in both), so the refusal
+// names both.
 func (p *Provider) MergePullRequest(c context.Context, repo scm.Repository, number int64, opts scm.MergeOptions) (*scm.MergeResult, error) {
 	op := opname.PullRequest("merge", repo, number)
 	if err := repo.Validate(); err != nil {
@@ -171,7 +174,10 @@ func (p *Provider) MergePullRequest(c context.Context, repo scm.Repository, numb
 	refused := scm.Classify(scm.Failure{Provider: p.name, Op: op, Response: resp, ServerMessage: message}, p.redactor)
 	if status == http.StatusMethodNotAllowed && strings.Contains(strings.ToLower(message), "try again later") {
 		return nil, scm.NewError(p.name, op, scm.KindTransient, status, fmt.Sprintf(
-			"%s is still checking whether pull request #%d can be merged; will retry", p.name, number), refused)
+			"%s refuses to merge pull request #%d for now: it is still checking whether it can be merged, "+
+				"or it conflicts with its target branch (%s's API answers both alike); will retry. If this lasts, "+
+				"open the pull request in %s: a conflict is shown there, to resolve on the source branch",
+			p.name, number, p.name, p.name), refused)
 	}
 	switch status {
 	case http.StatusMethodNotAllowed, http.StatusConflict, http.StatusNotFound:

@@ -193,3 +193,34 @@ func TestStrategyDocPollsEveryTenMinutes(t *testing.T) {
 	require.Len(t, ps.Spec.Environments, 3)
 	assert.Equal(t, "app-00-prod", ps.Spec.Environments[2].Gates.Refs[0].Name)
 }
+
+func TestOnlyTheCommitstatusControllerImportPollOutlastsTheRun(t *testing.T) {
+	cfg := Config{Duration: 30 * time.Minute, ConvergeWithin: 5 * time.Minute}
+	poll := importPollInterval(cfg)
+	// The poll chain starts when a leader starts, at the earliest with the run; it must not fall
+	// due before the rest window ends, after the workload, convergence and the statuses' wait.
+	assert.Greater(t, poll, cfg.Duration+cfg.ConvergeWithin+scmStatusWait+restWindow)
+	assert.Equal(t, []string{"--import-poll-interval", poll.String()}, controllerFlags("commitstatus-controller", poll))
+	for _, name := range controllers {
+		if name != "commitstatus-controller" {
+			assert.Empty(t, controllerFlags(name, poll), name)
+		}
+	}
+}
+
+func TestRequestsAtRestNameOnlyThoseOfTheWindow(t *testing.T) {
+	g := &gitFaults{next: http.NotFoundHandler()}
+	g.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/app-16.git/git-receive-pack", nil))
+	windowStart := time.Now()
+	for _, sha := range []string{"aaa", "bbb"} {
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/repos/sluice/app-03/commits/"+sha+"/status", nil)
+		req.Header.Set("User-Agent", "sluice-commitstatus-controller")
+		g.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	in := g.lastSince(windowStart, 5)
+	require.Len(t, in, 2)
+	assert.Contains(t, in[0], "commits/aaa/status")
+	assert.Contains(t, in[1], "commits/bbb/status? (sluice-commitstatus-controller)")
+	assert.Len(t, g.lastSince(windowStart, 1), 1)
+	assert.Empty(t, g.lastSince(time.Now().Add(time.Second), 5))
+}

@@ -150,23 +150,38 @@ type gitFaults struct {
 	lastRequest atomic.Int64
 
 	mu     sync.Mutex
-	recent []string
+	recent []seenRequest
+}
+
+// seenRequest is one request through a proxy, as a violation of "no git request at rest" names it.
+type seenRequest struct {
+	at   time.Time
+	line string
 }
 
 // remember keeps the last requests, named in a violation of "no git request at rest".
 func (g *gitFaults) remember(r *http.Request) {
+	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.recent = append(g.recent, fmt.Sprintf("%s %s %s?%s (%s)", time.Now().Format("15:04:05.000"), r.Method, r.URL.Path, r.URL.RawQuery, r.UserAgent()))
+	g.recent = append(g.recent, seenRequest{now, fmt.Sprintf("%s %s %s?%s (%s)", now.Format("15:04:05.000"), r.Method, r.URL.Path, r.URL.RawQuery, r.UserAgent())})
 	if len(g.recent) > 20 {
 		g.recent = g.recent[len(g.recent)-20:]
 	}
 }
 
-func (g *gitFaults) last(n int) []string {
+// lastSince is the last n requests at or after since: those of the rest window only, so the
+// requests just before it (the final fix forwards' pushes) are not named as made at rest.
+func (g *gitFaults) lastSince(since time.Time, n int) []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return append([]string(nil), g.recent[max(0, len(g.recent)-n):]...)
+	var out []string
+	for _, q := range g.recent {
+		if !q.at.Before(since) {
+			out = append(out, q.line)
+		}
+	}
+	return out[max(0, len(out)-n):]
 }
 
 func (g *gitFaults) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -159,7 +159,7 @@ func (r *soakRun) start(ctx context.Context) error {
 	if err := testenv.WriteKubeconfig(proxied, kubeconfig); err != nil {
 		return err
 	}
-	r.fleet = &fleet{binDir: r.cfg.BinDir, kubeconfig: kubeconfig, logDir: r.cfg.LogDir, leaseNamespace: "sluice-soak"}
+	r.fleet = &fleet{binDir: r.cfg.BinDir, kubeconfig: kubeconfig, logDir: r.cfg.LogDir, leaseNamespace: "sluice-soak", importPoll: importPollInterval(r.cfg)}
 	r.say("starting %d controllers with %d replicas each, logs in %s", len(controllers), replicasPerController, r.cfg.LogDir)
 	if err := r.fleet.start(); err != nil {
 		return err

@@ -180,7 +180,7 @@ func (r *soakRun) atRest(ctx context.Context) error {
 		r.check.violate(Violation{9, "all", "at rest: " + err.Error()})
 		return nil
 	}
-	gitBefore := r.scmRequests()
+	gitBefore, restStart := r.scmRequests(), time.Now()
 	if err := sleep(ctx, restWindow); err != nil {
 		return err
 	}
@@ -195,9 +195,9 @@ func (r *soakRun) atRest(ctx context.Context) error {
 		r.check.violate(Violation{9, "all", fmt.Sprintf("%.1f API requests a second at rest, more than %.0f", r.report.APICallsPerSecondAtRest, limit)})
 	}
 	if r.report.GitRequestsAtRest > 0 {
-		last := r.in.git.last(5)
+		last := r.in.git.lastSince(restStart, 5)
 		if r.in.gitea != nil {
-			last = append(last, r.in.gitea.last(5)...)
+			last = append(last, r.in.gitea.lastSince(restStart, 5)...)
 		}
 		r.check.violate(Violation{9, "all", fmt.Sprintf("%d git and SCM requests in %s at rest; the last: %s",
 			r.report.GitRequestsAtRest, restWindow, strings.Join(last, "; "))})
