@@ -21,7 +21,7 @@ import (
 type Story struct {
 	Env       *testenv.Env
 	Namespace string
-	// Metrics maps each running controller to the address of its /metrics.
+	// Metrics maps each running controller, and the UI, to the address of its /metrics.
 	Metrics map[string]string
 	// StatusWebhook is the address of the commitstatus-controller's status webhook receiver.
 	StatusWebhook string

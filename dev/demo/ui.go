@@ -31,8 +31,12 @@ func startUI(binDir, kubeconfig, logDir string, s *Story) (*exec.Cmd, string, er
 	if err != nil {
 		return nil, "", err
 	}
+	metrics, err := freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--listen", listen,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--log-format", "text")
+		"--metrics-bind-address", metrics, "--health-probe-bind-address", "0", "--log-format", "text")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	token, err := randomToken()
 	if err != nil {
@@ -45,7 +49,8 @@ func startUI(binDir, kubeconfig, logDir string, s *Story) (*exec.Cmd, string, er
 		return nil, "", fmt.Errorf("start sluice-ui: %w", err)
 	}
 	url := "http://" + listen
-	s.Say("%-24s pid %-7d %s", "sluice-ui", cmd.Process.Pid, url)
+	s.Metrics["sluice-ui"] = metrics
+	s.Say("%-24s pid %-7d %s metrics http://%s/metrics", "sluice-ui", cmd.Process.Pid, url, metrics)
 	return cmd, url + "/?token=" + token, waitServing(url)
 }
 

@@ -118,8 +118,12 @@ func startUI(t *testing.T, cfg *rest.Config, c setup.Config) string {
 	if c.Identity == setup.IdentityKubeconfig {
 		launchTokens.Store(url, c.LaunchToken)
 	}
+	managers.Store(url, m)
 	return url
 }
+
+// managers are the managers of the UIs the tests started, by URL: their metrics address.
+var managers sync.Map
 
 // launchTokens are the launch tokens of the local-mode UIs the tests started, by URL.
 var launchTokens sync.Map

@@ -65,6 +65,7 @@ func NewHandler(m *manager.Manager, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	srv.Metrics = web.NewMetrics(m.Metrics)
 	srv.AnonymousRead = anonymousRead(cfg, m.Log)
 	if cfg.Identity != IdentityKubeconfig {
 		// People read what they may read themselves, not what the UI's ServiceAccount may.

@@ -65,7 +65,7 @@ func (s *Store) WatchAgents(client dynamic.Interface, meta metadata.Interface, n
 		_ = informer.SetWatchErrorHandlerWithContext(quietWhenRemoved)
 		k := &Kind{Resource: gvr.GroupResource(), Name: name, Informer: informer, kinds: kinds}
 		kinds.Add(k.Resource, informer)
-		notify := func(obj any) { s.Changes.Notify(name, namespaceOf(obj)) }
+		notify := func(obj any) { s.Changes.NotifyObject(name, namespaceOf(obj), nameOf(obj)) }
 		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: notify, UpdateFunc: func(_, obj any) { notify(obj) }, DeleteFunc: notify})
 		return k, err
@@ -239,6 +239,10 @@ func (s *Store) AgentsOf(repoURL, branch string) []AgentObject {
 		return nil
 	}
 	key := repositoryBranch(repoURL, branch)
+	// Found by index, not by name: any of these kinds' objects may start or stop deploying it.
+	for _, k := range []*Kind{s.Agents.GitRepositories, s.Agents.Kustomizations, s.Agents.Applications} {
+		k.reads.add(KeyOf(k.Name, "", ""))
+	}
 	var out []AgentObject
 	repos, _ := s.Agents.GitRepositories.Informer.GetIndexer().ByIndex(byTrackedBranch, key)
 	for _, r := range repos {

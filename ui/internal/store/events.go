@@ -95,6 +95,7 @@ func (s *Store) EventList() []*corev1.Event {
 	if s.Activity == nil {
 		return nil
 	}
+	s.reads.add(KeyOf(EventKind, "", ""))
 	objs := s.Activity.Informer.GetStore().List()
 	out := make([]*corev1.Event, 0, len(objs))
 	allowed := map[string]bool{}

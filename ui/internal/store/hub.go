@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -19,8 +20,9 @@ type Hub struct {
 	subs map[*Subscription]struct{}
 }
 
-// Change is a change to an object of Kind (its name in the UI) in Namespace.
-type Change struct{ Kind, Namespace string }
+// Change is a change to the object Name of Kind (its name in the UI) in Namespace; without a
+// Name, to some object of Kind in Namespace.
+type Change struct{ Kind, Namespace, Name string }
 
 // Subscription is one subscriber's pending changes.
 type Subscription struct {
@@ -55,11 +57,14 @@ func (h *Hub) Subscribers() int {
 }
 
 // Notify records that an object of kind in namespace changed, for every subscriber.
-func (h *Hub) Notify(kind, namespace string) {
+func (h *Hub) Notify(kind, namespace string) { h.NotifyObject(kind, namespace, "") }
+
+// NotifyObject records that the object namespace/name of kind changed, for every subscriber.
+func (h *Hub) NotifyObject(kind, namespace, name string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.subs {
-		s.pending[Change{kind, namespace}] = struct{}{}
+		s.pending[Change{kind, namespace, name}] = struct{}{}
 		select {
 		case s.Ready <- struct{}{}:
 		default:
@@ -71,6 +76,20 @@ func (h *Hub) Notify(kind, namespace string) {
 // forgets every pending change. It asks visible outside the hub's lock: the answer may need an
 // access review.
 func (s *Subscription) Take() []string {
+	var out []string
+	for _, c := range s.TakeChanges() {
+		if !slices.Contains(out, c.Kind) {
+			out = append(out, c.Kind)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TakeChanges returns the changes since the last Take that the subscriber may see, and forgets
+// every pending change. It asks visible outside the hub's lock: the answer may need an access
+// review.
+func (s *Subscription) TakeChanges() []Change {
 	s.hub.mu.Lock()
 	pending := make([]Change, 0, len(s.pending))
 	for c := range s.pending {
@@ -78,13 +97,12 @@ func (s *Subscription) Take() []string {
 	}
 	clear(s.pending)
 	s.hub.mu.Unlock()
-	var out []string
+	out := pending[:0]
 	for _, c := range pending {
-		if !slices.Contains(out, c.Kind) && s.visible(c) {
-			out = append(out, c.Kind)
+		if s.visible(c) {
+			out = append(out, c)
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -96,20 +114,45 @@ func (s *Subscription) Close() {
 }
 
 // Subscribe subscribes to the changes of this store's scope: those of an object in a namespace
-// where the scope may list its kind, and every CRD that came or went.
+// where the scope may list its kind, or of an object it may get, and every CRD that came or
+// went.
 func (s *Store) Subscribe() *Subscription {
 	if s.scope == nil {
 		return s.Changes.Subscribe(nil)
 	}
-	kinds := map[string]*Kind{}
+	resources := map[string]schema.GroupResource{EventKind: eventsResource}
 	for _, k := range append(s.All(), s.Targets...) {
-		kinds[k.Name] = k
+		resources[k.Name] = k.Resource
+	}
+	for _, k := range []*Kind{s.Agents.Kustomizations, s.Agents.GitRepositories, s.Agents.Applications} {
+		if k != nil {
+			resources[k.Name] = k.Resource
+		}
 	}
 	scope := s.scope
 	return s.Changes.Subscribe(func(c Change) bool {
-		k, ok := kinds[c.Kind]
-		return !ok || scope.MayList(k.Resource, c.Namespace)
+		gr, ok := resources[c.Kind]
+		if !ok {
+			return c.Kind == AnyKind
+		}
+		return scope.MayList(gr, c.Namespace) || c.Name != "" && scope.MayGet(gr, c.Namespace, c.Name)
 	})
+}
+
+// Reads returns the keys of what was read from this store: for a store of For, what one page
+// shows (Reads.Keys).
+func (s *Store) Reads() []Key { return s.reads.Keys() }
+
+// nameOf is the name of an informer's object, a deleted one's too.
+func nameOf(obj any) string {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		_, name, _ := cache.SplitMetaNamespaceKey(d.Key)
+		return name
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetName()
+	}
+	return ""
 }
 
 // namespaceOf is the namespace of an informer's object, a deleted one's too.

@@ -10,6 +10,7 @@ import (
 // listOf returns a kind's objects as T that the scope may list, sorted by namespace and name, so
 // every page lists them in the same order.
 func listOf[T metav1.Object](k *Kind) []T {
+	k.reads.add(KeyOf(k.Name, "", ""))
 	objs := k.Informer.GetStore().List()
 	if memo, ok := k.scope.(*memoScope); ok {
 		namespaces := map[string]struct{}{}

@@ -38,32 +38,29 @@ var (
 func (s *Store) For(scope Scope) *Store {
 	scoped := *s
 	scoped.scope = scope
+	scoped.reads = &Reads{}
 	memo := &memoScope{Scope: scope, answers: map[memoKey]bool{}}
 	for _, k := range []**Kind{&scoped.Strategies, &scoped.PullRequests, &scoped.CommitStatuses, &scoped.Gates, &scoped.HealthChecks,
 		&scoped.RevertCommits, &scoped.RollbackPolicies, &scoped.ManifestReleases, &scoped.Repositories, &scoped.Providers} {
-		*k = (*k).withScope(memo)
+		*k = (*k).withScope(memo, scoped.reads)
 	}
 	for _, k := range []**Kind{&scoped.Agents.Kustomizations, &scoped.Agents.GitRepositories, &scoped.Agents.Applications} {
-		*k = (*k).withScope(memo)
+		*k = (*k).withScope(memo, scoped.reads)
 	}
 	scoped.Targets = make([]*Kind, len(s.Targets))
 	for i, k := range s.Targets {
-		scoped.Targets[i] = k.withScope(memo)
-	}
-	for _, k := range []**Kind{&scoped.Agents.Kustomizations, &scoped.Agents.GitRepositories, &scoped.Agents.Applications} {
-		if *k != nil {
-			*k = (*k).withScope(memo)
-		}
+		scoped.Targets[i] = k.withScope(memo, scoped.reads)
 	}
 	return &scoped
 }
 
-func (k *Kind) withScope(scope Scope) *Kind {
+func (k *Kind) withScope(scope Scope, reads *Reads) *Kind {
 	if k == nil {
 		return nil
 	}
 	scoped := *k
 	scoped.scope = scope
+	scoped.reads = reads
 	return &scoped
 }
 

@@ -39,6 +39,8 @@ type Store struct {
 
 	// scope is what this store shows (For; scope.go); nil, everything.
 	scope Scope
+	// reads collects the keys of what this store was read for (For: one page); nil, none.
+	reads *Reads
 	// Agents deploy the environments: their status, with only the fields shown (WatchAgents).
 	Agents Agents
 	// Activity is the Events about Sluice's kinds, once WatchEvents has added them (events.go).
@@ -54,6 +56,8 @@ type Kind struct {
 	kinds    *crdwatch.Kinds
 	// scope is what this Kind shows (Store.For); nil, everything.
 	scope Scope
+	// reads collects the keys of this Kind's reads (Store.For); nil, none.
+	reads *Reads
 }
 
 // Installed reports whether the kind's CRD is installed and its cache synced.
@@ -61,6 +65,7 @@ func (k *Kind) Installed() bool { return k.kinds.Synced(k.Resource) }
 
 // Get returns the object namespace/name, or nil, also when the scope may not get it.
 func (k *Kind) Get(namespace, name string) any {
+	k.reads.add(KeyOf(k.Name, namespace, name))
 	if !k.mayGet(namespace, name) {
 		return nil
 	}
@@ -77,6 +82,7 @@ func (k *Kind) Get(namespace, name string) any {
 
 // InNamespace returns every object of namespace, or none when the scope may not list them.
 func (k *Kind) InNamespace(namespace string) []any {
+	k.reads.add(KeyOf(k.Name, namespace, ""))
 	if !k.mayList(namespace) {
 		return nil
 	}
@@ -117,7 +123,7 @@ func New(client sluice.Interface, meta metadata.Interface, namespace string) (*S
 	}
 	for _, k := range append(s.All(), s.Targets...) {
 		name := k.Name
-		notify := func(obj any) { s.Changes.Notify(name, namespaceOf(obj)) }
+		notify := func(obj any) { s.Changes.NotifyObject(name, namespaceOf(obj), nameOf(obj)) }
 		if _, err := k.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: notify, UpdateFunc: func(_, obj any) { notify(obj) }, DeleteFunc: notify,
 		}); err != nil {

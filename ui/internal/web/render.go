@@ -18,7 +18,8 @@ type page struct {
 	Title string
 	Nav   string
 	Query string
-	// Watch lists the kinds whose changes refresh the page live.
+	// Watch lists the kinds whose changes refresh the page live; render turns it into the keys
+	// of what the page shows (pageKeys).
 	Watch  string
 	User   string
 	CanAct bool
@@ -112,6 +113,8 @@ type SignsOut interface{ SignOutPath() string }
 // a clean 500, never half a page.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
 	p.Now = s.Now()
+	// Before the header's count, which reads every gate for every page, not for this one.
+	p.Watch = pageKeys(s.Store.Reads(), p.Watch)
 	p.Frozen = closedGatesLabel(s.closedGates())
 	p.CSRF = s.csrf.token(w, r)
 	if id, ok := s.Identify.Identify(r); ok {
@@ -130,6 +133,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		http.Error(w, "cannot render this page; the UI's log says why", http.StatusInternalServerError)
 		return
 	}
+	s.Metrics.Renders.WithLabelValues(name).Inc()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sluicehq/sluice/pkg/access"
 	"github.com/sluicehq/sluice/ui/internal/store"
 )
@@ -42,13 +44,17 @@ type Server struct {
 	flashes *flashes
 
 	// all is the whole store, which Handler scopes for each request.
-	all   *store.Store
-	pages map[string]*template.Template
+	all *store.Store
+	// Metrics are the UI's own; New registers them on a registry of their own, which setup
+	// replaces with the process's (served on the metrics address).
+	Metrics *Metrics
+	pages   map[string]*template.Template
 }
 
 // New parses the templates.
 func New(st *store.Store, identify Identifier, act *Actor, log *slog.Logger) (*Server, error) {
-	s := &Server{all: st, Store: st.For(store.Nothing), Identify: identify, Act: act, Log: log, Now: time.Now, flashes: &flashes{}}
+	s := &Server{all: st, Store: st.For(store.Nothing), Identify: identify, Act: act, Log: log, Now: time.Now, flashes: &flashes{},
+		Metrics: NewMetrics(prometheus.NewRegistry())}
 	var err error
 	if s.pages, err = parsePages(); err != nil {
 		return nil, err
@@ -84,7 +90,7 @@ func (s *Server) Handler() http.Handler {
 	page("GET /events", (*Server).events)
 	page("GET /act/{action}/{namespace}/{name}", (*Server).actionForm)
 	page("POST /act/{action}/{namespace}/{name}", (*Server).action)
-	return s.guard(mux)
+	return s.measure(mux, s.guard(mux))
 }
 
 // guard sets the headers every response carries: no framing (clickjacking on the action

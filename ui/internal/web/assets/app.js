@@ -1,5 +1,6 @@
-// Live pages: the server names the kinds that changed, as server-sent events; a page showing
-// one of them fetches itself again and swaps its <main>. Nothing polls.
+// Live pages: a page names what it shows (data-watch: keys such as Kind/namespace/name) when it
+// opens its stream; the server sends, as server-sent events, only those of its keys whose
+// objects changed, and the page fetches itself again and swaps its <main>. Nothing polls.
 (function () {
   "use strict";
   var live = document.getElementById("live");
@@ -106,7 +107,8 @@
         if (!synced) { synced = true; live.textContent = "live"; live.className = "live on"; }
       });
   }
-  var es = new EventSource("/events");
+  // "Gate" too, for the header's count of closed gates.
+  var es = new EventSource("/events?watch=" + encodeURIComponent(watch.concat(["Gate"]).join(",")));
   // A page left for another closes its stream at once: a browser opens only six connections to
   // one host, and streams of pages kept in its back/forward cache would use them up.
   window.addEventListener("pagehide", function () { es.close(); });
@@ -127,10 +129,10 @@
       .catch(function () {});
   }
   es.addEventListener("change", function (e) {
-    var kinds = e.data.split(",");
-    if (kinds.indexOf("Gate") >= 0 || kinds.indexOf("*") >= 0) refreshFrozen();
-    for (var i = 0; i < kinds.length; i++) {
-      if (kinds[i] === "*" || watch.indexOf(kinds[i]) >= 0) { refresh(); return; }
+    var keys = e.data.split(",");
+    if (keys.indexOf("Gate") >= 0 || keys.indexOf("*") >= 0) refreshFrozen();
+    for (var i = 0; i < keys.length; i++) {
+      if (keys[i] === "*" || watch.indexOf(keys[i]) >= 0) { refresh(); return; }
     }
   });
 })();
