@@ -123,22 +123,7 @@ func TestVerdictIsCreditedOnlyToTheRevisionFluxFinishedApplying(t *testing.T) {
 	require.NoError(t, err)
 	flux.WaitForApplied(t, env, ns, "apps", flux.Revision("main", good))
 	seen := recordCommitStatuses(t, ns, "web")
-	createHC(t, ns, `
-metadata: {name: web}
-spec:
-  targets:
-  - kustomization: {name: apps}
-  healthCheckExprs:
-  - apiVersion: v1
-    kind: ConfigMap
-    current: "self.data.mode == 'healthy'"
-    failed: "self.data.mode == 'broken'"
-  timeout: 10m
-  commitStatus:
-    key: health-web
-    repositoryRef: {name: app}
-    revision:
-      kustomization: {name: apps}`)
+	createHC(t, ns, webOfTheAppsKustomization)
 	waitCommitStatus(t, ns, "web", phaseFor(good, commitstatusv1alpha1.CommitStatusSuccess))
 
 	holdGate(t, ns)

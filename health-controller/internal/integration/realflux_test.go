@@ -38,22 +38,7 @@ func TestHealthOfARealKustomizationBecomesACommitStatus(t *testing.T) {
 	flux.CreateGitRepository(t, env, ns, "app", flux.GitRepositorySpec{URL: url, Branch: "main", Interval: 2 * time.Second})
 	flux.CreateKustomization(t, env, ns, "apps", flux.KustomizationSpec{GitRepository: "app", TargetNamespace: ns, Interval: 2 * time.Second})
 	flux.WaitForApplied(t, env, ns, "apps", flux.Revision("main", healthy))
-	createHC(t, ns, `
-metadata: {name: web}
-spec:
-  targets:
-  - kustomization: {name: apps}
-  healthCheckExprs:
-  - apiVersion: v1
-    kind: ConfigMap
-    current: "self.data.mode == 'healthy'"
-    failed: "self.data.mode == 'broken'"
-  timeout: 10m
-  commitStatus:
-    key: health-web
-    repositoryRef: {name: app}
-    revision:
-      kustomization: {name: apps}`)
+	createHC(t, ns, webOfTheAppsKustomization)
 
 	cs := waitCommitStatus(t, ns, "web", phaseFor(healthy, commitstatusv1alpha1.CommitStatusSuccess))
 	assert.Equal(t, "Healthy: 2/2 Current", cs.Spec.Description)
@@ -73,3 +58,22 @@ spec:
 	hc = waitHC(t, ns, "web", func(hc *healthv1alpha1.HealthCheck) bool { return readyReason(hc) == healthv1alpha1.ReasonFailed })
 	assert.Equal(t, flux.Revision("main", healthy), hc.Status.LastHealthyRevision)
 }
+
+// webOfTheAppsKustomization is the HealthCheck of what Kustomization apps applied: its
+// ConfigMaps' mode, published as health-web for the revision apps last applied.
+const webOfTheAppsKustomization = `
+metadata: {name: web}
+spec:
+  targets:
+  - kustomization: {name: apps}
+  healthCheckExprs:
+  - apiVersion: v1
+    kind: ConfigMap
+    current: "self.data.mode == 'healthy'"
+    failed: "self.data.mode == 'broken'"
+  timeout: 10m
+  commitStatus:
+    key: health-web
+    repositoryRef: {name: app}
+    revision:
+      kustomization: {name: apps}`
