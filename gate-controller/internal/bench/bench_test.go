@@ -163,25 +163,7 @@ func timeController(b *testing.B, requests *requestCounts) cost {
 	opts.Namespace = ns
 	opts.Workers = parallelism
 	opts.KubeAPIQPS, opts.KubeAPIBurst = qps, burst
-	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Wrap(requests.wrap)
-	m, err := manager.New("gate-controller", opts, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := setup.Setup(m, setup.Config{}); err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Error(err)
-		}
-	}()
+	defer runController(b, opts, requests.wrap, slog.New(slog.NewTextHandler(io.Discard, nil)))()
 	waitGate(b, ns, 0, func(g *gatingv1alpha1.Gate) bool { return g.Status.Open })
 
 	counter := countHeld(b, ns, holdTargets)
@@ -379,4 +361,29 @@ func freeAddr(b *testing.B) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// runController runs the gate-controller in this process with opts, its API requests passing
+// through wrap, until the returned stop is called.
+func runController(b *testing.B, opts options.Options, wrap func(http.RoundTripper) http.RoundTripper, log *slog.Logger) (stop func()) {
+	b.Helper()
+	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(wrap)
+	m, err := manager.New("gate-controller", opts, cfg, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := setup.Setup(m, setup.Config{}); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+	}
 }

@@ -18,10 +18,8 @@ import (
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
-	"github.com/sluicehq/sluice/gate-controller/internal/setup"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
-	"github.com/sluicehq/sluice/pkg/runtime/manager"
 	"github.com/sluicehq/sluice/pkg/runtime/options"
 	"github.com/sluicehq/sluice/testenv"
 	"github.com/sluicehq/sluice/testenv/flux"
@@ -315,23 +313,5 @@ func startBusyController(b *testing.B, ns string, requests *conflictCounts) (sto
 	b.Helper()
 	opts := options.Defaults("gate-controller")
 	opts.Namespace = ns
-	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Wrap(requests.wrap)
-	m, err := manager.New("gate-controller", opts, cfg, slog.New(requests))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := setup.Setup(m, setup.Config{}); err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Error(err)
-		}
-	}
+	return runController(b, opts, requests.wrap, slog.New(requests))
 }
