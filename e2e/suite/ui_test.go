@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sluicehq/sluice/testenv"
@@ -24,10 +25,15 @@ const (
 
 // uiShowsThePipeline loads the pipeline page of the promotion's strategy from the UI's pod,
 // through the UI's Service as a browser in the cluster would reach it, and finds on it every
-// environment with the dry commit the strategy's status says it runs.
+// environment with the dry commit the strategy's status says it runs. The suite reads as an
+// anonymous visitor, who sees what system:unauthenticated may read: first, the page is refused to
+// it, then the chart README's Role lets it read the namespace.
 func (c *Cluster) uiShowsThePipeline(t *testing.T, p *promotion) {
 	ctx := context.Background()
 	c.checkControllerPods(t, system, release, uiChart, c.Images.Refs[uiImage])
+	hidden := c.uiPage(t, system, release+"-ui", "/pipelines", "<main")
+	assert.NotContains(t, hidden, p.ns, "an anonymous visitor sees no namespace system:unauthenticated may not read")
+	c.anonymousReaders(t, p.ns)
 	strategy, err := c.Sluice.PromoterV1alpha1().PromotionStrategies(p.ns).Get(ctx, "web", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Len(t, strategy.Status.Environments, len(environments))
@@ -38,6 +44,23 @@ func (c *Cluster) uiShowsThePipeline(t *testing.T, p *promotion) {
 	}
 	page := c.uiPage(t, system, release+"-ui", "/pipelines/"+p.ns+"/web", shown...)
 	assert.NotContains(t, page, "not installed", "every kind the page reads is installed by the umbrella chart")
+}
+
+// anonymousReaders binds, in ns, a Role that reads the Sluice kinds to system:unauthenticated,
+// as the UI chart's README says to for anonymous reading.
+func (c *Cluster) anonymousReaders(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	const name = "sluice-anonymous-readers"
+	groups := []string{"promoter.sluice.dev", "gating.sluice.dev", "health.sluice.dev", "commitstatus.sluice.dev", "rollback.sluice.dev", "scm.sluice.dev"}
+	_, err := c.Kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: groups, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:unauthenticated"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
 }
 
 // uiPage loads path from the UI through its Service (named service, in ns) until the page
