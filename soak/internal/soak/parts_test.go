@@ -224,3 +224,35 @@ func TestRequestsAtRestNameOnlyThoseOfTheWindow(t *testing.T) {
 	assert.Len(t, g.lastSince(windowStart, 1), 1)
 	assert.Empty(t, g.lastSince(time.Now().Add(time.Second), 5))
 }
+
+// A proposal approved through a closed gate lands with the -next commits proposed before it:
+// only where prod lands is judged, and a landing nobody approved is still a violation.
+func TestGatedMoveJudgesWhereProdLands(t *testing.T) {
+	repo, _ := gittest.NewGitServedRepo(t, "app-01")
+	hydrated := func(branch, dry string) string {
+		return repo.CommitFiles(t, branch, map[string]string{"app.yaml": dry, git.DefaultMetadataFile: string(git.HydratorNote(dry))}, branch+": "+dry)
+	}
+	hydrated("prod", "d0")
+	w := &workload{ns: "soak", gates: map[string]*gateLog{}}
+	c := &checker{w: w, checks: map[int]int{}, events: &eventLog{start: time.Now()}, reported: map[string]bool{}, context: map[string][]string{}}
+	bw := &branchWatch{strategy: "app-01", env: "prod", reader: newBranchReader(repo.Dir)}
+	t0 := time.Now()
+	w.gateOf("app-01").close(t0)
+	require.NoError(t, c.follow(bw, t0.Add(gateGrace+time.Second)))
+
+	repo.SetBranch(t, "prod-next", repo.Ref(t, "refs/heads/prod"))
+	hydrated("prod-next", "d1")
+	hydrated("prod-next", "d2")
+	w.gateOf("app-01").approve("d3")
+	repo.SetBranch(t, "prod", hydrated("prod-next", "d3"))
+	require.NoError(t, c.follow(bw, t0.Add(gateGrace+time.Minute)))
+	_, found, _ := c.result()
+	assert.Empty(t, found, "d1 and d2 came in with the approved d3; prod never ran them")
+
+	repo.SetBranch(t, "prod", hydrated("prod-next", "d4"))
+	require.NoError(t, c.follow(bw, t0.Add(gateGrace+2*time.Minute)))
+	_, found, _ = c.result()
+	require.Len(t, found, 1, "d4 was never approved")
+	assert.Equal(t, 6, found[0].Invariant)
+	assert.Contains(t, found[0].What, "dry d4")
+}
