@@ -139,7 +139,7 @@ func (r *soakRun) converged(ctx context.Context, final map[string]string) (bool,
 	for _, ps := range list.Items {
 		ready := conditions.Get(ps.Status.Conditions, conditions.Ready)
 		if ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != ps.Generation {
-			return false, fmt.Sprintf("%s is not Ready: %v", ps.Name, ready)
+			return false, fmt.Sprintf("%s is not Ready: %v%s", ps.Name, ready, r.pullRequestsOf(ctx, ps.Name))
 		}
 		for _, e := range ps.Status.Environments {
 			if e.Blocked != "" {
@@ -169,6 +169,26 @@ func (r *soakRun) converged(ctx context.Context, final map[string]string) (bool,
 		return false, fmt.Sprintf("%g items still queued", depth)
 	}
 	return true, ""
+}
+
+// pullRequestsOf names the strategy's pull requests not settled, with the conditions that say
+// why: what the SCM answered is what a person would look at first.
+func (r *soakRun) pullRequestsOf(ctx context.Context, strategy string) string {
+	list, err := r.w.sluice.PromoterV1alpha1().PullRequests(r.w.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "; pull requests: " + err.Error()
+	}
+	var out strings.Builder
+	for _, pr := range list.Items {
+		if !strings.HasPrefix(pr.Name, strategy+"-") || pr.Status.State == pr.Spec.State {
+			continue
+		}
+		fmt.Fprintf(&out, "; pull request %s (#%s, %s, asked %s):", pr.Name, pr.Status.ID, pr.Status.State, pr.Spec.State)
+		for _, c := range pr.Status.Conditions {
+			fmt.Fprintf(&out, " %s=%s %s: %s (since %s)", c.Type, c.Status, c.Reason, c.Message, c.LastTransitionTime.UTC().Format(time.TimeOnly))
+		}
+	}
+	return out.String()
 }
 
 // atRest counts the API requests and git requests over restWindow with nothing to do: a hot
