@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,4 +100,42 @@ func TestCheckRunsOfTrackedCommitsAreImported(t *testing.T) {
 	require.NoError(t, err)
 	setTracked(t, ps, importSHA3, sha2)
 	waitImported(t, ns, "nothing left of a commit no longer tracked", func(l []commitstatusv1alpha1.CommitStatus) bool { return len(l) == 0 })
+}
+
+// A status this cluster mirrors while the import reads the SCM is not imported as someone
+// else's: the import reads what the cluster holds after what the SCM holds, so whatever it
+// finds mirrored is already there to recognise.
+func TestAStatusMirroredDuringTheReadIsNotImported(t *testing.T) {
+	testenv.SkipIfShort(t)
+	installAllCRDs(t)
+	srv := scmtest.NewGitHub(t, githubToken)
+	srv.AddRepo("acme", "app")
+	ns := githubSetup(t, srv, nil)
+	srv.AddCheckRun("acme", "app", scmtest.GitHubCheckRun{HeadSHA: sha1, Name: "ci/lint", Status: "completed", Conclusion: "success"})
+	var once sync.Once
+	srv.BeforeStatusRead = func(sha string) {
+		if sha != sha1 {
+			return
+		}
+		once.Do(func() {
+			createCommitStatus(t, newCommitStatus(ns, "health", "app", sha1, commitstatusv1alpha1.CommitStatusPending))
+			assert.NoError(t, testenv.Wait(context.Background(), 30*time.Second, func(context.Context) (bool, error) {
+				return len(srv.Statuses("acme", "app", sha1)) == 1, nil
+			}), "the health status is mirrored while the import waits on its read")
+		})
+	}
+	strategyTracking(t, ns, sha1, sha2)
+	startController(t, controllerOptions{setup: func(c *setup.Config) { c.ImportPollInterval = time.Hour }})
+
+	imported := waitImported(t, ns, "the check run is imported, in the same pass as the read", func(l []commitstatusv1alpha1.CommitStatus) bool {
+		for _, cs := range l {
+			if cs.Spec.Name == "ci/lint" {
+				return true
+			}
+		}
+		return false
+	})
+	for _, cs := range imported {
+		assert.NotEqual(t, "sluice/health", cs.Spec.Name, "this cluster's own health status was imported back as %s", cs.Name)
+	}
 }

@@ -106,14 +106,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (controller.Resu
 	return controller.Result{RequeueAfter: r.poll()}, nil
 }
 
-// observe reads the strategy's commits' statuses from the SCM, and what the cluster holds. It
+// observe reads the strategy's commits' statuses from the SCM, then what the cluster holds. It
 // returns nil when nothing can be decided; with a partial read, both the Observed (commits whose
-// read failed are absent from Read) and the error.
+// read failed are absent from Read) and the error. The cluster is read last: a status this
+// cluster mirrored while the SCM was read is then in the cache, recognised as this cluster's own,
+// and not imported back as someone else's.
 func (r *Reconciler) observe(ctx context.Context, ps *promoterv1alpha1.PromotionStrategy) (*Observed, error) {
 	o := &Observed{
 		Namespace: ps.Namespace, Strategy: ps.Name, UID: ps.UID, Repository: ps.Spec.RepositoryRef.Name,
 		SHAs: TrackedSHAs(ps), Read: map[string][]scm.ReadStatus{}, Local: map[[2]string]bool{},
 		ShardLabels: ShardLabels(ps.Labels, r.ShardKeys),
+	}
+	decidable, readErr := r.readSCM(ctx, o)
+	if !decidable {
+		return nil, readErr
 	}
 	all, err := r.Statuses.CommitStatuses(ps.Namespace).List(labels.Everything())
 	if err != nil {
@@ -129,20 +135,26 @@ func (r *Reconciler) observe(ctx context.Context, ps *promoterv1alpha1.Promotion
 			o.Local[[2]string{cs.Spec.SHA, cs.Spec.Name}] = true
 		}
 	}
+	return o, readErr
+}
+
+// readSCM fills o.Read with the statuses of each tracked commit the SCM answered for. It is not
+// decidable when the repository cannot be read at all.
+func (r *Reconciler) readSCM(ctx context.Context, o *Observed) (bool, error) {
 	if len(o.SHAs) == 0 {
-		return o, nil
+		return true, nil
 	}
-	target, rerr := r.Resolver.ResolveRepository(ctx, ps.Namespace, o.Repository)
+	target, rerr := r.Resolver.ResolveRepository(ctx, o.Namespace, o.Repository)
 	if rerr != nil {
-		return nil, rerr
+		return false, rerr
 	}
 	if target.Suspended != nil {
-		return nil, fmt.Errorf("%s", target.Suspended.Message)
+		return false, fmt.Errorf("%s", target.Suspended.Message)
 	}
 	reader, ok := target.Provider.(scm.StatusReader)
 	if !ok || target.InCluster {
 		// Plain git has no SCM statuses: every status is a CommitStatus of this cluster already.
-		return o, nil
+		return true, nil
 	}
 	var errs []error
 	for _, sha := range o.SHAs {
@@ -153,7 +165,7 @@ func (r *Reconciler) observe(ctx context.Context, ps *promoterv1alpha1.Promotion
 		}
 		o.Read[sha] = statuses
 	}
-	return o, errors.Join(errs...)
+	return true, errors.Join(errs...)
 }
 
 func (r *Reconciler) read(ctx context.Context, reader scm.StatusReader, target *resolve.Target, sha string) ([]scm.ReadStatus, error) {

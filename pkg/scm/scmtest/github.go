@@ -41,6 +41,10 @@ type GitHub struct {
 
 	posts     atomic.Int64
 	throttled atomic.Int64
+
+	// BeforeStatusRead, when set (before any request), runs as a read of a commit's statuses
+	// arrives and before it is answered: a test puts a concurrent write in that moment.
+	BeforeStatusRead func(sha string)
 }
 
 // NewGitHub starts a fake GitHub that accepts token, closed when the test ends.
@@ -218,6 +222,9 @@ func (g *GitHub) createStatus(w http.ResponseWriter, r *http.Request) {
 // combinedStatus answers with the latest status of each context, newest first.
 func (g *GitHub) combinedStatus(w http.ResponseWriter, r *http.Request) {
 	sha := strings.ToLower(r.PathValue("ref"))
+	if g.BeforeStatusRead != nil {
+		g.BeforeStatusRead(sha)
+	}
 	all := g.Statuses(r.PathValue("owner"), r.PathValue("repo"), sha)
 	seen := map[string]bool{}
 	latest := []GitHubStatus{}
