@@ -160,6 +160,30 @@ func (g *giteaSide) scmStatuses(ctx context.Context, repo, sha string) (map[stri
 	return out, nil
 }
 
+// describePull says what Gitea holds of a pull request that does not settle: whether it thinks
+// it mergeable, and the commits it compares, which tell a conflict from a check that never ends.
+func (g *giteaSide) describePull(ctx context.Context, repo, number string) string {
+	var pull struct {
+		State     string `json:"state"`
+		Mergeable bool   `json:"mergeable"`
+		Merged    bool   `json:"merged"`
+		MergeBase string `json:"merge_base"`
+		Head      struct {
+			Ref string `json:"ref"`
+			SHA string `json:"sha"`
+		} `json:"head"`
+		Base struct {
+			Ref string `json:"ref"`
+			SHA string `json:"sha"`
+		} `json:"base"`
+	}
+	if err := g.srv.API(ctx, http.MethodGet, fmt.Sprintf("/repos/%s/%s/pulls/%s", g.srv.AdminUser, repo, number), nil, &pull); err != nil {
+		return fmt.Sprintf(" Gitea: %v", err)
+	}
+	return fmt.Sprintf(" Gitea: %s, mergeable %t, merged %t, head %s@%s, base %s@%s, merge base %s", pull.State, pull.Mergeable, pull.Merged,
+		pull.Head.Ref, short(pull.Head.SHA), pull.Base.Ref, short(pull.Base.SHA), short(pull.MergeBase))
+}
+
 // scmStatusWait bounds how long, once everything converged, the soak waits for the last
 // CommitStatus writes to reach Gitea (a send that met a 502 is retried with backoff).
 const scmStatusWait = 2 * time.Minute

@@ -187,8 +187,34 @@ func (r *soakRun) pullRequestsOf(ctx context.Context, strategy string) string {
 		for _, c := range pr.Status.Conditions {
 			fmt.Fprintf(&out, " %s=%s %s: %s (since %s)", c.Type, c.Status, c.Reason, c.Message, c.LastTransitionTime.UTC().Format(time.TimeOnly))
 		}
+		if r.gitea != nil && pr.Status.ID != "" {
+			out.WriteString(r.gitea.describePull(ctx, strategy, pr.Status.ID))
+		}
+		out.WriteString(r.describeBranches(strategy, pr.Spec.TargetBranch, pr.Spec.SourceBranch))
 	}
 	return out.String()
+}
+
+// describeBranches says where git has target and source, and whether source holds target: a
+// fast-forward merge needs it.
+func (r *soakRun) describeBranches(strategy, target, source string) string {
+	for _, s := range r.w.strategy {
+		if s.name != strategy {
+			continue
+		}
+		b := newBranchReader(s.dir)
+		to, err := b.tip(target)
+		if err != nil {
+			return "; git: " + err.Error()
+		}
+		from, err := b.tip(source)
+		if err != nil {
+			return "; git: " + err.Error()
+		}
+		holds, err := b.isAncestor(to, from)
+		return fmt.Sprintf("; git: %s@%s, %s@%s, %s holds %s: %t (%v)", target, short(to), source, short(from), source, target, holds, err)
+	}
+	return ""
 }
 
 // atRest counts the API requests and git requests over restWindow with nothing to do: a hot
