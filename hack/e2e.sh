@@ -2,13 +2,14 @@
 # make e2e: brings up a real single-node Kubernetes cluster on this machine, installs Sluice's
 # charts with helm from Sluice's own images, runs the end-to-end suite (e2e/suite) against the
 # pods, and always tears the node down, after a failure or a Ctrl-C too. Needs root; installs
-# Debian's containerd, runc, CNI plugins, iptables and conntrack when they are missing.
+# Debian's containerd, runc, CNI plugins, iptables, conntrack and Chromium (the browser of the
+# UI's sign-in test) when they are missing.
 # See docs/e2e.md. Extra `go test` flags: E2E_FLAGS='-run TestUmbrellaChart'.
 set -o errexit -o nounset -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
-PACKAGES=(containerd runc containernetworking-plugins iptables conntrack)
+PACKAGES=(containerd runc containernetworking-plugins iptables conntrack chromium)
 
 if [ "$(id -u)" -ne 0 ]; then
   cat >&2 <<MSG
@@ -36,6 +37,7 @@ fi
 start=$(date +%s)
 bash hack/testbin.sh --node >/dev/null
 bash hack/tools/gitea/build.sh >/dev/null
+bash hack/tools/oidc-provider/build.sh >/dev/null
 FLUX_BIN="$(bash hack/tools/flux/build.sh)"
 make --no-print-directory images
 # The images only the suite runs, for this machine's platform: Flux's source-controller and

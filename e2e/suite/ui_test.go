@@ -50,8 +50,13 @@ func (c *Cluster) uiShowsThePipeline(t *testing.T, p *promotion) {
 // as the UI chart's README says to for anonymous reading.
 func (c *Cluster) anonymousReaders(t *testing.T, ns string) {
 	t.Helper()
+	c.sluiceReaders(t, ns, "sluice-anonymous-readers", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:unauthenticated"})
+}
+
+// sluiceReaders binds, in ns, a Role named name that reads the Sluice kinds, to subject.
+func (c *Cluster) sluiceReaders(t *testing.T, ns, name string, subject rbacv1.Subject) {
+	t.Helper()
 	ctx := context.Background()
-	const name = "sluice-anonymous-readers"
 	groups := []string{"promoter.sluice.dev", "gating.sluice.dev", "health.sluice.dev", "commitstatus.sluice.dev", "rollback.sluice.dev", "scm.sluice.dev"}
 	_, err := c.Kube.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: groups, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
@@ -59,7 +64,7 @@ func (c *Cluster) anonymousReaders(t *testing.T, ns string) {
 	require.NoError(t, err)
 	_, err = c.Kube.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:unauthenticated"}}}, metav1.CreateOptions{})
+		Subjects: []rbacv1.Subject{subject}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 }
 

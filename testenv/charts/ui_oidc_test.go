@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sluicehq/sluice/testenv"
@@ -97,6 +99,21 @@ func TestUIReadmeOIDCAndProxyBlocks(t *testing.T) {
 		got, _ := Flag(args, flag)
 		assert.Equal(t, want, got, "--%s", flag)
 	}
+	// The private CA's block, after it: the issuer's CA mounted where the UI reads its roots.
+	shell(t, env, readmeBlock(t, "ui", "#### An issuer signed by a private CA, in one paste"))
+	d, err := env.Kube.AppsV1().Deployments("sluice-system").Get(ctx, "sluice-ui", metav1.GetOptions{})
+	require.NoError(t, err)
+	pod := d.Spec.Template.Spec
+	assert.Contains(t, pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "issuer-ca", MountPath: "/etc/ssl/certs", ReadOnly: true})
+	var fromConfigMap string
+	for _, v := range pod.Volumes {
+		if v.Name == "issuer-ca" && v.ConfigMap != nil {
+			fromConfigMap = v.ConfigMap.Name
+		}
+	}
+	assert.Equal(t, "sluice-ui-issuer-ca", fromConfigMap, "the issuer-ca volume is the ConfigMap of the CA")
+	got, _ := Flag(pod.Containers[0].Args, "identity")
+	assert.Equal(t, "oidc", got, "--reuse-values keeps OIDC mode")
 	require.NoError(t, helm.Uninstall(ctx, "sluice-ui", "sluice-system"))
 
 	shell(t, env, readmeBlock(t, "ui", "### Behind oauth2-proxy, in one paste"))

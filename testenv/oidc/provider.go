@@ -40,10 +40,17 @@ type User struct {
 	Groups   []string `json:"groups"`
 }
 
-// Options name what the provider knows.
+// Options name what the provider knows, and where it serves.
 type Options struct {
 	Clients []Client `json:"clients"`
 	Users   []User   `json:"users"`
+	// Listen is the address served on; empty is a free loopback port. The e2e suite's provider
+	// listens on the node's address, which its pods reach too.
+	Listen string `json:"-"`
+	// TLSCertFile and TLSKeyFile, PEM files, make it serve HTTPS with an https:// issuer; empty
+	// serves HTTP, which the UI accepts only on loopback.
+	TLSCertFile string `json:"-"`
+	TLSKeyFile  string `json:"-"`
 }
 
 // Provider is a running OpenID provider.
@@ -78,8 +85,8 @@ func StartForTest(t testing.TB, opts Options) *Provider {
 	return p
 }
 
-// Start builds the provider if needed (hack/tools/oidc-provider/build.sh) and starts it on a free
-// loopback port. Close stops it.
+// Start builds the provider if needed (hack/tools/oidc-provider/build.sh) and starts it on
+// opts.Listen, by default a free loopback port. Close stops it.
 func Start(ctx context.Context, opts Options) (*Provider, error) {
 	bin, err := binary(ctx)
 	if err != nil {
@@ -96,7 +103,11 @@ func Start(ctx context.Context, opts Options) (*Provider, error) {
 		return nil, err
 	}
 	p := &Provider{output: &testenv.SyncBuffer{}, exited: make(chan struct{}), dir: dir}
-	p.cmd = exec.Command(bin, "--config", config, "--listen", "127.0.0.1:0")
+	listen := opts.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	p.cmd = exec.Command(bin, "--config", config, "--listen", listen, "--tls-cert", opts.TLSCertFile, "--tls-key", opts.TLSKeyFile)
 	p.cmd.Stderr = p.output
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdout, err := p.cmd.StdoutPipe()

@@ -5,11 +5,14 @@
 // (hack/tools/oidc-provider/build.sh says why).
 //
 // It listens on --listen (port 0 picks a free one) and prints "issuer URL" on stdout once it
-// serves, so a test learns the issuer without racing for a port.
+// serves, so a test learns the issuer without racing for a port. With --tls-cert and --tls-key
+// it serves HTTPS, and the issuer is https://: the e2e suite's provider, on the node's address,
+// which the UI's pod verifies as any issuer that is not on its own loopback.
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -50,14 +53,20 @@ type User struct {
 func main() {
 	configPath := flag.String("config", "", "JSON file of clients and users")
 	listen := flag.String("listen", "127.0.0.1:0", "address to serve on")
+	certFile := flag.String("tls-cert", "", "PEM certificate to serve HTTPS with (with --tls-key); empty serves HTTP")
+	keyFile := flag.String("tls-key", "", "PEM private key of --tls-cert")
 	flag.Parse()
-	if err := run(*configPath, *listen); err != nil {
+	if (*certFile == "") != (*keyFile == "") {
+		fmt.Fprintln(os.Stderr, "oidc-provider: --tls-cert and --tls-key go together")
+		os.Exit(2)
+	}
+	if err := run(*configPath, *listen, *certFile, *keyFile); err != nil {
 		fmt.Fprintln(os.Stderr, "oidc-provider:", err)
 		os.Exit(1)
 	}
 }
 
-func run(configPath, listen string) error {
+func run(configPath, listen, certFile, keyFile string) error {
 	raw, err := os.ReadFile(configPath)
 	if err != nil {
 		return err
@@ -71,6 +80,15 @@ func run(configPath, listen string) error {
 		return err
 	}
 	issuer := "http://" + ln.Addr().String()
+	if certFile != "" {
+		// Loaded before the issuer is printed, so a bad certificate fails the start.
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return err
+		}
+		issuer = "https://" + ln.Addr().String()
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	}
 	users := newUsers(cfg.Users)
 	clients := map[string]*storage.Client{}
 	globs := map[string][]string{}

@@ -79,8 +79,9 @@ func TestPodPortFollowsTheServicesTargetPort(t *testing.T) {
 	}
 }
 
-// uiInstall is what charts/ui puts in a namespace, as far as a port-forward looks: its Service,
-// labelled as the chart's, and its pods, one ready (as a kubelet would report it) and one not.
+// uiInstall is what charts/ui puts in a namespace, as far as a port-forward looks: its pages'
+// Service and its metrics Service, both labelled as the chart's, and its pods, one ready (as a
+// kubelet would report it) and one not.
 func uiInstall(t *testing.T, ns string) {
 	t.Helper()
 	ctx := context.Background()
@@ -95,6 +96,12 @@ func uiInstall(t *testing.T, ns string) {
 		ObjectMeta: metav1.ObjectMeta{Name: "sluice-ui", Labels: selector},
 		Spec: corev1.ServiceSpec{Selector: selector, Ports: []corev1.ServicePort{
 			{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = env.Kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "sluice-ui-metrics", Labels: selector},
+		Spec: corev1.ServiceSpec{Selector: selector, Ports: []corev1.ServicePort{
+			{Name: "metrics", Port: 8090, TargetPort: intstr.FromString("metrics")}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	for _, name := range []string{"sluice-ui-a", "sluice-ui-b"} {
@@ -133,7 +140,7 @@ func TestPortForwardFindsTheUIServiceAndItsReadyPod(t *testing.T) {
 	_, err = env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pf-empty"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	_, err = findUI(ctx, env.Kube, "pf-empty", "")
-	assert.ErrorContains(t, err, "no Service labelled app.kubernetes.io/name=ui in namespace pf-empty: install charts/ui")
+	assert.ErrorContains(t, err, "no Service labelled app.kubernetes.io/name=ui with a port named http in namespace pf-empty: install charts/ui")
 	_, err = findUI(ctx, env.Kube, "pf-empty", "sluice-ui")
 	assert.ErrorContains(t, err, "the UI's Service pf-empty/sluice-ui")
 

@@ -51,7 +51,7 @@ func findUI(ctx context.Context, kube kubernetes.Interface, namespace, service s
 	return uiTarget{Namespace: svc.Namespace, Service: svc.Name, Pod: pod.Name, Port: port}, nil
 }
 
-// uiService is the named Service, or the only one labelled as the UI's.
+// uiService is the named Service, or the only one labelled as the UI's that serves the pages.
 func uiService(ctx context.Context, kube kubernetes.Interface, namespace, name string) (*corev1.Service, error) {
 	if name != "" {
 		svc, err := kube.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -64,14 +64,19 @@ func uiService(ctx context.Context, kube kubernetes.Interface, namespace, name s
 	if err != nil {
 		return nil, fmt.Errorf("looking for the UI's Service (label %s)%s: %w", uiServiceLabel, where(namespace), err)
 	}
-	switch len(list.Items) {
+	// The chart's metrics Service carries the same labels: the pages' Service is the one with
+	// the port named http.
+	pages := slices.DeleteFunc(list.Items, func(s corev1.Service) bool {
+		return !slices.ContainsFunc(s.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "http" })
+	})
+	switch len(pages) {
 	case 0:
-		return nil, fmt.Errorf("no Service labelled %s%s: install charts/ui (or the umbrella chart with ui.enabled=true), name its Service with --service, or run without --port-forward to serve the UI on this machine", uiServiceLabel, where(namespace))
+		return nil, fmt.Errorf("no Service labelled %s with a port named http%s: install charts/ui (or the umbrella chart with ui.enabled=true), name its Service with --service, or run without --port-forward to serve the UI on this machine", uiServiceLabel, where(namespace))
 	case 1:
-		return &list.Items[0], nil
+		return &pages[0], nil
 	}
-	names := make([]string, len(list.Items))
-	for i, s := range list.Items {
+	names := make([]string, len(pages))
+	for i, s := range pages {
 		names[i] = s.Namespace + "/" + s.Name
 	}
 	slices.Sort(names)
