@@ -10,12 +10,20 @@ import (
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/manifest"
 	"github.com/sluicehq/sluice/pkg/snapshot"
+	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
-// observe reads what the next decision needs and is not read yet.
-func (r *Reconciler) observe(ctx context.Context, as *identity, o *observation) error {
+// observe returns the observation the next step is decided from: mr as it is now, and the
+// progress of its operation kept from the steps before, with what the next decision needs and
+// was not read yet.
+func (r *Reconciler) observe(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, suspended suspend.State, kept progress) (*observation, error) {
+	o := &observation{Release: mr, Suspend: suspended, Now: r.Clock.Now(), Actor: as.Reviewer.User, progress: kept}
+	return o, r.read(ctx, as, o)
+}
+
+// read reads into o what the next decision needs and is not read yet.
+func (r *Reconciler) read(ctx context.Context, as *identity, o *observation) error {
 	mr := o.Release
-	o.Now = r.Clock.Now()
 	switch {
 	case mr.DeletionTimestamp != nil:
 		return r.observeDeletion(ctx, as, o)

@@ -277,39 +277,38 @@ func (m *Metrics) count(mr *rollbackv1.ManifestRelease, c count) {
 	}
 }
 
-// Progress keeps, between the reconciles of each release, the observation its earlier steps
-// built: the source read, the snapshot loaded, what the acts found. It lives only in this
-// process; what must survive a crash is in the status.
+// Progress keeps, between the reconciles of each release, the progress its earlier steps made:
+// the source read, the snapshot loaded, what the acts found. It lives only in this process; what
+// must survive a crash is in the status.
 type Progress struct {
-	mu      sync.Mutex
-	pending map[string]*observation
+	mu   sync.Mutex
+	kept map[string]progress
 }
 
 // NewProgress keeps nothing yet.
-func NewProgress() *Progress { return &Progress{pending: map[string]*observation{}} }
+func NewProgress() *Progress { return &Progress{kept: map[string]progress{}} }
 
-// take hands out, once, the observation kept for key, if the release still holds the status
-// the last step left; it then sees mr, with any change to its spec or metadata since.
-func (p *Progress) take(key string, mr *rollbackv1.ManifestRelease) *observation {
+// take hands out, once, the progress kept for key, if the release still holds the status the
+// last step left; otherwise none, and the operation the status records resumes from there.
+func (p *Progress) take(key string, mr *rollbackv1.ManifestRelease) progress {
 	p.mu.Lock()
-	o := p.pending[key]
-	delete(p.pending, key)
+	kept, ok := p.kept[key]
+	delete(p.kept, key)
 	p.mu.Unlock()
-	if o == nil || o.Release.UID != mr.UID || !equality.Semantic.DeepEqual(o.Release.Status, mr.Status) {
-		return nil
+	if !ok || kept.Left == nil || kept.Left.UID != mr.UID || !equality.Semantic.DeepEqual(kept.Left.Status, mr.Status) {
+		return progress{}
 	}
-	o.Release = mr
-	return o
+	return kept
 }
 
 func (p *Progress) forget(key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.pending, key)
+	delete(p.kept, key)
 }
 
-func (p *Progress) remember(key string, o *observation) {
+func (p *Progress) remember(key string, next progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pending[key] = o
+	p.kept[key] = next
 }

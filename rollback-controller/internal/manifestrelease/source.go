@@ -239,7 +239,7 @@ type definitionError struct{ msg string }
 func (e *definitionError) Error() string { return e.msg }
 
 // testObjects reads the definitions and keeps the objects the filters select.
-func (r *Reconciler) testObjects(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) ([]*unstructured.Unstructured, error) {
+func testObjects(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) ([]*unstructured.Unstructured, error) {
 	t := mr.Spec.Test
 	var selected []*unstructured.Unstructured
 	scopeObjs := []*unstructured.Unstructured{}

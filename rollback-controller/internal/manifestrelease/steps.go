@@ -45,39 +45,34 @@ const (
 )
 
 // takeStep observes, decides and applies one step, then asks for the next: no reconcile holds a
-// worker for a whole operation, so the other releases take their turns between its steps. What
-// the earlier steps observed and found is kept in Progress while the release is as the last step
-// left it; an error, a restart or a status not this controller's last write starts afresh, and
-// the operation the status records resumes.
+// worker for a whole operation, so the other releases take their turns between its steps. The
+// progress of the earlier steps is kept in Progress while the release is as the last step left
+// it; an error, a restart or a status not this controller's last write starts afresh, and the
+// operation the status records resumes.
 func (r *Reconciler) takeStep(ctx context.Context, mr *rollbackv1.ManifestRelease, suspended suspend.State) (controller.Result, error) {
 	key := mr.Namespace + "/" + mr.Name
 	as, err := r.identityOf(mr)
 	if err != nil {
 		return controller.Result{}, err
 	}
-	o := r.Progress.take(key, mr)
-	if o == nil {
-		o = &observation{Release: mr, Actor: as.Reviewer.User}
-	}
-	o.Suspend = suspended
-	if err := r.observe(ctx, as, o); err != nil {
-		return r.giveUp(o, "observe", err)
+	o, err := r.observe(ctx, as, mr, suspended, r.Progress.take(key, mr))
+	if err != nil {
+		return r.giveUp(mr, "observe", err)
 	}
 	next := decide(o)
-	if err := r.carryOut(ctx, as, o, next); err != nil {
-		return r.giveUp(o, next.Name, err)
+	res, err := r.apply(ctx, as, next)
+	if err != nil {
+		return r.giveUp(res.Release, next.Name, err)
 	}
 	if next.Done {
 		return controller.Result{RequeueAfter: next.Requeue}, nil
 	}
-	if !o.Found.Awaiting {
-		o.Steps++
+	kept := o.progress.after(next, res)
+	if kept.Steps > maxSteps {
+		return r.giveUp(mr, next.Name, fmt.Errorf("ManifestRelease %s took more than %d steps", key, maxSteps))
 	}
-	if o.Steps > maxSteps {
-		return r.giveUp(o, next.Name, fmt.Errorf("ManifestRelease %s took more than %d steps", key, maxSteps))
-	}
-	r.Progress.remember(key, o)
-	if o.Found.Awaiting {
+	r.Progress.remember(key, kept)
+	if res.Found.Awaiting {
 		return controller.Result{RequeueAfter: healthPoll}, nil
 	}
 	return controller.Result{RequeueAfter: nextStep}, nil
@@ -85,8 +80,8 @@ func (r *Reconciler) takeStep(ctx context.Context, mr *rollbackv1.ManifestReleas
 
 // giveUp logs a reconcile that failed, at ERROR, and returns its error to be retried with
 // backoff; a recorded operation stays, to be resumed.
-func (r *Reconciler) giveUp(o *observation, step string, err error) (controller.Result, error) {
-	r.logger().Error("reconcile failed; retrying with backoff", logAttrs(o.Release, "step", step, "error", err)...)
+func (r *Reconciler) giveUp(mr *rollbackv1.ManifestRelease, step string, err error) (controller.Result, error) {
+	r.logger().Error("reconcile failed; retrying with backoff", logAttrs(mr, "step", step, "error", err)...)
 	return controller.Result{}, err
 }
 
