@@ -6,10 +6,10 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
@@ -19,9 +19,9 @@ import (
 	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
-// apply carries out one step: its status write, its announcements once the write landed, then
+// applyStep carries out one step: its status write, its announcements once the write landed, then
 // its act. It returns the release as stored and what the act found, for the next decision.
-func (r *Reconciler) apply(ctx context.Context, as *identity, s step) (result, error) {
+func (r *Reconciler) applyStep(ctx context.Context, as *identity, s step) (result, error) {
 	res := result{Release: s.Release}
 	if s.Status != nil {
 		stored, wrote, err := r.writeStatus(ctx, s.Release, s.Status)
@@ -50,16 +50,12 @@ func (r *Reconciler) apply(ctx context.Context, as *identity, s step) (result, e
 }
 
 // addFinalizer holds the release for its deletion, with the controller's own rights.
-type addFinalizer struct{}
-
 func (addFinalizer) do(ctx context.Context, r *Reconciler, _ *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
 	_, err := r.patchFinalizers(ctx, mr, append(slices.Clone(mr.Finalizers), rollbackv1.ManifestReleaseFinalizer))
 	return findings{}, err
 }
 
 // removeFinalizer lets a deleted release go; a release already gone is let go too.
-type removeFinalizer struct{}
-
 func (removeFinalizer) do(ctx context.Context, r *Reconciler, _ *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
 	finalizers := slices.DeleteFunc(slices.Clone(mr.Finalizers), func(f string) bool { return f == rollbackv1.ManifestReleaseFinalizer })
 	if _, err := r.patchFinalizers(ctx, mr, finalizers); err != nil && !apierrors.IsNotFound(err) {
@@ -70,8 +66,6 @@ func (removeFinalizer) do(ctx context.Context, r *Reconciler, _ *identity, mr *r
 
 // pruneAll deletes the objects of a deleted release (its inventory); those no longer labelled as
 // its own are left, and said so.
-type pruneAll struct{ Inventory []manifest.Ref }
-
 func (a pruneAll) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
 	d := &deleted{}
 	var err error
@@ -81,8 +75,6 @@ func (a pruneAll) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollb
 }
 
 // correctDrift applies the deployed version again; a refusal by the API server is a finding.
-type correctDrift struct{ Objects []*unstructured.Unstructured }
-
 func (a correctDrift) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
 	err := as.Applier.Apply(ctx, a.Objects, ownerLabels(mr, false))
 	if err == nil || refusedByServer(err) {
@@ -94,12 +86,6 @@ func (a correctDrift) do(ctx context.Context, _ *Reconciler, as *identity, mr *r
 // saveSnapshot saves the snapshot of the version to upgrade to, and records the content of each
 // object about to be taken over (Adopt) on the object itself. A snapshot too large or a name
 // taken is a finding; other errors are returned.
-type saveSnapshot struct {
-	Number  int64
-	Fetched Fetched
-	Adopt   []*unstructured.Unstructured
-}
-
 func (a saveSnapshot) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
 	info, err := writeSnapshot(ctx, as, mr, a.Number, a.Fetched)
 	var tooLarge *snapshot.TooLargeError
@@ -193,6 +179,14 @@ func (r *Reconciler) announce(mr *rollbackv1.ManifestRelease, s step) {
 		r.Metrics.SnapshotBytes.WithLabelValues(mr.Namespace, mr.Name, "compressed").Set(float64(info.CompressedSize))
 		r.Metrics.SnapshotBytes.WithLabelValues(mr.Namespace, mr.Name, "uncompressed").Set(float64(info.Size))
 		r.Metrics.SnapshotSecrets.WithLabelValues(mr.Namespace, mr.Name).Set(float64(info.Chunks))
+	}
+}
+
+// count increments the counter c names for mr.
+func (m *Metrics) count(mr *rollbackv1.ManifestRelease, c count) {
+	vec := map[string]*prometheus.CounterVec{"upgrades": m.Upgrades, "tests": m.Tests, "rollbacks": m.Rollbacks}[c.Metric]
+	if vec != nil {
+		vec.WithLabelValues(mr.Namespace, mr.Name, c.Value).Inc()
 	}
 }
 

@@ -21,11 +21,6 @@ import (
 
 // applyVersion applies the objects of a version, at At, from which spec.timeout counts. A
 // refusal by the API server is a failure of the version; other errors are returned.
-type applyVersion struct {
-	Objects []*unstructured.Unstructured
-	At      time.Time
-}
-
 func (a applyVersion) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
 	if err := as.Applier.Apply(ctx, a.Objects, ownerLabels(mr, false)); err != nil {
 		if refusedByServer(err) {
@@ -38,11 +33,6 @@ func (a applyVersion) do(ctx context.Context, _ *Reconciler, as *identity, mr *r
 
 // awaitVersion looks once, at Now, at the health of the version applied at Since: an object
 // that failed, or spec.timeout run out, fails the version.
-type awaitVersion struct {
-	Objects    []*unstructured.Unstructured
-	Since, Now time.Time
-}
-
 func (a awaitVersion) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
 	done, bad, err := awaitHealth(ctx, as, mr, a.Objects, a.Since, a.Now)
 	v := &applied{At: a.Since, Healthy: done && bad == nil}
@@ -76,8 +66,6 @@ func awaitHealth(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelea
 // objects, then the snapshots beyond the history limit. It does so before the status says the
 // upgrade is done, so that whoever sees it done sees the history pruned too; the operation's From
 // stays in case a crash here sends the upgrade back to a rollback.
-type pruneStale struct{ Stale []manifest.Ref }
-
 func (a pruneStale) do(ctx context.Context, r *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
 	op := mr.Status.Operation
 	p := &pruned{}
@@ -156,12 +144,6 @@ func pruneSnapshots(ctx context.Context, as *identity, mr *rollbackv1.ManifestRe
 // applyRollback applies, at At, the snapshot a rollback goes back to, and deletes what only
 // the version left behind had (Stale). A refusal by the API server is a finding; other errors
 // are returned, and the rollback is resumed.
-type applyRollback struct {
-	Objects []*unstructured.Unstructured
-	Stale   []manifest.Ref
-	At      time.Time
-}
-
 func (a applyRollback) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
 	labels := ownerLabels(mr, false)
 	if err := as.Applier.Apply(ctx, a.Objects, labels); err != nil {
@@ -179,11 +161,6 @@ func (a applyRollback) do(ctx context.Context, _ *Reconciler, as *identity, mr *
 
 // awaitRollback looks once, at Now, at the health of the version rolled back to at Since.
 // Objects that do not become healthy do not stop the rollback: what it reports says so.
-type awaitRollback struct {
-	Objects    []*unstructured.Unstructured
-	Since, Now time.Time
-}
-
 func (a awaitRollback) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
 	done, bad, err := awaitHealth(ctx, as, mr, a.Objects, a.Since, a.Now)
 	rb := &rolled{At: a.Since, Settled: done}
@@ -217,10 +194,8 @@ func unhealthy(err error) bool {
 // runTests applies the selected test objects, waits until each passes or one fails, and always
 // deletes them. Problems with the definitions themselves fail the tests: an upgrade is not
 // accepted on tests that could not run. The result is logged at INFO.
-type runTests struct{}
-
 func (runTests) do(ctx context.Context, r *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
-	result, message, err := test(ctx, as, mr)
+	result, message, err := runTestObjects(ctx, as, mr)
 	if err != nil {
 		return findings{}, err
 	}
@@ -230,12 +205,12 @@ func (runTests) do(ctx context.Context, r *Reconciler, as *identity, mr *rollbac
 	return findings{Tested: &tested{Result: result, Message: message}}, nil
 }
 
-func test(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) (rollbackv1.TestResult, string, error) {
+func runTestObjects(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) (rollbackv1.TestResult, string, error) {
 	t := mr.Spec.Test
 	if t == nil || !t.Enable {
 		return rollbackv1.TestNotRun, "", nil
 	}
-	objs, err := testObjects(ctx, as, mr)
+	objs, err := testObjects(ctx, as.Kube, as.Applier.Mapper, mr)
 	if err != nil {
 		var defErr *definitionError
 		if errors.As(err, &defErr) {

@@ -232,12 +232,65 @@ type step struct {
 type statusChange func(st *rollbackv1.ManifestReleaseStatus, generation int64)
 
 // act is what a step does to the cluster after its status write, as a value that holds what it
-// works on: addFinalizer, removeFinalizer, pruneAll, correctDrift, saveSnapshot, applyVersion,
-// awaitVersion, runTests, pruneStale, applyRollback, awaitRollback (apply.go and
-// apply_operation.go). do acts as the identity the release acts as, on mr as the status write
-// stored it, and returns what it found.
+// works on (the acts below). do acts as the identity the release acts as, on mr as the status
+// write stored it, and returns what it found.
 type act interface {
 	do(ctx context.Context, r *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error)
+}
+
+// The acts, each with what it works on; their do methods are in apply.go and apply_operation.go.
+
+// addFinalizer holds the release for its deletion.
+type addFinalizer struct{}
+
+// removeFinalizer lets a deleted release go.
+type removeFinalizer struct{}
+
+// pruneAll deletes the objects of a deleted release, its inventory.
+type pruneAll struct{ Inventory []manifest.Ref }
+
+// correctDrift applies the deployed version again.
+type correctDrift struct{ Objects []*unstructured.Unstructured }
+
+// saveSnapshot saves the version fetched as snapshot Number, and records the objects to take over
+// (Adopt).
+type saveSnapshot struct {
+	Number  int64
+	Fetched Fetched
+	Adopt   []*unstructured.Unstructured
+}
+
+// applyVersion applies the objects of a version, at At.
+type applyVersion struct {
+	Objects []*unstructured.Unstructured
+	At      time.Time
+}
+
+// awaitVersion looks at Now at the health of the version applied at Since.
+type awaitVersion struct {
+	Objects    []*unstructured.Unstructured
+	Since, Now time.Time
+}
+
+// runTests runs the tests of the release.
+type runTests struct{}
+
+// pruneStale deletes what the upgraded version dropped (Stale), and the snapshots beyond the
+// history limit.
+type pruneStale struct{ Stale []manifest.Ref }
+
+// applyRollback applies the snapshot a rollback goes back to, at At, and deletes what only the
+// version left had (Stale).
+type applyRollback struct {
+	Objects []*unstructured.Unstructured
+	Stale   []manifest.Ref
+	At      time.Time
+}
+
+// awaitRollback looks at Now at the health of the version rolled back to at Since.
+type awaitRollback struct {
+	Objects    []*unstructured.Unstructured
+	Since, Now time.Time
 }
 
 // problem is something a person must fix, which stops the release where it is.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/manifest"
 	"github.com/sluicehq/sluice/pkg/snapshot"
@@ -173,6 +175,46 @@ func (r *Reconciler) observeDeletion(ctx context.Context, as *identity, o *obser
 	var err error
 	o.DeletionProblem, err = r.checkDeletion(ctx, as, mr)
 	return err
+}
+
+func validateSpec(mr *rollbackv1.ManifestRelease) error {
+	if t := mr.Spec.Test; t != nil {
+		if err := manifest.ValidateFilters(filters(t)); err != nil {
+			return fmt.Errorf("spec.test.%v", err)
+		}
+	}
+	return snapshot.ValidateMeta(snapshot.Meta{Release: mr.Name, Number: 1})
+}
+
+// prepare parses files into objects in apply order, namespaced into the target namespace.
+func (r *Reconciler) prepare(mr *rollbackv1.ManifestRelease, files []snapshot.File) ([]*unstructured.Unstructured, error) {
+	raw := make(map[string][]byte, len(files))
+	var all []*unstructured.Unstructured
+	for _, f := range files {
+		raw[f.Name] = f.Data
+		objs, err := manifest.ParseFile(f.Name, f.Data)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, objs...)
+	}
+	return manifest.Prepare(raw, manifest.ScopeFrom(r.Applier.Mapper, all), targetNamespace(mr))
+}
+
+// rollbackRequest returns a rollback-to annotation value not yet acted on.
+func rollbackRequest(mr *rollbackv1.ManifestRelease) (string, bool) {
+	value, ok := mr.Annotations[rollbackv1.RollbackToAnnotation]
+	return value, ok && value != mr.Status.LastHandledRollback
+}
+
+// nextNumber is one more than any number the release used. A number a crash kept out of the
+// status may be used again: writeSnapshot replaces what it holds.
+func nextNumber(st rollbackv1.ManifestReleaseStatus) int64 {
+	known := knownNumbers(st)
+	if len(known) == 0 {
+		return 1
+	}
+	return known[len(known)-1] + 1
 }
 
 // unusableSnapshot reports a snapshot that cannot be rolled back to, for a reason that does not
