@@ -17,38 +17,38 @@ import (
 
 // observe returns the observation the next step is decided from: mr as it is now, and the
 // progress of its operation kept from the steps before, with what the next decision needs and
-// was not read yet.
+// was not read yet, by where the release stands. A release at rest is read once per operation:
+// its spec, a rollback asked for, or else its source and what an upgrade to it would do.
 func (r *Reconciler) observe(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, suspended suspend.State, kept progress) (*observation, error) {
 	o := &observation{Release: mr, Suspend: suspended, Now: r.Clock.Now(), Actor: as.Reviewer.User, progress: kept}
-	return o, r.read(ctx, as, o)
-}
-
-// read reads into o what the next decision needs and is not read yet.
-func (r *Reconciler) read(ctx context.Context, as *identity, o *observation) error {
-	mr := o.Release
+	var err error
 	switch {
 	case mr.DeletionTimestamp != nil:
-		return r.observeDeletion(ctx, as, o)
-	case !holdsFinalizer(mr) || o.Suspend.Suspended:
-		return nil
+		err = r.observeDeletion(ctx, as, o)
+	case !holdsFinalizer(mr) || suspended.Suspended:
 	case mr.Status.Operation != nil:
-		return r.observeOperation(ctx, as, o)
-	case o.SpecErr != nil || o.Ask != nil || o.Source != nil:
-		return nil
+		err = r.observeOperation(ctx, as, o)
+	case o.SpecErr == nil && o.Ask == nil && o.Source == nil:
+		if err = r.observeRest(ctx, as, o); err == nil && o.Source != nil && wantsUpgrade(o) {
+			o.Upgrade, err = r.observeUpgrade(ctx, as, mr, o.Source)
+		}
 	}
+	return o, err
+}
+
+// observeRest reads what comes first for a release at rest: its spec, then a rollback asked for,
+// or else its source.
+func (r *Reconciler) observeRest(ctx context.Context, as *identity, o *observation) error {
+	mr := o.Release
 	if o.SpecErr = validateSpec(mr); o.SpecErr != nil {
 		return nil
 	}
+	var err error
 	if value, ok := rollbackRequest(mr); ok {
-		var err error
 		o.Ask, err = r.observeAsk(ctx, as, mr, value)
 		return err
 	}
-	var err error
-	if o.Source, err = r.observeSource(ctx, as, mr); err != nil || !wantsUpgrade(o) {
-		return err
-	}
-	o.Upgrade, err = r.observeUpgrade(ctx, as, mr, o.Source)
+	o.Source, err = r.observeSource(ctx, as, mr)
 	return err
 }
 
