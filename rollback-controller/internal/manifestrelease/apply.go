@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,94 +19,103 @@ import (
 	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
-// carryOut carries out one step: its status write, its announcements once the write landed, then
-// its act, whose findings go into o.Found for the next decision.
-func (r *Reconciler) carryOut(ctx context.Context, as *identity, o *observation, s step) error {
+// applyStep carries out one step: its status write, its announcements once the write landed, then
+// its act. It returns the release as stored and what the act found, for the next decision.
+func (r *Reconciler) applyStep(ctx context.Context, as *identity, s step) (result, error) {
+	res := result{Release: s.Release}
 	if s.Status != nil {
-		stored, wrote, err := r.writeStatus(ctx, o.Release, s.Status)
+		stored, wrote, err := r.writeStatus(ctx, s.Release, s.Status)
 		if err != nil {
-			return err
+			return res, err
 		}
-		o.Release = stored
+		res.Release = stored
 		if wrote {
 			r.announce(stored, s)
 		}
-	} else if s.Act != actRemoveFinalizer {
-		r.announce(o.Release, s)
 	}
-	r.watchSource(as, o.Release, s.Watch)
-	o.Found.Operating = o.Found.Operating || s.Operating
-	o.Found.Awaiting = false
-	return r.act(ctx, as, o, s)
-}
-
-// act does what the step does to the cluster, as the identity the release acts as.
-func (r *Reconciler) act(ctx context.Context, as *identity, o *observation, s step) error {
-	mr := o.Release
+	// A release let go says what became of its objects once the finalizer is gone.
+	_, lettingGo := s.Act.(removeFinalizer)
+	if s.Status == nil && !lettingGo {
+		r.announce(s.Release, s)
+	}
+	r.watchSource(as, res.Release, s.Watch)
+	if s.Act == nil {
+		return res, nil
+	}
 	var err error
-	switch s.Act {
-	case actAddFinalizer:
-		var held *rollbackv1.ManifestRelease
-		if held, err = r.patchFinalizers(ctx, mr, append(slices.Clone(mr.Finalizers), rollbackv1.ManifestReleaseFinalizer)); err == nil {
-			o.Release = held
-		}
-	case actRemoveFinalizer:
-		return r.removeFinalizer(ctx, mr, s)
-	case actPruneAll:
-		d := &deleted{}
-		d.Deleted, err = as.Applier.Delete(ctx, manifest.Stale(s.Stale, nil), ownerLabels(mr, false))
-		d.Left, d.Err = notOwned(err)
-		o.Found.Deleted, err = d, nil
-	case actCorrectDrift:
-		if err = as.Applier.Apply(ctx, s.Objects, ownerLabels(mr, false)); err == nil || refusedByServer(err) {
-			o.Found.Drift, err = &drift{Err: err}, nil
-		}
-	case actSaveSnapshot:
-		o.Found.Saved, err = r.saveSnapshot(ctx, as, mr, s)
-	case actApplyVersion:
-		o.Found.Applied, err = r.applyVersion(ctx, as, mr, s.Objects, o.Now)
-	case actAwaitVersion:
-		err = r.awaitVersion(ctx, as, o, s.Objects)
-	case actTest:
-		o.Found.Tested, err = r.runTests(ctx, as, mr)
-	case actPrune:
-		o.Found.Pruned, err = r.prune(ctx, as, mr, s.Stale)
-	case actApplyRollback:
-		o.Found.Rolled, err = r.applyRollback(ctx, as, mr, s, o.Now)
-	case actAwaitRollback:
-		err = r.awaitRollback(ctx, as, o, s.Objects)
+	if res.Found, err = s.Act.do(ctx, r, as, res.Release); err == nil && lettingGo {
+		r.announce(res.Release, s)
 	}
-	return err
+	return res, err
 }
 
-// removeFinalizer removes the finalizer of a deleted release, then says what became of its objects.
-func (r *Reconciler) removeFinalizer(ctx context.Context, mr *rollbackv1.ManifestRelease, s step) error {
+// addFinalizer holds the release for its deletion, with the controller's own rights.
+func (addFinalizer) do(ctx context.Context, r *Reconciler, _ *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
+	_, err := r.patchFinalizers(ctx, mr, append(slices.Clone(mr.Finalizers), rollbackv1.ManifestReleaseFinalizer))
+	return findings{}, err
+}
+
+// removeFinalizer lets a deleted release go; a release already gone is let go too.
+func (removeFinalizer) do(ctx context.Context, r *Reconciler, _ *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
 	finalizers := slices.DeleteFunc(slices.Clone(mr.Finalizers), func(f string) bool { return f == rollbackv1.ManifestReleaseFinalizer })
 	if _, err := r.patchFinalizers(ctx, mr, finalizers); err != nil && !apierrors.IsNotFound(err) {
-		return err
+		return findings{}, err
 	}
-	r.announce(mr, s)
-	return nil
+	return findings{}, nil
+}
+
+// pruneAll deletes the objects of a deleted release (its inventory); those no longer labelled as
+// its own are left, and said so.
+func (a pruneAll) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
+	d := &deleted{}
+	var err error
+	d.Deleted, err = as.Applier.Delete(ctx, manifest.Stale(a.Inventory, nil), ownerLabels(mr, false))
+	d.Left, d.Err = notOwned(err)
+	return findings{Deleted: d}, nil
+}
+
+// correctDrift applies the deployed version again; a refusal by the API server is a finding.
+func (a correctDrift) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
+	err := as.Applier.Apply(ctx, a.Objects, ownerLabels(mr, false))
+	if err == nil || refusedByServer(err) {
+		return findings{Drift: &drift{Err: err}}, nil
+	}
+	return findings{}, err
 }
 
 // saveSnapshot saves the snapshot of the version to upgrade to, and records the content of each
-// object about to be taken over on the object itself. A snapshot too large or a name taken is a
-// finding; other errors are returned.
-func (r *Reconciler) saveSnapshot(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, s step) (*saved, error) {
-	info, err := r.writeSnapshot(ctx, as, mr, s.Number, s.Fetched)
+// object about to be taken over (Adopt) on the object itself. A snapshot too large or a name
+// taken is a finding; other errors are returned.
+func (a saveSnapshot) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
+	info, err := writeSnapshot(ctx, as, mr, a.Number, a.Fetched)
 	var tooLarge *snapshot.TooLargeError
 	if errors.As(err, &tooLarge) || errors.Is(err, snapshot.ErrNotOwned) {
-		return &saved{Err: err}, nil
+		return findings{Saved: &saved{Err: err}}, nil
 	}
 	if err != nil {
-		return nil, err
+		return findings{}, err
 	}
-	for _, live := range s.Adopt {
+	for _, live := range a.Adopt {
 		if err := as.Applier.RecordPrevious(ctx, live); err != nil {
-			return nil, err
+			return findings{}, err
 		}
 	}
-	return &saved{Info: info}, nil
+	return findings{Saved: &saved{Info: info}}, nil
+}
+
+// writeSnapshot writes the snapshot. A head already there under that number holds other
+// manifests from an attempt a crash kept out of the status: nothing refers to it, so it goes.
+func writeSnapshot(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, number int64, fetched Fetched) (snapshot.Info, error) {
+	meta := snapshot.Meta{Namespace: mr.Namespace, Release: mr.Name, Number: number, Owner: ownerReference(mr),
+		Annotations: map[string]string{rollbackv1.VersionAnnotation: fetched.Version, rollbackv1.RevisionAnnotation: fetched.Revision}}
+	info, err := as.Snapshots.Save(ctx, meta, fetched.Files)
+	if errors.Is(err, snapshot.ErrNumberTaken) {
+		if err := as.Snapshots.Delete(ctx, mr.Namespace, mr.Name, number); err != nil {
+			return snapshot.Info{}, err
+		}
+		info, err = as.Snapshots.Save(ctx, meta, fetched.Files)
+	}
+	return info, err
 }
 
 // watchSource watches for the missing source ConfigMap of mr, as the identity mr acts as, or
@@ -169,6 +179,14 @@ func (r *Reconciler) announce(mr *rollbackv1.ManifestRelease, s step) {
 		r.Metrics.SnapshotBytes.WithLabelValues(mr.Namespace, mr.Name, "compressed").Set(float64(info.CompressedSize))
 		r.Metrics.SnapshotBytes.WithLabelValues(mr.Namespace, mr.Name, "uncompressed").Set(float64(info.Size))
 		r.Metrics.SnapshotSecrets.WithLabelValues(mr.Namespace, mr.Name).Set(float64(info.Chunks))
+	}
+}
+
+// count increments the counter c names for mr.
+func (m *Metrics) count(mr *rollbackv1.ManifestRelease, c count) {
+	vec := map[string]*prometheus.CounterVec{"upgrades": m.Upgrades, "tests": m.Tests, "rollbacks": m.Rollbacks}[c.Metric]
+	if vec != nil {
+		vec.WithLabelValues(mr.Namespace, mr.Name, c.Value).Inc()
 	}
 }
 

@@ -19,36 +19,35 @@ import (
 	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
 
-// applyVersion applies objs, at now. A refusal by the API server is a failure of the version;
-// other errors are returned.
-func (r *Reconciler) applyVersion(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, objs []*unstructured.Unstructured, now time.Time) (*applied, error) {
-	if err := as.Applier.Apply(ctx, objs, ownerLabels(mr, false)); err != nil {
+// applyVersion applies the objects of a version, at At, from which spec.timeout counts. A
+// refusal by the API server is a failure of the version; other errors are returned.
+func (a applyVersion) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
+	if err := as.Applier.Apply(ctx, a.Objects, ownerLabels(mr, false)); err != nil {
 		if refusedByServer(err) {
-			return &applied{Failure: &failed{Reason: ReasonApplyFailed, Message: "apply: " + err.Error()}}, nil
+			return findings{Applied: &applied{Failure: &failed{Reason: ReasonApplyFailed, Message: "apply: " + err.Error()}}}, nil
 		}
-		return nil, err
+		return findings{}, err
 	}
-	return &applied{At: now}, nil
+	return findings{Applied: &applied{At: a.At}}, nil
 }
 
-// awaitVersion looks once at the health of the version applied: an object that failed, or
-// spec.timeout run out, fails the version.
-func (r *Reconciler) awaitVersion(ctx context.Context, as *identity, o *observation, objs []*unstructured.Unstructured) error {
-	a := o.Found.Applied
-	done, bad, err := r.awaitHealth(ctx, as, o, objs, a.At)
+// awaitVersion looks once, at Now, at the health of the version applied at Since: an object
+// that failed, or spec.timeout run out, fails the version.
+func (a awaitVersion) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
+	done, bad, err := awaitHealth(ctx, as, mr, a.Objects, a.Since, a.Now)
+	v := &applied{At: a.Since, Healthy: done && bad == nil}
 	if bad != nil {
-		a.Failure = &failed{Reason: ReasonHealthCheckFailed, Message: "health: " + bad.Error()}
+		v.Failure = &failed{Reason: ReasonHealthCheckFailed, Message: "health: " + bad.Error()}
 	}
-	a.Healthy = done && bad == nil
-	return err
+	return findings{Applied: v, Awaiting: !done && err == nil}, err
 }
 
-// awaitHealth looks once at the health of objs, applied at since. It is done when every one is
-// healthy, or, with the reason as unhealthy, when one failed or spec.timeout ran out; otherwise
-// it marks the observation Awaiting, to look again later. Other errors are returned.
-func (r *Reconciler) awaitHealth(ctx context.Context, as *identity, o *observation, objs []*unstructured.Unstructured, since time.Time) (done bool, unhealthy, err error) {
-	timeout := durationOr(o.Release.Spec.Timeout, 5*time.Minute)
-	pending, err := as.Applier.Pending(ctx, manifest.Inventory(objs), ownerLabels(o.Release, false), nil)
+// awaitHealth looks once, at now, at the health of objs, applied at since. It is done when every
+// one is healthy, or, with the reason as unhealthy, when one failed or spec.timeout ran out;
+// otherwise it is to look again later. Other errors are returned.
+func awaitHealth(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, objs []*unstructured.Unstructured, since, now time.Time) (done bool, unhealthy, err error) {
+	timeout := durationOr(mr.Spec.Timeout, 5*time.Minute)
+	pending, err := as.Applier.Pending(ctx, manifest.Inventory(objs), ownerLabels(mr, false), nil)
 	var bad *apply.FailedError
 	switch {
 	case errors.As(err, &bad):
@@ -57,33 +56,34 @@ func (r *Reconciler) awaitHealth(ctx context.Context, as *identity, o *observati
 		return false, nil, err
 	case len(pending) == 0:
 		return true, nil, nil
-	case !o.Now.Before(since.Add(timeout)):
+	case !now.Before(since.Add(timeout)):
 		return true, &apply.TimeoutError{After: timeout, Pending: pending}, nil
 	}
-	o.Found.Awaiting = true
 	return false, nil, nil
 }
 
-// prune deletes what the upgraded version dropped, keeping CRDs that still have objects, then
-// the snapshots beyond the history limit. It does so before the status says the upgrade is done,
-// so that whoever sees it done sees the history pruned too; the operation's From stays in case a
-// crash here sends the upgrade back to a rollback.
-func (r *Reconciler) prune(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, stale []manifest.Ref) (*pruned, error) {
+// pruneStale deletes what the upgraded version dropped (Stale), keeping CRDs that still have
+// objects, then the snapshots beyond the history limit. It does so before the status says the
+// upgrade is done, so that whoever sees it done sees the history pruned too; the operation's From
+// stays in case a crash here sends the upgrade back to a rollback.
+func (a pruneStale) do(ctx context.Context, r *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
 	op := mr.Status.Operation
 	p := &pruned{}
-	if pruneEnabled(mr) && len(stale) > 0 {
-		if err := r.pruneObjects(ctx, as, op.Version, stale, ownerLabels(mr, false), p); err != nil {
-			return nil, err
+	if pruneEnabled(mr) && len(a.Stale) > 0 {
+		if err := pruneObjects(ctx, as, op.Version, a.Stale, ownerLabels(mr, false), p); err != nil {
+			return findings{}, err
 		}
 	}
 	var err error
-	p.KeptNumbers, p.Foreign, err = r.pruneSnapshots(ctx, as, mr, op.Number, op.From)
-	return p, err
+	if p.KeptNumbers, p.Foreign, err = pruneSnapshots(ctx, as, mr, op.Number, op.From); err != nil {
+		return findings{}, err
+	}
+	return findings{Pruned: p}, nil
 }
 
 // pruneObjects deletes stale objects, except CRDs that still have objects. What it keeps stays
 // in the inventory, and is announced.
-func (r *Reconciler) pruneObjects(ctx context.Context, as *identity, version string, stale []manifest.Ref, labels map[string]string, p *pruned) error {
+func pruneObjects(ctx context.Context, as *identity, version string, stale []manifest.Ref, labels map[string]string, p *pruned) error {
 	live, err := as.Applier.CRDStates(ctx, manifest.CRDsToInspect(nil, stale), stale)
 	if err != nil {
 		return err
@@ -115,25 +115,10 @@ func (r *Reconciler) pruneObjects(ctx context.Context, as *identity, version str
 	return nil
 }
 
-// writeSnapshot writes the snapshot. A head already there under that number holds other
-// manifests from an attempt a crash kept out of the status: nothing refers to it, so it goes.
-func (r *Reconciler) writeSnapshot(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, number int64, fetched Fetched) (snapshot.Info, error) {
-	meta := snapshot.Meta{Namespace: mr.Namespace, Release: mr.Name, Number: number, Owner: ownerReference(mr),
-		Annotations: map[string]string{rollbackv1.VersionAnnotation: fetched.Version, rollbackv1.RevisionAnnotation: fetched.Revision}}
-	info, err := as.Snapshots.Save(ctx, meta, fetched.Files)
-	if errors.Is(err, snapshot.ErrNumberTaken) {
-		if err := as.Snapshots.Delete(ctx, mr.Namespace, mr.Name, number); err != nil {
-			return snapshot.Info{}, err
-		}
-		info, err = as.Snapshots.Save(ctx, meta, fetched.Files)
-	}
-	return info, err
-}
-
 // pruneSnapshots keeps the newest historyLimit snapshots the history knows, and always those
 // named; it deletes the others by name, and returns the numbers kept. A Secret outside the
 // digest chain under a number it deletes is left alone, and returned as foreign.
-func (r *Reconciler) pruneSnapshots(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, always ...int64) (kept []int64, foreign, err error) {
+func pruneSnapshots(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, always ...int64) (kept []int64, foreign, err error) {
 	limit := 5
 	if mr.Spec.HistoryLimit != nil {
 		limit = int(*mr.Spec.HistoryLimit)
@@ -156,34 +141,33 @@ func (r *Reconciler) pruneSnapshots(ctx context.Context, as *identity, mr *rollb
 	return keep, foreign, nil
 }
 
-// applyRollback applies, at now, the snapshot a rollback goes back to, and deletes what only the
-// version left behind had (s.Stale). A refusal by the API server is a finding; other errors are
-// returned, and the rollback is resumed.
-func (r *Reconciler) applyRollback(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, s step, now time.Time) (*rolled, error) {
+// applyRollback applies, at At, the snapshot a rollback goes back to, and deletes what only
+// the version left behind had (Stale). A refusal by the API server is a finding; other errors
+// are returned, and the rollback is resumed.
+func (a applyRollback) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
 	labels := ownerLabels(mr, false)
-	if err := as.Applier.Apply(ctx, s.Objects, labels); err != nil {
+	if err := as.Applier.Apply(ctx, a.Objects, labels); err != nil {
 		if refusedByServer(err) {
-			return &rolled{Refused: err}, nil
+			return findings{Rolled: &rolled{Refused: err}}, nil
 		}
-		return nil, err
+		return findings{}, err
 	}
-	if _, err := as.Applier.Delete(ctx, s.Stale, labels); err != nil {
+	if _, err := as.Applier.Delete(ctx, a.Stale, labels); err != nil {
 		op := mr.Status.Operation
-		return nil, fmt.Errorf("the rollback to %s: delete what only %s had: %w", describe(op.Version, op.Number), describe("the version left", op.From), err)
+		return findings{}, fmt.Errorf("the rollback to %s: delete what only %s had: %w", describe(op.Version, op.Number), describe("the version left", op.From), err)
 	}
-	return &rolled{At: now}, nil
+	return findings{Rolled: &rolled{At: a.At}}, nil
 }
 
-// awaitRollback looks once at the health of the rolled back version. Objects that do not become
-// healthy do not stop the rollback: what it reports says so.
-func (r *Reconciler) awaitRollback(ctx context.Context, as *identity, o *observation, objs []*unstructured.Unstructured) error {
-	rb := o.Found.Rolled
-	done, bad, err := r.awaitHealth(ctx, as, o, objs, rb.At)
+// awaitRollback looks once, at Now, at the health of the version rolled back to at Since.
+// Objects that do not become healthy do not stop the rollback: what it reports says so.
+func (a awaitRollback) do(ctx context.Context, _ *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
+	done, bad, err := awaitHealth(ctx, as, mr, a.Objects, a.Since, a.Now)
+	rb := &rolled{At: a.Since, Settled: done}
 	if bad != nil {
 		rb.HealthNote = "; but it is not healthy: " + bad.Error()
 	}
-	rb.Settled = done
-	return err
+	return findings{Rolled: rb, Awaiting: !done && err == nil}, err
 }
 
 // refusedByServer tells a version the API server refuses (invalid, forbidden, unknown kind) from
@@ -210,23 +194,23 @@ func unhealthy(err error) bool {
 // runTests applies the selected test objects, waits until each passes or one fails, and always
 // deletes them. Problems with the definitions themselves fail the tests: an upgrade is not
 // accepted on tests that could not run. The result is logged at INFO.
-func (r *Reconciler) runTests(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) (*tested, error) {
-	result, message, err := r.test(ctx, as, mr)
+func (runTests) do(ctx context.Context, r *Reconciler, as *identity, mr *rollbackv1.ManifestRelease) (findings, error) {
+	result, message, err := runTestObjects(ctx, as, mr)
 	if err != nil {
-		return nil, err
+		return findings{}, err
 	}
 	if result != rollbackv1.TestNotRun {
 		r.logger().Info(message, logAttrs(mr, "tests", result)...)
 	}
-	return &tested{Result: result, Message: message}, nil
+	return findings{Tested: &tested{Result: result, Message: message}}, nil
 }
 
-func (r *Reconciler) test(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) (rollbackv1.TestResult, string, error) {
+func runTestObjects(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) (rollbackv1.TestResult, string, error) {
 	t := mr.Spec.Test
 	if t == nil || !t.Enable {
 		return rollbackv1.TestNotRun, "", nil
 	}
-	objs, err := r.testObjects(ctx, as, mr)
+	objs, err := testObjects(ctx, as.Kube, as.Applier.Mapper, mr)
 	if err != nil {
 		var defErr *definitionError
 		if errors.As(err, &defErr) {
@@ -241,7 +225,7 @@ func (r *Reconciler) test(ctx context.Context, as *identity, mr *rollbackv1.Mani
 	refs := manifest.Inventory(objs)
 	timeout := durationOr(mr.Spec.Timeout, 5*time.Minute)
 	// A test left by a run that did not finish would report its old result: start clean.
-	if err := r.deleteTests(ctx, as, refs, labels, timeout); err != nil {
+	if err := deleteTests(ctx, as, refs, labels, timeout); err != nil {
 		return "", "", err
 	}
 	defer func() {
@@ -270,7 +254,7 @@ func (r *Reconciler) test(ctx context.Context, as *identity, mr *rollbackv1.Mani
 }
 
 // deleteTests deletes earlier test objects and waits until they are gone.
-func (r *Reconciler) deleteTests(ctx context.Context, as *identity, refs []manifest.Ref, labels map[string]string, timeout time.Duration) error {
+func deleteTests(ctx context.Context, as *identity, refs []manifest.Ref, labels map[string]string, timeout time.Duration) error {
 	if _, err := as.Applier.Delete(ctx, refs, labels); err != nil && !errors.Is(err, apply.ErrNotOwned) {
 		return err
 	}

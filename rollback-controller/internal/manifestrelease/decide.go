@@ -17,7 +17,9 @@ import (
 
 // decide turns an observation into the next step. It reads nothing and writes nothing.
 func decide(o *observation) step {
-	return complete(o, pickStep(o))
+	s := complete(o, pickStep(o))
+	s.Release = o.Release
+	return s
 }
 
 // pickStep picks the step by where the release stands: being deleted, not yet held by the
@@ -31,7 +33,7 @@ func pickStep(o *observation) step {
 	case mr.DeletionTimestamp != nil:
 		return decideDeletion(o)
 	case !holdsFinalizer(mr):
-		return step{Name: "hold for deletion", Act: actAddFinalizer}
+		return step{Name: "hold for deletion", Act: addFinalizer{}}
 	case o.Suspend.Suspended:
 		return step{Name: "suspended", Done: true}
 	case op != nil && !o.Found.Operating:
@@ -149,7 +151,7 @@ func decideDeletion(o *observation) step {
 	mr := o.Release
 	inventory := fromInventory(mr.Status.Inventory)
 	hint := fmt.Sprintf("; the release stays until they are deleted. To delete it and leave them in place: kubectl -n %s patch manifestrelease %s --type=merge -p '{\"spec\":{\"prune\":false}}'", mr.Namespace, mr.Name)
-	s := step{Name: "prune all", Act: actPruneAll, Stale: inventory}
+	s := step{Name: "prune all", Act: pruneAll{Inventory: inventory}}
 	switch d := o.Found.Deleted; {
 	case len(inventory) == 0:
 		s = letGo(ReasonObjectsLeft, "the release is deleted; it had no objects")
@@ -174,7 +176,7 @@ func decideDeletion(o *observation) step {
 
 // letGo removes the finalizer, and then says what became of the objects.
 func letGo(reason, message string) step {
-	return step{Name: "let go", Act: actRemoveFinalizer, Events: []event{normal(reason, message)}, Done: true}
+	return step{Name: "let go", Act: removeFinalizer{}, Events: []event{normal(reason, message)}, Done: true}
 }
 
 // decideSource decides from what the source gives: report it deployed, keep it held, or upgrade.
@@ -210,7 +212,7 @@ func decideDeployed(o *observation) step {
 	src, mr := o.Source, o.Release
 	driftErr := src.PrepareErr
 	if o.Found.Drift == nil && driftErr == nil {
-		return step{Name: "correct drift", Act: actCorrectDrift, Objects: src.Objects}
+		return step{Name: "correct drift", Act: correctDrift{Objects: src.Objects}}
 	}
 	if o.Found.Drift != nil {
 		driftErr = o.Found.Drift.Err
@@ -272,7 +274,7 @@ func decideUpgrade(o *observation) step {
 	case p.Problem != nil:
 		return step{Problem: p.Problem}
 	case o.Found.Saved == nil:
-		return step{Name: "save snapshot", Act: actSaveSnapshot, Number: p.Number, Fetched: src.Fetched, Adopt: p.Adopt}
+		return step{Name: "save snapshot", Act: saveSnapshot{Number: p.Number, Fetched: src.Fetched, Adopt: p.Adopt}}
 	case errors.As(o.Found.Saved.Err, &tooLarge):
 		return refuse(o, attempt, ReasonSnapshotTooLarge, o.Found.Saved.Err.Error())
 	case o.Found.Saved.Err != nil:
@@ -287,7 +289,7 @@ func decideUpgrade(o *observation) step {
 	if op.From > 0 {
 		message += " from " + describe(mr.Status.DeployedVersion, op.From)
 	}
-	return step{Name: "record upgrade", Operating: true, Act: actApplyVersion, Objects: p.Objects,
+	return step{Name: "record upgrade", Operating: true, Act: applyVersion{Objects: p.Objects, At: o.Now},
 		Status: func(st *rollbackv1.ManifestReleaseStatus, gen int64) {
 			attempt(st, gen)
 			st.LastAttemptFailed = false

@@ -21,17 +21,17 @@ func decideUpgradeOp(o *observation) step {
 	case t.PrepareErr != nil:
 		return upgradeFailed(o, failed{Reason: ReasonInvalidManifests, Message: t.PrepareErr.Error()})
 	case f.Applied == nil:
-		return step{Name: "apply snapshot", Act: actApplyVersion, Objects: t.Objects}
+		return step{Name: "apply snapshot", Act: applyVersion{Objects: t.Objects, At: o.Now}}
 	case f.Applied.Failure != nil:
 		return upgradeFailed(o, *f.Applied.Failure)
 	case !f.Applied.Healthy:
-		return step{Name: "wait for health", Act: actAwaitVersion, Objects: t.Objects}
+		return step{Name: "wait for health", Act: awaitVersion{Objects: t.Objects, Since: f.Applied.At, Now: o.Now}}
 	case f.Tested == nil:
-		return step{Name: "test", Act: actTest}
+		return step{Name: "test", Act: runTests{}}
 	case f.Tested.Result == rollbackv1.TestFailed && !mr.Spec.Test.IgnoreFailures:
 		return upgradeFailed(o, failed{Reason: ReasonTestFailed, Message: f.Tested.Message})
 	case f.Pruned == nil:
-		return step{Name: "prune", Act: actPrune, Stale: manifest.Stale(fromInventory(mr.Status.Inventory), manifest.Inventory(t.Objects))}
+		return step{Name: "prune", Act: pruneStale{Stale: manifest.Stale(fromInventory(mr.Status.Inventory), manifest.Inventory(t.Objects))}}
 	}
 	return finishUpgrade(o)
 }
@@ -165,7 +165,7 @@ func decideRollbackOp(o *observation) step {
 	case t.Problem != nil:
 		return step{Problem: t.Problem}
 	case f.Rolled == nil:
-		s := step{Name: "apply rollback", Act: actApplyRollback, Objects: t.Objects, Stale: t.Stale}
+		s := step{Name: "apply rollback", Act: applyRollback{Objects: t.Objects, Stale: t.Stale, At: o.Now}}
 		if t.Missing {
 			// Objects the target has and the inventory does not: record them before they exist.
 			all := union(fromInventory(mr.Status.Inventory), t.Target)
@@ -175,7 +175,7 @@ func decideRollbackOp(o *observation) step {
 	case f.Rolled.Refused != nil:
 		return abandonRollback(o, fmt.Sprintf("the rollback to %s was refused: %v", describe(op.Version, op.Number), f.Rolled.Refused))
 	case !f.Rolled.Settled:
-		return step{Name: "wait for health", Act: actAwaitRollback, Objects: t.Objects}
+		return step{Name: "wait for health", Act: awaitRollback{Objects: t.Objects, Since: f.Rolled.At, Now: o.Now}}
 	}
 	return finishRollback(o)
 }

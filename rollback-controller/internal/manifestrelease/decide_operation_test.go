@@ -28,9 +28,9 @@ var upgradeCases = []decideCase{{
 	name: "an upgrade saves its snapshot first, under the next number",
 	obs:  toUpgrade,
 	check: func(t *testing.T, _ *observation, s step) {
-		assert.Equal(t, actSaveSnapshot, s.Act)
-		assert.Equal(t, int64(2), s.Number)
-		assert.Equal(t, "v2", s.Fetched.Version)
+		require.IsType(t, saveSnapshot{}, s.Act)
+		assert.Equal(t, int64(2), s.Act.(saveSnapshot).Number)
+		assert.Equal(t, "v2", s.Act.(saveSnapshot).Fetched.Version)
 		assert.Nil(t, s.Status, "nothing is recorded before the snapshot exists")
 	},
 }, {
@@ -41,7 +41,7 @@ var upgradeCases = []decideCase{{
 		return o
 	},
 	check: func(t *testing.T, o *observation, s step) {
-		assert.Equal(t, actApplyVersion, s.Act)
+		require.IsType(t, applyVersion{}, s.Act)
 		assert.True(t, s.Operating)
 		assert.Equal(t, &snapshotInfo, s.Snapshot)
 		st := after(o, s)
@@ -62,7 +62,7 @@ var upgradeCases = []decideCase{{
 		return o
 	},
 	check: func(t *testing.T, o *observation, s step) {
-		assert.Equal(t, actNone, s.Act)
+		assert.Nil(t, s.Act)
 		assert.Equal(t, []string{"Warning NotOwned", "Warning CRDStillHasObjects"}, reasonsOf(s.Events))
 		assert.Nil(t, after(o, s).Operation)
 	},
@@ -115,19 +115,19 @@ var operationCases = []decideCase{{
 		return o
 	},
 	check: func(t *testing.T, _ *observation, s step) {
-		assert.Equal(t, actTest, s.Act)
+		require.IsType(t, runTests{}, s.Act)
 		assert.Nil(t, s.Status)
 	},
 }, {
 	name: "applied, not yet healthy: a look at health, the worker given back in between, nothing written",
 	obs: func() *observation {
 		o := upgrading(1)
-		o.Found.Applied = &applied{At: decideNow}
+		o.Found.Applied = &applied{At: decideNow.Add(-time.Minute)}
 		return o
 	},
 	check: func(t *testing.T, o *observation, s step) {
-		assert.Equal(t, actAwaitVersion, s.Act)
-		assert.Equal(t, o.Op.Objects, s.Objects)
+		require.IsType(t, awaitVersion{}, s.Act)
+		assert.Equal(t, awaitVersion{Objects: o.Op.Objects, Since: decideNow.Add(-time.Minute), Now: decideNow}, s.Act, "it counts spec.timeout from when the version was applied")
 		assert.False(t, s.Done)
 		assert.Nil(t, s.Status)
 	},
@@ -135,7 +135,7 @@ var operationCases = []decideCase{{
 	name: "a resumed upgrade applies its snapshot again, writing nothing first",
 	obs:  func() *observation { return upgrading(1) },
 	check: func(t *testing.T, _ *observation, s step) {
-		assert.Equal(t, actApplyVersion, s.Act)
+		require.IsType(t, applyVersion{}, s.Act)
 		assert.Nil(t, s.Status)
 	},
 }, {
@@ -198,8 +198,8 @@ var operationCases = []decideCase{{
 		return o
 	},
 	check: func(t *testing.T, _ *observation, s step) {
-		assert.Equal(t, actPrune, s.Act)
-		assert.Equal(t, []string{"ConfigMap/old"}, refNames(s.Stale))
+		require.IsType(t, pruneStale{}, s.Act)
+		assert.Equal(t, []string{"ConfigMap/old"}, refNames(s.Act.(pruneStale).Stale))
 	},
 }, {
 	name: "pruned: the upgrade is done, deployed, in the history, counted",
@@ -244,8 +244,8 @@ var operationCases = []decideCase{{
 		return o
 	},
 	check: func(t *testing.T, o *observation, s step) {
-		assert.Equal(t, actApplyRollback, s.Act)
-		assert.Equal(t, []string{"ConfigMap/extra"}, refNames(s.Stale))
+		require.IsType(t, applyRollback{}, s.Act)
+		assert.Equal(t, []string{"ConfigMap/extra"}, refNames(s.Act.(applyRollback).Stale))
 		assert.Equal(t, []string{"ConfigMap/web", "ConfigMap/back"}, refNames(fromInventory(after(o, s).Inventory)))
 	},
 }, {
@@ -263,12 +263,12 @@ var operationCases = []decideCase{{
 	name: "a rollback applied waits for health before it is reported",
 	obs: func() *observation {
 		o := rollingBack(rollbackv1.ActionRollback)
-		o.Found.Rolled = &rolled{At: decideNow}
+		o.Found.Rolled = &rolled{At: decideNow.Add(-time.Minute)}
 		return o
 	},
 	check: func(t *testing.T, o *observation, s step) {
-		assert.Equal(t, actAwaitRollback, s.Act)
-		assert.Equal(t, o.Op.Objects, s.Objects)
+		require.IsType(t, awaitRollback{}, s.Act)
+		assert.Equal(t, awaitRollback{Objects: o.Op.Objects, Since: decideNow.Add(-time.Minute), Now: decideNow}, s.Act, "it counts spec.timeout from when the rollback was applied")
 		assert.False(t, s.Done)
 		assert.Nil(t, s.Status)
 	},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
@@ -20,7 +21,7 @@ var restCases = []decideCase{{
 		return held(func(mr *rollbackv1.ManifestRelease) { mr.Finalizers = nil })
 	},
 	check: func(t *testing.T, _ *observation, s step) {
-		assert.Equal(t, actAddFinalizer, s.Act)
+		require.IsType(t, addFinalizer{}, s.Act)
 		assert.False(t, s.Done)
 		assert.Nil(t, s.Status)
 	},
@@ -35,7 +36,7 @@ var restCases = []decideCase{{
 	},
 	check: func(t *testing.T, o *observation, s step) {
 		assert.True(t, s.Done)
-		assert.Equal(t, actNone, s.Act)
+		assert.Nil(t, s.Act)
 		st := after(o, s)
 		assert.Equal(t, "suspended by spec.suspend", cond(t, st, conditions.Suspended).Message)
 		assert.Empty(t, st.LastHandledReconcileAt)
@@ -130,8 +131,8 @@ var restCases = []decideCase{{
 	name: "the deployed version is applied again first, to correct drift",
 	obs:  func() *observation { return withSource(held(), "d1") },
 	check: func(t *testing.T, _ *observation, s step) {
-		assert.Equal(t, actCorrectDrift, s.Act)
-		assert.Len(t, s.Objects, 2)
+		require.IsType(t, correctDrift{}, s.Act)
+		assert.Len(t, s.Act.(correctDrift).Objects, 2)
 		assert.False(t, s.Done)
 	},
 }, {
@@ -173,7 +174,7 @@ var restCases = []decideCase{{
 	check: func(t *testing.T, o *observation, s step) {
 		assert.False(t, wantsUpgrade(o))
 		assert.True(t, s.Done)
-		assert.Equal(t, actNone, s.Act)
+		assert.Nil(t, s.Act)
 		assert.Equal(t, 5*time.Minute, s.Requeue)
 		assert.Equal(t, o.Release.Status, after(o, s))
 	},
@@ -189,7 +190,7 @@ var restCases = []decideCase{{
 	},
 	check: func(t *testing.T, o *observation, s step) {
 		assert.True(t, wantsUpgrade(o))
-		assert.Equal(t, actSaveSnapshot, s.Act)
+		require.IsType(t, saveSnapshot{}, s.Act)
 	},
 }, {
 	name: "a rollback asked for with a value that is no number is refused, once",

@@ -126,7 +126,7 @@ var deletionCases = []decideCase{{
 	},
 	check: func(t *testing.T, _ *observation, s step) {
 		assert.True(t, s.Done)
-		assert.Equal(t, actNone, s.Act)
+		assert.Nil(t, s.Act)
 		assert.Nil(t, s.Status)
 	},
 }, {
@@ -135,9 +135,9 @@ var deletionCases = []decideCase{{
 		return held(func(mr *rollbackv1.ManifestRelease) { mr.DeletionTimestamp = ptr.To(metav1.Now()) })
 	},
 	check: func(t *testing.T, _ *observation, s step) {
-		assert.Equal(t, actPruneAll, s.Act)
+		require.IsType(t, pruneAll{}, s.Act)
 		assert.False(t, s.Done)
-		assert.Equal(t, []string{"ConfigMap/web"}, refNames(s.Stale))
+		assert.Equal(t, []string{"ConfigMap/web"}, refNames(s.Act.(pruneAll).Inventory))
 		assert.True(t, s.Watch.Forget)
 	},
 }, {
@@ -148,7 +148,7 @@ var deletionCases = []decideCase{{
 		return o
 	},
 	check: func(t *testing.T, _ *observation, s step) {
-		assert.Equal(t, actRemoveFinalizer, s.Act)
+		require.IsType(t, removeFinalizer{}, s.Act)
 		assert.True(t, s.Done)
 		require.Len(t, s.Events, 1)
 		assert.Equal(t, ReasonObjectsDeleted, s.Events[0].Reason)
@@ -163,7 +163,7 @@ var deletionCases = []decideCase{{
 		return o
 	},
 	check: func(t *testing.T, o *observation, s step) {
-		assert.Equal(t, actNone, s.Act)
+		assert.Nil(t, s.Act)
 		assert.Equal(t, minRetryDelay, s.Requeue)
 		stalled := cond(t, after(o, s), conditions.Stalled)
 		assert.Equal(t, ReasonPruneFailed, stalled.Reason)
@@ -178,7 +178,7 @@ var deletionCases = []decideCase{{
 		return o
 	},
 	check: func(t *testing.T, o *observation, s step) {
-		assert.Equal(t, actNone, s.Act)
+		assert.Nil(t, s.Act)
 		assert.Equal(t, ReasonForbidden, cond(t, after(o, s), conditions.Stalled).Reason)
 		assert.Equal(t, []string{"Warning Forbidden"}, reasonsOf(s.Events))
 	},
@@ -190,7 +190,7 @@ var deletionCases = []decideCase{{
 		})
 	},
 	check: func(t *testing.T, _ *observation, s step) {
-		assert.Equal(t, actRemoveFinalizer, s.Act)
+		require.IsType(t, removeFinalizer{}, s.Act)
 		assert.Equal(t, ReasonObjectsLeft, s.Events[0].Reason)
 		assert.Contains(t, s.Events[0].Message, "spec.prune false; its 1 objects are left in place")
 	},
@@ -202,7 +202,7 @@ var deletionCases = []decideCase{{
 		return o
 	},
 	check: func(t *testing.T, _ *observation, s step) {
-		assert.Equal(t, actRemoveFinalizer, s.Act)
+		require.IsType(t, removeFinalizer{}, s.Act)
 		assert.Contains(t, s.Events[0].Message, "deleted while suspended")
 	},
 }}

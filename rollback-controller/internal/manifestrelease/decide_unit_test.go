@@ -45,3 +45,31 @@ func TestRetryDelayGrowsWithHowLongTheRefusalLasted(t *testing.T) {
 	assert.Equal(t, 40*time.Second, retryDelay(stalled(ReasonForbidden, 40*time.Second), ReasonForbidden, now))
 	assert.Equal(t, 5*time.Minute, retryDelay(stalled(ReasonForbidden, time.Hour), ReasonForbidden, now), "at most spec.interval")
 }
+
+// The progress the next step starts from: what the steps before found, with what this step's
+// act found laid over it, and the release as this step stored it.
+func TestProgressAfterAStep(t *testing.T) {
+	stored := &rollbackv1.ManifestRelease{ObjectMeta: metav1.ObjectMeta{Name: "web", ResourceVersion: "8"}}
+	applied1 := &applied{At: decideNow}
+	for _, tc := range []struct {
+		name   string
+		before progress
+		s      step
+		found  findings
+		want   progress
+	}{
+		{"the step that records the operation counts, and marks it operating",
+			progress{Steps: 1, Found: findings{Saved: &saved{}}}, step{Operating: true}, findings{Applied: applied1},
+			progress{Left: stored, Steps: 2, Found: findings{Operating: true, Saved: &saved{}, Applied: applied1}}},
+		{"a look at health that must look again is not counted, and its finding replaces the apply's",
+			progress{Steps: 3, Found: findings{Operating: true, Applied: applied1}}, step{}, findings{Awaiting: true, Applied: &applied{At: decideNow}},
+			progress{Left: stored, Steps: 3, Found: findings{Operating: true, Awaiting: true, Applied: &applied{At: decideNow}}}},
+		{"a step after a look at health is no longer awaiting",
+			progress{Steps: 3, Found: findings{Operating: true, Awaiting: true, Applied: applied1}}, step{}, findings{Tested: &tested{Result: rollbackv1.TestPassed}},
+			progress{Left: stored, Steps: 4, Found: findings{Operating: true, Applied: applied1, Tested: &tested{Result: rollbackv1.TestPassed}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.before.after(tc.s, result{Release: stored, Found: tc.found}))
+		})
+	}
+}

@@ -7,38 +7,48 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/manifest"
 	"github.com/sluicehq/sluice/pkg/snapshot"
+	"github.com/sluicehq/sluice/pkg/suspend"
 )
 
-// observe reads what the next decision needs and is not read yet.
-func (r *Reconciler) observe(ctx context.Context, as *identity, o *observation) error {
-	mr := o.Release
-	o.Now = r.Clock.Now()
+// observe returns the observation the next step is decided from: mr as it is now, and the
+// progress of its operation kept from the steps before, with what the next decision needs and
+// was not read yet, by where the release stands. A release at rest is read once per operation:
+// its spec, a rollback asked for, or else its source and what an upgrade to it would do.
+func (r *Reconciler) observe(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease, suspended suspend.State, kept progress) (*observation, error) {
+	o := &observation{Release: mr, Suspend: suspended, Now: r.Clock.Now(), Actor: as.Reviewer.User, progress: kept}
+	var err error
 	switch {
 	case mr.DeletionTimestamp != nil:
-		return r.observeDeletion(ctx, as, o)
-	case !holdsFinalizer(mr) || o.Suspend.Suspended:
-		return nil
+		err = r.observeDeletion(ctx, as, o)
+	case !holdsFinalizer(mr) || suspended.Suspended:
 	case mr.Status.Operation != nil:
-		return r.observeOperation(ctx, as, o)
-	case o.SpecErr != nil || o.Ask != nil || o.Source != nil:
-		return nil
+		err = r.observeOperation(ctx, as, o)
+	case o.SpecErr == nil && o.Ask == nil && o.Source == nil:
+		if err = r.observeRest(ctx, as, o); err == nil && o.Source != nil && wantsUpgrade(o) {
+			o.Upgrade, err = r.observeUpgrade(ctx, as, mr, o.Source)
+		}
 	}
+	return o, err
+}
+
+// observeRest reads what comes first for a release at rest: its spec, then a rollback asked for,
+// or else its source.
+func (r *Reconciler) observeRest(ctx context.Context, as *identity, o *observation) error {
+	mr := o.Release
 	if o.SpecErr = validateSpec(mr); o.SpecErr != nil {
 		return nil
 	}
+	var err error
 	if value, ok := rollbackRequest(mr); ok {
-		var err error
 		o.Ask, err = r.observeAsk(ctx, as, mr, value)
 		return err
 	}
-	var err error
-	if o.Source, err = r.observeSource(ctx, as, mr); err != nil || !wantsUpgrade(o) {
-		return err
-	}
-	o.Upgrade, err = r.observeUpgrade(ctx, as, mr, o.Source)
+	o.Source, err = r.observeSource(ctx, as, mr)
 	return err
 }
 
@@ -165,6 +175,46 @@ func (r *Reconciler) observeDeletion(ctx context.Context, as *identity, o *obser
 	var err error
 	o.DeletionProblem, err = r.checkDeletion(ctx, as, mr)
 	return err
+}
+
+func validateSpec(mr *rollbackv1.ManifestRelease) error {
+	if t := mr.Spec.Test; t != nil {
+		if err := manifest.ValidateFilters(filters(t)); err != nil {
+			return fmt.Errorf("spec.test.%v", err)
+		}
+	}
+	return snapshot.ValidateMeta(snapshot.Meta{Release: mr.Name, Number: 1})
+}
+
+// prepare parses files into objects in apply order, namespaced into the target namespace.
+func (r *Reconciler) prepare(mr *rollbackv1.ManifestRelease, files []snapshot.File) ([]*unstructured.Unstructured, error) {
+	raw := make(map[string][]byte, len(files))
+	var all []*unstructured.Unstructured
+	for _, f := range files {
+		raw[f.Name] = f.Data
+		objs, err := manifest.ParseFile(f.Name, f.Data)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, objs...)
+	}
+	return manifest.Prepare(raw, manifest.ScopeFrom(r.Applier.Mapper, all), targetNamespace(mr))
+}
+
+// rollbackRequest returns a rollback-to annotation value not yet acted on.
+func rollbackRequest(mr *rollbackv1.ManifestRelease) (string, bool) {
+	value, ok := mr.Annotations[rollbackv1.RollbackToAnnotation]
+	return value, ok && value != mr.Status.LastHandledRollback
+}
+
+// nextNumber is one more than any number the release used. A number a crash kept out of the
+// status may be used again: writeSnapshot replaces what it holds.
+func nextNumber(st rollbackv1.ManifestReleaseStatus) int64 {
+	known := knownNumbers(st)
+	if len(known) == 0 {
+		return 1
+	}
+	return known[len(known)-1] + 1
 }
 
 // unusableSnapshot reports a snapshot that cannot be rolled back to, for a reason that does not

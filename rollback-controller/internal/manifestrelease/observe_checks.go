@@ -198,7 +198,7 @@ func (r *Reconciler) plannedTests(ctx context.Context, as *identity, mr *rollbac
 	if t := mr.Spec.Test; t == nil || !t.Enable {
 		return nil
 	}
-	objs, err := r.testObjects(ctx, as, mr)
+	objs, err := testObjects(ctx, as.Kube, as.Applier.Mapper, mr)
 	if err != nil {
 		return nil
 	}

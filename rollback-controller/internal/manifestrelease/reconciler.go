@@ -1,21 +1,3 @@
-// Package manifestrelease reconciles ManifestReleases (RFC-0002 for any manifest set): it reads
-// the desired version from its source, keeps it as a numbered snapshot, applies it, waits for
-// health, runs the tests, and rolls back to the previous snapshot when any of that fails.
-//
-// A reconcile goes one step at a time, as the promoter's promotionstrategy does:
-//
-//   - observe reads what the next decision needs into one observation: the release, its source,
-//     its snapshots, and what an operation would do to the live objects (rights, ownership, CRDs);
-//   - decide is a pure function of that observation, returning one step: hold for deletion, save
-//     a snapshot, record an upgrade, apply snapshot N, test, prune, roll back to M, report, stall;
-//   - apply carries the step out: its one status write (writeStatus, the only place the status is
-//     written), then its Events and metrics once that write landed, then its act, whose findings
-//     the next decision reads.
-//
-// Each reconcile carries out one step and asks for the next, so an operation of hundreds of
-// objects, or one waiting for health, never holds a worker from start to end. The step that
-// records an operation writes the status before it acts, so a crash at any point resumes from
-// what the status records.
 package manifestrelease
 
 import (
@@ -25,8 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -36,7 +16,6 @@ import (
 	sluice "github.com/sluicehq/sluice/api/generated/clientset/versioned"
 	rollbacklisters "github.com/sluicehq/sluice/api/generated/listers/rollback/v1alpha1"
 	rollbackv1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	"github.com/sluicehq/sluice/pkg/manifest"
 	"github.com/sluicehq/sluice/pkg/snapshot"
 	"github.com/sluicehq/sluice/rollback-controller/internal/apply"
 )
@@ -69,30 +48,6 @@ type Reconciler struct {
 
 	// Progress keeps what the steps of each release found until its next step.
 	Progress *Progress
-}
-
-func validateSpec(mr *rollbackv1.ManifestRelease) error {
-	if t := mr.Spec.Test; t != nil {
-		if err := manifest.ValidateFilters(filters(t)); err != nil {
-			return fmt.Errorf("spec.test.%v", err)
-		}
-	}
-	return snapshot.ValidateMeta(snapshot.Meta{Release: mr.Name, Number: 1})
-}
-
-// prepare parses files into objects in apply order, namespaced into the target namespace.
-func (r *Reconciler) prepare(mr *rollbackv1.ManifestRelease, files []snapshot.File) ([]*unstructured.Unstructured, error) {
-	raw := make(map[string][]byte, len(files))
-	var all []*unstructured.Unstructured
-	for _, f := range files {
-		raw[f.Name] = f.Data
-		objs, err := manifest.ParseFile(f.Name, f.Data)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, objs...)
-	}
-	return manifest.Prepare(raw, manifest.ScopeFrom(r.Applier.Mapper, all), targetNamespace(mr))
 }
 
 // Identities gives each release the clients of the ServiceAccount it acts as, impersonated (as
@@ -267,49 +222,4 @@ func (m *Metrics) Forget(namespace, name string) {
 	m.Rollbacks.DeletePartialMatch(labels)
 	m.SnapshotBytes.DeletePartialMatch(labels)
 	m.SnapshotSecrets.DeletePartialMatch(labels)
-}
-
-// count increments the counter c names for mr.
-func (m *Metrics) count(mr *rollbackv1.ManifestRelease, c count) {
-	vec := map[string]*prometheus.CounterVec{"upgrades": m.Upgrades, "tests": m.Tests, "rollbacks": m.Rollbacks}[c.Metric]
-	if vec != nil {
-		vec.WithLabelValues(mr.Namespace, mr.Name, c.Value).Inc()
-	}
-}
-
-// Progress keeps, between the reconciles of each release, the observation its earlier steps
-// built: the source read, the snapshot loaded, what the acts found. It lives only in this
-// process; what must survive a crash is in the status.
-type Progress struct {
-	mu      sync.Mutex
-	pending map[string]*observation
-}
-
-// NewProgress keeps nothing yet.
-func NewProgress() *Progress { return &Progress{pending: map[string]*observation{}} }
-
-// take hands out, once, the observation kept for key, if the release still holds the status
-// the last step left; it then sees mr, with any change to its spec or metadata since.
-func (p *Progress) take(key string, mr *rollbackv1.ManifestRelease) *observation {
-	p.mu.Lock()
-	o := p.pending[key]
-	delete(p.pending, key)
-	p.mu.Unlock()
-	if o == nil || o.Release.UID != mr.UID || !equality.Semantic.DeepEqual(o.Release.Status, mr.Status) {
-		return nil
-	}
-	o.Release = mr
-	return o
-}
-
-func (p *Progress) forget(key string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.pending, key)
-}
-
-func (p *Progress) remember(key string, o *observation) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.pending[key] = o
 }

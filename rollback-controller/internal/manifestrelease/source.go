@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
@@ -238,13 +239,14 @@ type definitionError struct{ msg string }
 
 func (e *definitionError) Error() string { return e.msg }
 
-// testObjects reads the definitions and keeps the objects the filters select.
-func (r *Reconciler) testObjects(ctx context.Context, as *identity, mr *rollbackv1.ManifestRelease) ([]*unstructured.Unstructured, error) {
+// testObjects reads the definitions with kube and keeps the objects the filters select, scoped
+// by mapper.
+func testObjects(ctx context.Context, kube kubernetes.Interface, mapper meta.RESTMapper, mr *rollbackv1.ManifestRelease) ([]*unstructured.Unstructured, error) {
 	t := mr.Spec.Test
 	var selected []*unstructured.Unstructured
 	scopeObjs := []*unstructured.Unstructured{}
 	for _, def := range t.DefinitionsFrom {
-		cm, err := as.Kube.CoreV1().ConfigMaps(mr.Namespace).Get(ctx, def.Name, metav1.GetOptions{})
+		cm, err := kube.CoreV1().ConfigMaps(mr.Namespace).Get(ctx, def.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil, &definitionError{fmt.Sprintf("test definitions ConfigMap %q does not exist in namespace %q", def.Name, mr.Namespace)}
 		}
@@ -265,7 +267,7 @@ func (r *Reconciler) testObjects(ctx context.Context, as *identity, mr *rollback
 			}
 		}
 	}
-	scope := manifest.ScopeFrom(as.Applier.Mapper, scopeObjs)
+	scope := manifest.ScopeFrom(mapper, scopeObjs)
 	for _, obj := range selected {
 		namespaced, err := scope(obj.GroupVersionKind())
 		if err != nil {

@@ -54,13 +54,13 @@ func (w *SourceWatches) Run(ctx context.Context) error {
 }
 
 // Await watches, with client, for ConfigMap name of namespace; once it exists, key is enqueued
-// and the watch ends. identity names whose rights client carries: a release that now acts as
+// and the watch ends. actor names whose rights client carries: a release that now acts as
 // another identity, or waits for another ConfigMap, gets a new watch; the same one keeps its own.
-func (w *SourceWatches) Await(key string, client corev1client.ConfigMapsGetter, identity, namespace, name string) {
+func (w *SourceWatches) Await(key string, client corev1client.ConfigMapsGetter, actor, namespace, name string) {
 	if w == nil {
 		return
 	}
-	target := identity + " " + namespace + "/" + name
+	target := actor + " " + namespace + "/" + name
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ctx == nil || w.ctx.Err() != nil {

@@ -62,16 +62,6 @@ func knownNumbers(st rollbackv1.ManifestReleaseStatus, more ...int64) []int64 {
 	return slices.DeleteFunc(numbers, func(n int64) bool { return n < 1 })
 }
 
-// nextNumber is one more than any number the release used. A number a crash kept out of the
-// status may be used again: writeSnapshot replaces what it holds.
-func nextNumber(st rollbackv1.ManifestReleaseStatus) int64 {
-	known := knownNumbers(st)
-	if len(known) == 0 {
-		return 1
-	}
-	return known[len(known)-1] + 1
-}
-
 func pruneEnabled(mr *rollbackv1.ManifestRelease) bool {
 	return mr.Spec.Prune == nil || *mr.Spec.Prune
 }
@@ -171,12 +161,6 @@ func normal(reason, message string) event {
 
 func warning(reason, message string) event {
 	return event{Type: corev1.EventTypeWarning, Reason: reason, Message: message}
-}
-
-// rollbackRequest returns a rollback-to annotation value not yet acted on.
-func rollbackRequest(mr *rollbackv1.ManifestRelease) (string, bool) {
-	value, ok := mr.Annotations[rollbackv1.RollbackToAnnotation]
-	return value, ok && value != mr.Status.LastHandledRollback
 }
 
 // ownerLabels mark the objects of mr; tests adds the test label.

@@ -1,3 +1,25 @@
+// Package manifestrelease reconciles ManifestReleases (RFC-0002 for any manifest set): it reads
+// the desired version from its source, keeps it as a numbered snapshot, applies it, waits for
+// health, runs the tests, and rolls back to the previous snapshot when any of that fails.
+//
+// A reconcile goes one step at a time, as the promoter's promotionstrategy does:
+//
+//   - observe returns a fresh observation: the release as it is now, over the progress the
+//     earlier steps of its operation made (what they read and found, kept in memory), with what
+//     the next decision needs and was not read yet: its source, its snapshots, and what an
+//     operation would do to the live objects (rights, ownership, CRDs);
+//   - decide is a pure function of that observation, returning one step: a status change, what
+//     to announce, and one act, a value holding what it works on (save a snapshot, apply
+//     snapshot N, look at its health, test, prune, roll back to M, ...);
+//   - applyStep carries the step out: its one status write (writeStatus, the only place the
+//     status is written), then its Events and metrics once that write landed, then its act, as
+//     the identity the release acts as; it returns what the act found, which the progress keeps
+//     for the next decision.
+//
+// Each reconcile carries out one step and asks for the next, so an operation of hundreds of
+// objects, or one waiting for health, never holds a worker from start to end. The step that
+// records an operation writes the status before it acts, so a crash at any point resumes from
+// what the status records.
 package manifestrelease
 
 // One step per reconcile: Reconcile loads the release, then observe, decide and apply take one
@@ -6,8 +28,10 @@ package manifestrelease
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -45,39 +69,34 @@ const (
 )
 
 // takeStep observes, decides and applies one step, then asks for the next: no reconcile holds a
-// worker for a whole operation, so the other releases take their turns between its steps. What
-// the earlier steps observed and found is kept in Progress while the release is as the last step
-// left it; an error, a restart or a status not this controller's last write starts afresh, and
-// the operation the status records resumes.
+// worker for a whole operation, so the other releases take their turns between its steps. The
+// progress of the earlier steps is kept in Progress while the release is as the last step left
+// it; an error, a restart or a status not this controller's last write starts afresh, and the
+// operation the status records resumes.
 func (r *Reconciler) takeStep(ctx context.Context, mr *rollbackv1.ManifestRelease, suspended suspend.State) (controller.Result, error) {
 	key := mr.Namespace + "/" + mr.Name
 	as, err := r.identityOf(mr)
 	if err != nil {
 		return controller.Result{}, err
 	}
-	o := r.Progress.take(key, mr)
-	if o == nil {
-		o = &observation{Release: mr, Actor: as.Reviewer.User}
-	}
-	o.Suspend = suspended
-	if err := r.observe(ctx, as, o); err != nil {
-		return r.giveUp(o, "observe", err)
+	o, err := r.observe(ctx, as, mr, suspended, r.Progress.take(key, mr))
+	if err != nil {
+		return r.giveUp(mr, "observe", err)
 	}
 	next := decide(o)
-	if err := r.carryOut(ctx, as, o, next); err != nil {
-		return r.giveUp(o, next.Name, err)
+	res, err := r.applyStep(ctx, as, next)
+	if err != nil {
+		return r.giveUp(res.Release, next.Name, err)
 	}
 	if next.Done {
 		return controller.Result{RequeueAfter: next.Requeue}, nil
 	}
-	if !o.Found.Awaiting {
-		o.Steps++
+	kept := o.progress.after(next, res)
+	if kept.Steps > maxSteps {
+		return r.giveUp(mr, next.Name, fmt.Errorf("ManifestRelease %s took more than %d steps", key, maxSteps))
 	}
-	if o.Steps > maxSteps {
-		return r.giveUp(o, next.Name, fmt.Errorf("ManifestRelease %s took more than %d steps", key, maxSteps))
-	}
-	r.Progress.remember(key, o)
-	if o.Found.Awaiting {
+	r.Progress.remember(key, kept)
+	if res.Found.Awaiting {
 		return controller.Result{RequeueAfter: healthPoll}, nil
 	}
 	return controller.Result{RequeueAfter: nextStep}, nil
@@ -85,8 +104,8 @@ func (r *Reconciler) takeStep(ctx context.Context, mr *rollbackv1.ManifestReleas
 
 // giveUp logs a reconcile that failed, at ERROR, and returns its error to be retried with
 // backoff; a recorded operation stays, to be resumed.
-func (r *Reconciler) giveUp(o *observation, step string, err error) (controller.Result, error) {
-	r.logger().Error("reconcile failed; retrying with backoff", logAttrs(o.Release, "step", step, "error", err)...)
+func (r *Reconciler) giveUp(mr *rollbackv1.ManifestRelease, step string, err error) (controller.Result, error) {
+	r.logger().Error("reconcile failed; retrying with backoff", logAttrs(mr, "step", step, "error", err)...)
 	return controller.Result{}, err
 }
 
@@ -100,4 +119,40 @@ func (r *Reconciler) getLive(ctx context.Context) func(namespace, name string) (
 		}
 		return r.Client.RollbackV1alpha1().ManifestReleases(namespace).Get(ctx, name, metav1.GetOptions{})
 	}
+}
+
+// Progress keeps, between the reconciles of each release, the progress its earlier steps made:
+// the source read, the snapshot loaded, what the acts found. It lives only in this process; what
+// must survive a crash is in the status.
+type Progress struct {
+	mu   sync.Mutex
+	kept map[string]progress
+}
+
+// NewProgress keeps nothing yet.
+func NewProgress() *Progress { return &Progress{kept: map[string]progress{}} }
+
+// take hands out, once, the progress kept for key, if the release still holds the status the
+// last step left; otherwise none, and the operation the status records resumes from there.
+func (p *Progress) take(key string, mr *rollbackv1.ManifestRelease) progress {
+	p.mu.Lock()
+	kept, ok := p.kept[key]
+	delete(p.kept, key)
+	p.mu.Unlock()
+	if !ok || kept.Left == nil || kept.Left.UID != mr.UID || !equality.Semantic.DeepEqual(kept.Left.Status, mr.Status) {
+		return progress{}
+	}
+	return kept
+}
+
+func (p *Progress) forget(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.kept, key)
+}
+
+func (p *Progress) remember(key string, next progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.kept[key] = next
 }
