@@ -129,3 +129,16 @@ func TestAPageNamesTheGatesAndBranchesWhoseObjectsItShows(t *testing.T) {
 	_, _, _, ok := ParseKey(string(agents.Reads()[0]))
 	assert.True(t, ok, "an escaped repository and branch make one segment of a key")
 }
+
+// TestAChangeThatAffectsAGateIsToldOnlyToWhoMayReadTheObject: a Kustomization in namespace b
+// that names a gate in a is not told to a person who may read a only, though they watch the
+// gate's page; one in a is.
+func TestAChangeThatAffectsAGateIsToldOnlyToWhoMayReadTheObject(t *testing.T) {
+	s := filled(t)
+	sub := s.For(&namespaces{allowed: map[string]bool{"a": true}}).Subscribe()
+	defer sub.Close()
+	s.Changes.NotifyAffecting("Kustomization", "b", "held-in-b", []Key{GateTargetsKey("a", "freeze")})
+	s.Changes.NotifyAffecting("Kustomization", "a", "held-in-a", []Key{GateTargetsKey("a", "freeze")})
+	<-sub.Ready
+	assert.Equal(t, []string{"GateTargets/a/freeze", "Kustomization/a/held-in-a"}, told(sub))
+}
