@@ -87,9 +87,16 @@ func installArgoCD(t *testing.T) {
 				t.Error(err)
 			}
 		}
+		// Gone from the API server's watch cache, which answers the informers' first list (a
+		// resource version of "0"), not only from etcd: a UI started later must not list them
+		// and then see them removed.
 		testenv.WaitFor(t, 2*time.Minute, func() (bool, error) {
-			for _, name := range []string{"applications.argoproj.io", "appprojects.argoproj.io"} {
-				if _, err := crds.Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			list, err := crds.List(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
+			if err != nil {
+				return false, err
+			}
+			for _, crd := range list.Items {
+				if crd.Spec.Group == "argoproj.io" {
 					return false, nil
 				}
 			}
