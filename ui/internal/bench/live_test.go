@@ -118,17 +118,50 @@ func cpuTicks(b *testing.B, pid int) int64 {
 	return utime + stime
 }
 
-// BenchmarkLiveAtScale: 1,000 strategies, a status write every 100 ms and 50 open strategy
-// pages, each following the stream as app.js does. One iteration is 100 writes (10 s). It
-// reports the UI process's CPU time, the bytes sent on the streams and the bytes of the pages
-// fetched again, per write, and how many pages refreshed per write.
+// BenchmarkLiveAtScale: 1,000 strategies and 50 open pages, each following the stream as app.js
+// does, under a write every 100 ms. One iteration is 100 writes (10 s). It reports the UI
+// process's CPU time, the bytes sent on the streams and the bytes of the pages fetched again,
+// per write, and how many pages refreshed per write.
+//   - strategy-writes: 50 strategy pages; status writes spread over all 1,000 strategies, one in
+//     20 of them to a strategy whose page is open.
+//   - flux-status-writes: 50 gate pages, each gate named by a Kustomization; status writes, as
+//     kustomize-controller makes them, to 100 Kustomizations that name other gates.
 func BenchmarkLiveAtScale(b *testing.B) {
+	b.Run("strategy-writes", func(b *testing.B) {
+		paths := make([]string, openPages)
+		for i := range paths {
+			n := i * (strategies / openPages)
+			paths[i] = fmt.Sprintf("/pipelines/team-%02d/app-%04d", n%namespaces, n)
+		}
+		measureLive(b, paths, func(ctx context.Context, writes int) {
+			n := (writes * 13) % strategies
+			client := env.Sluice.PromoterV1alpha1().PromotionStrategies(fmt.Sprintf("team-%02d", n%namespaces))
+			_, err := testenv.Update(ctx, statusClient{client}, fmt.Sprintf("app-%04d", n), func(p *promoterv1alpha1.PromotionStrategy) {
+				p.Status.Environments[0].Blocked = "live write " + strconv.Itoa(writes)
+			})
+			require.NoError(b, err)
+		})
+	})
+	b.Run("flux-status-writes", func(b *testing.B) {
+		seedKustomizations(b)
+		paths := make([]string, openPages)
+		for i := range paths {
+			paths[i] = fmt.Sprintf("/gates/team-%02d/gate-%03d", i%namespaces, i)
+		}
+		measureLive(b, paths, func(ctx context.Context, writes int) {
+			n := openPages + writes%unrelatedKustomizations
+			fluxStatusWrite(b, ctx, fmt.Sprintf("team-%02d", n%namespaces), fmt.Sprintf("apps-%03d", n), writes)
+		})
+	})
+}
+
+// measureLive opens a live page at each of paths, then makes writesPerRun writes (write(ctx, n)
+// for the nth) every writeEvery per iteration, and reports the figures per write.
+func measureLive(b *testing.B, paths []string, write func(ctx context.Context, n int)) {
 	var streamBytes, pageBytes, refreshes atomic.Int64
-	pages := make([]*livePage, openPages)
-	for i := range pages {
-		n := i * (strategies / openPages)
-		pages[i] = &livePage{path: fmt.Sprintf("/pipelines/team-%02d/app-%04d", n%namespaces, n),
-			streamBytes: &streamBytes, pageBytes: &pageBytes, refreshes: &refreshes, ready: make(chan struct{})}
+	pages := make([]*livePage, len(paths))
+	for i, path := range paths {
+		pages[i] = &livePage{path: path, streamBytes: &streamBytes, pageBytes: &pageBytes, refreshes: &refreshes, ready: make(chan struct{})}
 		pages[i].open(b)
 	}
 	defer func() {
@@ -150,13 +183,8 @@ func BenchmarkLiveAtScale(b *testing.B) {
 		start := cpuTicks(b, ui.Process.Pid)
 		next := time.Now()
 		for range writesPerRun {
-			n := (writes * 13) % strategies
+			write(ctx, writes)
 			writes++
-			client := env.Sluice.PromoterV1alpha1().PromotionStrategies(fmt.Sprintf("team-%02d", n%namespaces))
-			_, err := testenv.Update(ctx, statusClient{client}, fmt.Sprintf("app-%04d", n), func(p *promoterv1alpha1.PromotionStrategy) {
-				p.Status.Environments[0].Blocked = "live write " + strconv.Itoa(writes)
-			})
-			require.NoError(b, err)
 			next = next.Add(writeEvery)
 			time.Sleep(time.Until(next))
 		}

@@ -127,3 +127,62 @@ func TestApproveThisRevisionOfAHeldKustomization(t *testing.T) {
 	assert.Equal(t, revision, g.Spec.Approvals[0].Revision)
 	waitEventNamingMe(t, ns, "freeze", "ApprovedFromUI")
 }
+
+// TestApproveThisRevisionOfAHeldHelmRelease: the gate's page offers "Approve this revision…" on
+// a HelmRelease the real gate-controller holds; the form carries the chart version of the
+// HelmChart helm-controller makes for it ("<namespace>-<name>"), read as the person, and once
+// that is approved the gate-controller lets the HelmRelease through.
+func TestApproveThisRevisionOfAHeldHelmRelease(t *testing.T) {
+	url := startUI(t, env.Config, setup.Config{Identity: setup.IdentityKubeconfig})
+	gateController(t)
+	ns := newNamespace(t)
+	ctx := context.Background()
+	const version = "6.0.1"
+	charts := env.Dynamic.Resource(flux.HelmCharts).Namespace(ns)
+	chart, err := charts.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": flux.HelmCharts.GroupVersion().String(), "kind": "HelmChart",
+		"metadata": map[string]any{"name": ns + "-web", "namespace": ns},
+		"spec":     map[string]any{"chart": "web", "interval": "10m", "sourceRef": map[string]any{"kind": "HelmRepository", "name": "charts"}},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, unstructured.SetNestedField(chart.Object, map[string]any{"revision": version, "path": "p", "url": "http://x/p",
+		"digest": "sha256:" + strings.Repeat("5", 64), "lastUpdateTime": metav1.Now().UTC().Format(time.RFC3339)}, "status", "artifact"))
+	_, err = charts.UpdateStatus(ctx, chart, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	_, err = env.Sluice.GatingV1alpha1().Gates(ns).Create(ctx, &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "freeze"},
+		Spec: gatingv1alpha1.GateSpec{Closed: true, Message: "release freeze"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	releases := env.Dynamic.Resource(flux.HelmReleases).Namespace(ns)
+	_, err = releases.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": flux.HelmReleases.GroupVersion().String(), "kind": "HelmRelease",
+		"metadata": map[string]any{"name": "web", "namespace": ns, "annotations": map[string]any{gate.GatesAnnotation: "freeze"}},
+		"spec": map[string]any{"interval": "10m", "chart": map[string]any{"spec": map[string]any{"chart": "web",
+			"sourceRef": map[string]any{"kind": "HelmRepository", "name": "charts"}}}},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	held := func() (bool, error) {
+		hr, err := releases.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		_, recorded := hr.GetAnnotations()[gate.HoldAnnotation]
+		suspended, _, _ := unstructured.NestedBool(hr.Object, "spec", "suspend")
+		return recorded && suspended, nil
+	}
+	testenv.WaitFor(t, time.Minute, held, "the gate-controller holds the HelmRelease")
+
+	b := browser(t)
+	signIn(b, t, url)
+	row := `//table[@id="targets"]//tr[td[contains(., "` + ns + `/web")]]`
+	within(b, t, chromedp.Navigate(url+"/gates/"+ns+"/freeze"), chromedp.WaitVisible(css(`#live.on`)),
+		chromedp.WaitVisible(chromedp.Search(row+`//a[@data-approve]`)), chromedp.Click(chromedp.Search(row+`//a[@data-approve]`)),
+		chromedp.WaitVisible(css(`#f-revision`)))
+	assert.Equal(t, version, read(b, t, chromedp.Evaluate[string](`document.getElementById('f-revision').value`)), "the version its HelmChart fetched")
+	within(b, t, chromedp.Click(css(`button[type=submit]`)), chromedp.WaitVisible(css(`#change`)), chromedp.Click(css(`#confirm`)), chromedp.WaitVisible(css(`.done`)))
+	g, err := env.Sluice.GatingV1alpha1().Gates(ns).Get(ctx, "freeze", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Len(t, g.Spec.Approvals, 1)
+	assert.Equal(t, version, g.Spec.Approvals[0].Revision)
+	waitEventNamingMe(t, ns, "freeze", "ApprovedFromUI")
+	testenv.WaitFor(t, 2*time.Minute, func() (bool, error) { h, err := held(); return !h, err }, "the gate-controller lets the approved version through")
+}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -17,6 +18,7 @@ import (
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/runtime/manager"
+	"github.com/sluicehq/sluice/testenv"
 	"github.com/sluicehq/sluice/ui/internal/setup"
 )
 
@@ -46,6 +48,11 @@ func TestTheUIsMetricsAreServedAndMove(t *testing.T) {
 	code, _ := get(url + "/metrics")
 	assert.NotEqual(t, http.StatusOK, code, "the pages' listener serves no metrics")
 
+	// The strategy was just created: the list (another route and page) shows when the UI has read it.
+	testenv.WaitFor(t, time.Minute, func() (bool, error) {
+		_, body := get(url + "/pipelines?q=" + ns)
+		return strings.Contains(body, ns+"/checkout"), nil
+	}, "the UI has read the strategy")
 	page := `{page="pipeline"}`
 	route := `{code="200",route="GET /pipelines/{namespace}/{name}"}`
 	before := scrapeUI(t, "http://"+addrs.Metrics+"/metrics")

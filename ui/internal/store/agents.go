@@ -56,7 +56,7 @@ func (s *Store) WatchAgents(client dynamic.Interface, meta metadata.Interface, n
 	}
 	s.Agents.Kinds = kinds
 	kinds.OnChange(func() { s.Changes.Notify(AnyKind, "") })
-	add := func(gvr schema.GroupVersionResource, name string, index cache.IndexFunc, indexName string) (*Kind, error) {
+	add := func(gvr schema.GroupVersionResource, name string, index cache.IndexFunc, indexName string, handler cache.ResourceEventHandler) (*Kind, error) {
 		informer := dynamicinformer.NewFilteredDynamicInformer(client, gvr, namespace, 0,
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, indexName: index}, nil).Informer()
 		if err := informer.SetTransform(keepAgentFields); err != nil {
@@ -65,18 +65,20 @@ func (s *Store) WatchAgents(client dynamic.Interface, meta metadata.Interface, n
 		_ = informer.SetWatchErrorHandlerWithContext(quietWhenRemoved)
 		k := &Kind{Resource: gvr.GroupResource(), Name: name, Informer: informer, kinds: kinds}
 		kinds.Add(k.Resource, informer)
-		notify := func(obj any) { s.Changes.NotifyObject(name, namespaceOf(obj), nameOf(obj)) }
-		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: notify, UpdateFunc: func(_, obj any) { notify(obj) }, DeleteFunc: notify})
+		_, err := informer.AddEventHandler(handler)
 		return k, err
 	}
-	if s.Agents.Kustomizations, err = add(kustomizationsGVR, "Kustomization", sourceRefOf, bySourceRef); err != nil {
+	// Each change concerns the pages of the branches the object deployed and deploys (keys.go).
+	if s.Agents.Kustomizations, err = add(kustomizationsGVR, "Kustomization", sourceRefOf, bySourceRef,
+		affecting(s.Changes, "Kustomization", s.kustomizationAgentKeys)); err != nil {
 		return err
 	}
-	if s.Agents.GitRepositories, err = add(fluxwake.GitRepositories, "GitRepository", gitRepositoryBranch, byTrackedBranch); err != nil {
+	if s.Agents.GitRepositories, err = add(fluxwake.GitRepositories, "GitRepository", gitRepositoryBranch, byTrackedBranch,
+		s.gitRepositoryHandler()); err != nil {
 		return err
 	}
-	s.Agents.Applications, err = add(applicationsGVR, "Application", applicationBranches, byTrackedBranch)
+	s.Agents.Applications, err = add(applicationsGVR, "Application", applicationBranches, byTrackedBranch,
+		affecting(s.Changes, "Application", func(obj any) []Key { return indexKeys(applicationBranches, obj) }))
 	return err
 }
 
@@ -239,10 +241,9 @@ func (s *Store) AgentsOf(repoURL, branch string) []AgentObject {
 		return nil
 	}
 	key := repositoryBranch(repoURL, branch)
-	// Found by index, not by name: any of these kinds' objects may start or stop deploying it.
-	for _, k := range []*Kind{s.Agents.GitRepositories, s.Agents.Kustomizations, s.Agents.Applications} {
-		k.reads.add(KeyOf(k.Name, "", ""))
-	}
+	// Found by index, not by name: any of these kinds' objects may start or stop deploying it, and
+	// each change of one names the branches it deploys (affects.go).
+	s.Agents.Kustomizations.reads.add(agentsKey(key))
 	var out []AgentObject
 	repos, _ := s.Agents.GitRepositories.Informer.GetIndexer().ByIndex(byTrackedBranch, key)
 	for _, r := range repos {

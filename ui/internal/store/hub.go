@@ -21,8 +21,12 @@ type Hub struct {
 }
 
 // Change is a change to the object Name of Kind (its name in the UI) in Namespace; without a
-// Name, to some object of Kind in Namespace.
-type Change struct{ Kind, Namespace, Name string }
+// Name, to some object of Kind in Namespace. With Affects, it is that change as it concerns the
+// pages that show what Affects names (keys.go): whoever may not see the object is not told it.
+type Change struct {
+	Kind, Namespace, Name string
+	Affects               Key
+}
 
 // Subscription is one subscriber's pending changes.
 type Subscription struct {
@@ -61,10 +65,19 @@ func (h *Hub) Notify(kind, namespace string) { h.NotifyObject(kind, namespace, "
 
 // NotifyObject records that the object namespace/name of kind changed, for every subscriber.
 func (h *Hub) NotifyObject(kind, namespace, name string) {
+	h.NotifyAffecting(kind, namespace, name, nil)
+}
+
+// NotifyAffecting records that the object namespace/name of kind changed, and that the change
+// concerns what each of affects names, for every subscriber.
+func (h *Hub) NotifyAffecting(kind, namespace, name string, affects []Key) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.subs {
-		s.pending[Change{kind, namespace, name}] = struct{}{}
+		s.pending[Change{Kind: kind, Namespace: namespace, Name: name}] = struct{}{}
+		for _, k := range affects {
+			s.pending[Change{Kind: kind, Namespace: namespace, Name: name, Affects: k}] = struct{}{}
+		}
 		select {
 		case s.Ready <- struct{}{}:
 		default:

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +23,27 @@ func KeyOf(kind, namespace, name string) Key {
 	return Key(kind + "/" + namespace + "/" + name)
 }
 
+// Pages also show objects found by index rather than by name: the objects that reference a gate,
+// and the delivery agents that deploy a branch. Any object of those kinds may start or stop
+// being among them, so such a page names what it shows by what they affect (GateTargetsKey,
+// AgentsKey), and each change of such an object carries the keys it affects, before and after
+// (Change.Affects): a page is told a change of those kinds only when it concerns what it shows.
+const (
+	// GateTargetsKind is the kind of the keys of the objects that reference one gate.
+	GateTargetsKind = "GateTargets"
+	// AgentsKind is the kind of the keys of the agents that deploy one branch of a repository.
+	AgentsKind = "Agents"
+)
+
+// GateTargetsKey is the key of the objects whose gating.sluice.dev/gates annotation names the
+// gate namespace/name.
+func GateTargetsKey(namespace, name string) Key { return KeyOf(GateTargetsKind, namespace, name) }
+
+// agentsKey is the key of the agents that deploy the branch indexed as repositoryBranch (a
+// repository key such as git.example.com/acme/deploy, "#", and the branch), escaped into one
+// segment of a key.
+func agentsKey(indexKey string) Key { return KeyOf(AgentsKind, url.PathEscape(indexKey), "") }
+
 // ParseKey splits a key into kind, namespace and name; ok is false for a malformed one.
 func ParseKey(s string) (kind, namespace, name string, ok bool) {
 	parts := strings.Split(s, "/")
@@ -34,9 +56,14 @@ func ParseKey(s string) (kind, namespace, name string, ok bool) {
 
 // Matches reports whether the change concerns what the key names. A change without a name (a
 // kind's objects in a namespace changed) matches every key of that kind and namespace.
+// A change that affects another key (Change.Affects) matches the keys that cover that one.
 func (k Key) Matches(c Change) bool {
 	if c.Kind == AnyKind {
 		return true
+	}
+	if c.Affects != "" {
+		kind, ns, name, ok := ParseKey(string(c.Affects))
+		return ok && k.Matches(Change{Kind: kind, Namespace: ns, Name: name})
 	}
 	kind, ns, name, ok := ParseKey(string(k))
 	if !ok || kind != c.Kind {

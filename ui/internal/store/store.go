@@ -121,12 +121,18 @@ func New(client sluice.Interface, meta metadata.Interface, namespace string) (*S
 		kinds.Add(k.Resource, k.Informer)
 		s.Targets = append(s.Targets, k)
 	}
-	for _, k := range append(s.All(), s.Targets...) {
+	for _, k := range s.All() {
 		name := k.Name
 		notify := func(obj any) { s.Changes.NotifyObject(name, namespaceOf(obj), nameOf(obj)) }
 		if _, err := k.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: notify, UpdateFunc: func(_, obj any) { notify(obj) }, DeleteFunc: notify,
 		}); err != nil {
+			return nil, err
+		}
+	}
+	// A target's change concerns the pages of the gates it referenced and references.
+	for _, k := range s.Targets {
+		if _, err := k.Informer.AddEventHandler(affecting(s.Changes, k.Name, gateTargetKeys)); err != nil {
 			return nil, err
 		}
 	}

@@ -99,8 +99,9 @@ func stripBookkeeping(obj any) (any, error) {
 func (s *Store) Referencing(namespace, name string) []Referrer {
 	var out []Referrer
 	for i, k := range s.Targets {
-		// Found by annotation, not by name: any object of the kind may start naming the gate.
-		k.reads.add(KeyOf(k.Name, "", ""))
+		// Found by annotation, not by name: any object of the kind may start naming the gate, and
+		// each change of one names the gates it referenced and references (affects.go).
+		k.reads.add(GateTargetsKey(namespace, name))
 		objs, err := k.Informer.GetIndexer().ByIndex(byGate, namespace+"/"+name)
 		if err != nil {
 			continue

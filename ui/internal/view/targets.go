@@ -30,6 +30,12 @@ func GateTarget(kind string, obj metav1.Object) Target {
 		Held: recorded && suspended, Suspended: suspended, Reason: reason}
 }
 
+// Approvable reports whether a gate can let the revision the target would apply through by an
+// approval: the gate-controller matches approvals to the artifact revision of the Flux source a
+// Kustomization or a HelmRelease applies. An Argo CD Application has no such source (the
+// gate-controller holds it until its gates open), nor has a Flux source or automation.
+func (t Target) Approvable() bool { return t.Kind == "Kustomization" || t.Kind == "HelmRelease" }
+
 // SortTargets orders targets by kind, namespace and name, so the list stays put as it updates.
 func SortTargets(targets []Target) {
 	slices.SortFunc(targets, func(a, b Target) int {

@@ -98,37 +98,29 @@ func approvalBack(s *Server, ns, name string, f url.Values) string {
 	return pathOf("gates", ns, name)
 }
 
-// fluxSources are the Flux source kinds a Kustomization's sourceRef names.
-var fluxSources = map[string]string{"GitRepository": "gitrepositories", "OCIRepository": "ocirepositories", "Bucket": "buckets"}
-
-// targetRevision fills in the revision a held Kustomization would apply, read as the person: its
-// source's status.artifact.revision, which is what the gate-controller matches approvals to.
+// targetRevision fills in the revision a held Kustomization or HelmRelease would apply, read as
+// the person: its Flux source's status.artifact.revision, which is what the gate-controller
+// matches approvals to. Any other kind has no such revision, and the form stays empty.
 func targetRevision(ctx context.Context, c clients, _, _ string, f url.Values) url.Values {
 	kind, rest, _ := strings.Cut(f.Get("target"), "/")
 	tns, tname, ok := strings.Cut(rest, "/")
-	if kind != "Kustomization" || !ok || f.Get("revision") != "" {
+	resource, approvable := approvableTargets[kind]
+	if !approvable || !ok || f.Get("revision") != "" {
 		return f
 	}
-	k, err := c.Dynamic.Resource(schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}).
-		Namespace(tns).Get(ctx, tname, metav1.GetOptions{})
+	obj, err := c.Dynamic.Resource(resource).Namespace(tns).Get(ctx, tname, metav1.GetOptions{})
 	if err != nil {
 		return f
 	}
-	ref, _, _ := unstructured.NestedStringMap(k.Object, "spec", "sourceRef")
-	resource, known := fluxSources[ref["kind"]]
-	if !known {
+	src, ok := fluxSourceOf(obj)
+	if !ok {
 		return f
 	}
-	sns := ref["namespace"]
-	if sns == "" {
-		sns = tns
-	}
-	src, err := c.Dynamic.Resource(schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: resource}).
-		Namespace(sns).Get(ctx, ref["name"], metav1.GetOptions{})
+	u, err := c.Dynamic.Resource(src.resource).Namespace(src.namespace).Get(ctx, src.name, metav1.GetOptions{})
 	if err != nil {
 		return f
 	}
-	if rev, _, _ := unstructured.NestedString(src.Object, "status", "artifact", "revision"); rev != "" {
+	if rev, _, _ := unstructured.NestedString(u.Object, "status", "artifact", "revision"); rev != "" {
 		f = cloneValues(f)
 		f.Set("revision", rev)
 	}

@@ -5,11 +5,9 @@ import (
 	"github.com/sluicehq/sluice/ui/internal/view"
 )
 
-// agentKinds are the kinds whose changes refresh a pipeline's delivery agents.
-const agentKinds = "Kustomization,GitRepository,Application"
-
 // environmentAgents finds, for each environment branch of ps, the Flux Kustomizations and Argo
-// CD Applications that deploy it from the strategy's repository (store.AgentsOf).
+// CD Applications that deploy it from the strategy's repository (store.AgentsOf). The page
+// watches them by branch, not by kind: a status write to another agent refreshes no pipeline.
 func (s *Server) environmentAgents(ps *promoterv1alpha1.PromotionStrategy) func(branch string) []view.Agent {
 	repo := s.Store.ScmRepository(ps.Namespace, ps.Spec.RepositoryRef.Name)
 	if repo == nil {

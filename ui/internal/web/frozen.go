@@ -3,9 +3,7 @@ package web
 import (
 	"net/http"
 	"strconv"
-	"strings"
 
-	"github.com/sluicehq/sluice/ui/internal/store"
 	"github.com/sluicehq/sluice/ui/internal/view"
 )
 
@@ -22,11 +20,8 @@ func (s *Server) frozen(w http.ResponseWriter, r *http.Request) {
 	if !s.Store.Gates.Installed() {
 		data.Missing = &notInstalled{Kind: "Gate", Chart: "gate-controller"}
 	}
-	watch := []string{"Gate", "PromotionStrategy"}
-	for _, t := range store.TargetKinds {
-		watch = append(watch, t.Kind)
-	}
-	s.render(w, r, http.StatusOK, "frozen", page{Title: "Frozen now", Nav: "frozen", Watch: strings.Join(watch, ","), Data: data})
+	// Held objects are watched by the gates they name (store.Referencing), not by kind.
+	s.render(w, r, http.StatusOK, "frozen", page{Title: "Frozen now", Nav: "frozen", Watch: "Gate,PromotionStrategy", Data: data})
 }
 
 // referencingTargets are the targets that reference the gate namespace/name.

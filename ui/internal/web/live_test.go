@@ -23,3 +23,13 @@ func TestAStreamIsToldOnlyTheKeysItAskedForThatChanged(t *testing.T) {
 		{Kind: "PromotionStrategy", Namespace: "a", Name: "checkout"}}))
 	assert.Equal(t, []string{"*"}, matching(keys, []store.Change{{Kind: store.AnyKind}}))
 }
+
+func TestAGatePageIsToldOfTheObjectsThatNameItsGateOnly(t *testing.T) {
+	watch := pageKeys([]store.Key{"Gate/a/freeze", store.GateTargetsKey("a", "freeze")}, "Gate")
+	assert.Equal(t, "Gate/a/freeze,GateTargets/a/freeze", watch, "no target kind is declared whole")
+	keys := streamKeys(watch)
+	assert.Empty(t, matching(keys, []store.Change{{Kind: "Kustomization", Namespace: "b", Name: "unrelated"},
+		{Kind: "Kustomization", Namespace: "b", Name: "other", Affects: store.GateTargetsKey("b", "freeze")}}))
+	assert.Equal(t, []string{"GateTargets/a/freeze"}, matching(keys, []store.Change{
+		{Kind: "Kustomization", Namespace: "b", Name: "apps", Affects: store.GateTargetsKey("a", "freeze")}}))
+}

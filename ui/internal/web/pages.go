@@ -87,7 +87,7 @@ func (s *Server) pipeline(w http.ResponseWriter, r *http.Request) {
 	}
 	data := pipelineData{Pipeline: view.BuildPipeline(ps, in), Done: s.flashes.get(r.URL.Query().Get("done"), s.Now())}
 	s.render(w, r, http.StatusOK, "pipeline", page{Title: ns + "/" + name, Nav: "pipelines",
-		Watch: "PromotionStrategy,CommitStatus,Gate,RevertCommit,PullRequest," + agentKinds, Data: data})
+		Watch: "PromotionStrategy,CommitStatus,Gate,RevertCommit,PullRequest", Data: data})
 }
 
 // links finds the SCM pages of a strategy's repository.

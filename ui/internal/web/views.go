@@ -8,7 +8,6 @@ import (
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	healthv1alpha1 "github.com/sluicehq/sluice/api/health/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
-	"github.com/sluicehq/sluice/ui/internal/store"
 	"github.com/sluicehq/sluice/ui/internal/view"
 )
 
@@ -55,11 +54,9 @@ func (s *Server) gates(w http.ResponseWriter, r *http.Request) {
 		data.Filter = strings.TrimSpace(r.URL.Query().Get("q"))
 		data.Gates = filter(s.Store.GateList(), data.Filter)
 	}
-	watch := []string{"Gate"}
-	for _, t := range store.TargetKinds {
-		watch = append(watch, t.Kind)
-	}
-	s.render(w, r, http.StatusOK, "gates", page{Title: title, Nav: "gates", Watch: strings.Join(watch, ","), Data: data})
+	// The objects that reference a gate are watched by the gate they name (store.Referencing), not
+	// by kind: a status write to another Flux object refreshes no gate's page.
+	s.render(w, r, http.StatusOK, "gates", page{Title: title, Nav: "gates", Watch: "Gate", Data: data})
 }
 
 // gateTargets reads the objects that reference the gate namespace/name, and the target kinds
