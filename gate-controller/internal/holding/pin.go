@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
+	"github.com/sluicehq/sluice/pkg/fluxsource"
 	"github.com/sluicehq/sluice/pkg/gate"
 )
 
@@ -25,7 +26,7 @@ const PinFieldManager = "gate-controller-pin"
 var kustomizationResource = schema.GroupResource{Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations"}
 
 // gitRepositoryResource is the resource of the one source kind that can be pinned to a commit.
-var gitRepositoryResource = schema.GroupResource{Group: fluxSourceGroup, Resource: "gitrepositories"}
+var gitRepositoryResource = schema.GroupResource{Group: fluxsource.Group, Resource: "gitrepositories"}
 
 // A Kustomization applies whatever artifact its source has, the moment the source has it: a
 // target released because its source is at an approved revision would apply the next, unapproved
@@ -188,7 +189,7 @@ func (r *Reconciler) unpinSource(ctx context.Context, w *Watched, m metav1.Objec
 		r.pinChecked.Delete(key)
 		return fmt.Errorf("read %s for the source it may have pinned: %w", key, err)
 	}
-	ref, err := SourceOf(w.GroupResource(), obj)
+	ref, err := fluxsource.Of(w.GroupResource(), obj)
 	watched, ok := r.Registry.Get(ref.GroupResource)
 	if err != nil || ref.GroupResource != gitRepositoryResource || !ok {
 		r.Followers.Unfollow(key)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/sluicehq/sluice/pkg/fluxsource"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/text"
 )
@@ -23,12 +24,12 @@ func (r *Reconciler) revision(ctx context.Context, w *Watched, m metav1.Object, 
 		r.Followers.Unfollow(key)
 		return "", "", fmt.Errorf("read %s for its source: %w", key, err)
 	}
-	src, err := SourceOf(w.GroupResource(), obj)
+	src, err := fluxsource.Of(w.GroupResource(), obj)
 	if err != nil {
 		r.Followers.Unfollow(key)
 		return "", err.Error(), nil
 	}
-	r.Followers.Follow(key, src.Key())
+	r.Followers.Follow(key, followKey(src))
 	watched, ok := r.Registry.Get(src.GroupResource)
 	if !ok {
 		return "", fmt.Sprintf("its source is a %s, a kind the gate-controller does not watch: add %s to --targets", src.GroupResource, src.GroupResource), nil
@@ -45,7 +46,7 @@ func (r *Reconciler) revision(ctx context.Context, w *Watched, m metav1.Object, 
 			return "", unknown, err
 		}
 	}
-	revision, err = ArtifactRevision(u)
+	revision, err = fluxsource.ArtifactRevision(u)
 	if err != nil {
 		return "", err.Error(), nil
 	}

@@ -16,79 +16,10 @@ import (
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/gate-controller/internal/hold"
 	"github.com/sluicehq/sluice/gate-controller/internal/kinds"
+	"github.com/sluicehq/sluice/pkg/fluxsource"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/suspend"
 )
-
-func TestSourceOf(t *testing.T) {
-	kustomizations := schema.GroupResource{Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations"}
-	helmReleases := schema.GroupResource{Group: "helm.toolkit.fluxcd.io", Resource: "helmreleases"}
-	source := func(resource, ns, name string) SourceRef {
-		return SourceRef{GroupResource: schema.GroupResource{Group: fluxSourceGroup, Resource: resource}, Namespace: ns, Name: name}
-	}
-	obj := func(kind string, fields map[string]any) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: fields}
-		u.SetKind(kind)
-		u.SetNamespace("apps")
-		u.SetName("web")
-		return u
-	}
-	cases := []struct {
-		name    string
-		gr      schema.GroupResource
-		obj     *unstructured.Unstructured
-		want    SourceRef
-		problem string
-	}{
-		{"a Kustomization's GitRepository in its namespace", kustomizations,
-			obj("Kustomization", map[string]any{"spec": map[string]any{"sourceRef": map[string]any{"kind": "GitRepository", "name": "repo"}}}),
-			source("gitrepositories", "apps", "repo"), ""},
-		{"a Kustomization's OCIRepository in another namespace", kustomizations,
-			obj("Kustomization", map[string]any{"spec": map[string]any{"sourceRef": map[string]any{"kind": "OCIRepository", "name": "repo", "namespace": "flux-system"}}}),
-			source("ocirepositories", "flux-system", "repo"), ""},
-		{"a Kustomization without a source", kustomizations, obj("Kustomization", map[string]any{"spec": map[string]any{}}),
-			SourceRef{}, "it has no spec.sourceRef"},
-		{"a Kustomization naming an unknown kind", kustomizations,
-			obj("Kustomization", map[string]any{"spec": map[string]any{"sourceRef": map[string]any{"kind": "Widget", "name": "w"}}}),
-			SourceRef{}, `spec.sourceRef names Widget "w", not a Flux source`},
-		{"a HelmRelease's chartRef", helmReleases,
-			obj("HelmRelease", map[string]any{"spec": map[string]any{"chartRef": map[string]any{"kind": "OCIRepository", "name": "podinfo"}}}),
-			source("ocirepositories", "apps", "podinfo"), ""},
-		{"a HelmRelease's HelmChart as helm-controller reports it", helmReleases,
-			obj("HelmRelease", map[string]any{
-				"spec":   map[string]any{"chart": map[string]any{"spec": map[string]any{"sourceRef": map[string]any{"kind": "HelmRepository", "name": "charts"}}}},
-				"status": map[string]any{"helmChart": "flux-system/apps-web"},
-			}),
-			source("helmcharts", "flux-system", "apps-web"), ""},
-		{"a HelmRelease's HelmChart before helm-controller reports it", helmReleases,
-			obj("HelmRelease", map[string]any{"spec": map[string]any{"chart": map[string]any{"spec": map[string]any{
-				"sourceRef": map[string]any{"kind": "HelmRepository", "name": "charts", "namespace": "flux-system"}}}}}),
-			source("helmcharts", "flux-system", "apps-web"), ""},
-		{"another kind has no source", schema.GroupResource{Group: "promoter.sluice.dev", Resource: "promotionstrategies"},
-			obj("PromotionStrategy", map[string]any{}), SourceRef{}, "a PromotionStrategy has no Flux source to follow"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := SourceOf(c.gr, c.obj)
-			if c.problem != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), c.problem)
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, c.want, got)
-		})
-	}
-}
-
-func TestArtifactRevision(t *testing.T) {
-	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"artifact": map[string]any{"revision": "main@sha1:abc"}}}}
-	rev, err := ArtifactRevision(u)
-	require.NoError(t, err)
-	assert.Equal(t, "main@sha1:abc", rev)
-	_, err = ArtifactRevision(&unstructured.Unstructured{Object: map[string]any{}})
-	assert.ErrorContains(t, err, "has no artifact yet")
-}
 
 func TestFollowersFollowOneSourceAtATime(t *testing.T) {
 	f := NewFollowers()
@@ -110,7 +41,7 @@ func TestFollowersFollowOneSourceAtATime(t *testing.T) {
 }
 
 var gitRepositories = kinds.Kind{
-	GVR:  schema.GroupVersionResource{Group: fluxSourceGroup, Version: "v1", Resource: "gitrepositories"},
+	GVR:  schema.GroupVersionResource{Group: fluxsource.Group, Version: "v1", Resource: "gitrepositories"},
 	Kind: "GitRepository", Namespaced: true, Mode: hold.ModeBoth,
 }
 

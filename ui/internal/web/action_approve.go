@@ -8,12 +8,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	writes "github.com/sluicehq/sluice/pkg/actions"
+	"github.com/sluicehq/sluice/pkg/fluxsource"
 )
 
 // approveAction lets one revision through a closed gate, with the same write as `kubectl
@@ -112,15 +112,15 @@ func targetRevision(ctx context.Context, c clients, _, _ string, f url.Values) u
 	if err != nil {
 		return f
 	}
-	src, ok := fluxSourceOf(obj)
-	if !ok {
-		return f
-	}
-	u, err := c.Dynamic.Resource(src.resource).Namespace(src.namespace).Get(ctx, src.name, metav1.GetOptions{})
+	src, err := fluxsource.Of(resource.GroupResource(), obj)
 	if err != nil {
 		return f
 	}
-	if rev, _, _ := unstructured.NestedString(u.Object, "status", "artifact", "revision"); rev != "" {
+	u, err := c.Dynamic.Resource(sourceResource(src)).Namespace(src.Namespace).Get(ctx, src.Name, metav1.GetOptions{})
+	if err != nil {
+		return f
+	}
+	if rev, err := fluxsource.ArtifactRevision(u); err == nil {
 		f = cloneValues(f)
 		f.Set("revision", rev)
 	}

@@ -8,51 +8,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	gatingv1alpha1 "github.com/sluicehq/sluice/api/gating/v1alpha1"
 	"github.com/sluicehq/sluice/ui/internal/view"
 )
-
-func TestTheRevisionToApproveIsThatOfTheSourceTheTargetApplies(t *testing.T) {
-	object := func(kind string, fields map[string]any) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: fields}
-		u.SetKind(kind)
-		u.SetNamespace("apps")
-		u.SetName("web")
-		return u
-	}
-	ref := func(kind, name, ns string) map[string]any {
-		m := map[string]any{"kind": kind, "name": name}
-		if ns != "" {
-			m["namespace"] = ns
-		}
-		return m
-	}
-	for _, tc := range []struct {
-		name string
-		obj  *unstructured.Unstructured
-		want string // resource namespace/name, or "" for none
-	}{
-		{"a Kustomization's GitRepository", object("Kustomization", map[string]any{"spec": map[string]any{"sourceRef": ref("GitRepository", "repo", "")}}), "gitrepositories apps/repo"},
-		{"a Kustomization's OCIRepository elsewhere", object("Kustomization", map[string]any{"spec": map[string]any{"sourceRef": ref("OCIRepository", "oci", "flux-system")}}), "ocirepositories flux-system/oci"},
-		{"a HelmRelease's chartRef", object("HelmRelease", map[string]any{"spec": map[string]any{"chartRef": ref("HelmChart", "chart", "")}}), "helmcharts apps/chart"},
-		{"the HelmChart helm-controller made", object("HelmRelease", map[string]any{"spec": map[string]any{"chart": map[string]any{"spec": map[string]any{"sourceRef": ref("HelmRepository", "charts", "flux-system")}}},
-			"status": map[string]any{"helmChart": "flux-system/apps-web"}}), "helmcharts flux-system/apps-web"},
-		{"the HelmChart it will make", object("HelmRelease", map[string]any{"spec": map[string]any{"chart": map[string]any{"spec": map[string]any{"sourceRef": ref("HelmRepository", "charts", "")}}}}), "helmcharts apps/apps-web"},
-		{"a source the gate-controller does not follow", object("Kustomization", map[string]any{"spec": map[string]any{"sourceRef": ref("HelmRepository", "charts", "")}}), ""},
-		{"a HelmRelease with no chart", object("HelmRelease", map[string]any{"spec": map[string]any{}}), ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			src, ok := fluxSourceOf(tc.obj)
-			got := ""
-			if ok {
-				got = src.resource.Resource + " " + src.namespace + "/" + src.name
-			}
-			assert.Equal(t, tc.want, got)
-		})
-	}
-}
 
 // TestOnlyATargetWhoseRevisionAGateApprovesOffersApproval: a held Kustomization and a held
 // HelmRelease offer "Approve this revision…"; a held Argo CD Application, whose revision the
