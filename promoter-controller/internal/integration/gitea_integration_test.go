@@ -69,17 +69,7 @@ func TestPromotionOnGitea(t *testing.T) {
 	hydrateTo(t, repo, "", "dev", d0, "v: 0\n")
 	hydrateTo(t, repo, "", "staging", d0, "v: 0\n")
 
-	giteaStrategy(t, f, srv, cloneURL)
-	hooks, addr := webhookConfig(t, t.TempDir())
-	startPromoterWith(t, env.Config, hooks)
-	// Gitea delivers pushes and pull request events to the receiver, signed.
-	require.NoError(t, srv.API(ctx, "POST", "/repos/"+srv.AdminUser+"/app/hooks", map[string]any{
-		"type": "gitea", "active": true, "events": []string{"push", "pull_request"},
-		"config": map[string]string{
-			"url":          fmt.Sprintf("http://%s%s%s/gitea", addr, receiver.WebhookPath, f.ns),
-			"content_type": "json", "secret": "hook-secret",
-		},
-	}, nil))
+	giteaPromoter(t, f, srv, cloneURL)
 
 	_ = repo.Fetch(ctx, "main")
 	d1, err := repo.CommitFiles(ctx, git.CommitRequest{Branch: "main", Files: map[string][]byte{"values.yaml": []byte("v: 1\n")}, Message: "bump to 1"})
@@ -129,6 +119,22 @@ func TestPromotionOnGitea(t *testing.T) {
 		}
 		return len(prs) == 2 && merged == 2, nil
 	}), "two pull requests on Gitea, both merged once: %+v", prs)
+}
+
+// giteaPromoter starts the promoter on the strategy of giteaStrategy, and Gitea delivers pushes
+// and pull request events to its receiver, signed.
+func giteaPromoter(t *testing.T, f *fixture, srv *giteatest.Server, cloneURL string) {
+	t.Helper()
+	giteaStrategy(t, f, srv, cloneURL)
+	hooks, addr := webhookConfig(t, t.TempDir())
+	startPromoterWith(t, env.Config, hooks)
+	require.NoError(t, srv.API(f.ctx, "POST", "/repos/"+srv.AdminUser+"/app/hooks", map[string]any{
+		"type": "gitea", "active": true, "events": []string{"push", "pull_request"},
+		"config": map[string]string{
+			"url":          fmt.Sprintf("http://%s%s%s/gitea", addr, receiver.WebhookPath, f.ns),
+			"content_type": "json", "secret": "hook-secret",
+		},
+	}, nil))
 }
 
 // giteaStrategy points a strategy for dev and staging at the Gitea repository cloneURL, with

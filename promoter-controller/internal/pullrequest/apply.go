@@ -138,6 +138,12 @@ func (r *Reconciler) mergeSCM(ctx context.Context, repo *repository.Repository, 
 			return nil
 		}
 	}
+	if moved, err := r.catchUp(ctx, repo.Git, pr); err != nil || moved {
+		if moved {
+			headMoved(st, pr)
+		}
+		return err
+	}
 	res, err := repo.Provider.MergePullRequest(ctx, repo.SCM, number(*st), scm.MergeOptions{ExpectedHeadSHA: pr.Spec.ExpectedHeadSHA, ExpectedBaseSHA: base})
 	if err != nil {
 		if target, held := r.targetHoldsHead(ctx, repo.Git, pr); held {
