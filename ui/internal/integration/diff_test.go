@@ -65,7 +65,8 @@ func TestTheDiffPageShowsTheChangeReadWithTheCredentialsThePersonMayRead(t *test
 	within(alice, t, chromedp.Navigate(url+"/pipelines/"+ns+"/checkout"), chromedp.WaitVisible(css(`#env-env-dev a.diff`)))
 	assert.Zero(t, read(alice, t, chromedp.Evaluate[int](`document.querySelectorAll('#env-env-dev a.compare').length`)),
 		"plain git has no compare page")
-	within(alice, t, chromedp.Click(css(`#env-env-dev a.diff`)), chromedp.WaitVisible(css(`section.file`)))
+	// Links are followed by their address: a live update of the page may replace one mid-click.
+	within(alice, t, chromedp.Navigate(diffLink(alice, t)), chromedp.WaitVisible(css(`section.file`)))
 	files := read(alice, t, chromedp.Evaluate[[]string](`[...document.querySelectorAll('section.file')].map(s => s.dataset.file)`))
 	assert.Equal(t, []string{"web.yaml"}, files, "only the changed file")
 	added := read(alice, t, chromedp.Evaluate[[]string](`[...document.querySelectorAll('section.file .line.add')].map(l => l.textContent)`))
@@ -75,7 +76,6 @@ func TestTheDiffPageShowsTheChangeReadWithTheCredentialsThePersonMayRead(t *test
 	screenshot(alice, t, "diff")
 
 	// The history row of newSHA links the change its promotion brought: the same lines.
-	// The link is followed by its address: a live update of the page may replace it mid-click.
 	within(alice, t, chromedp.Navigate(url+"/pipelines/"+ns+"/checkout/history"),
 		chromedp.WaitVisible(css(`#commit-`+newSHA+` td[data-branch="env/dev"] a.diff`)))
 	link := read(alice, t, chromedp.Evaluate[string](`document.querySelector('#commit-`+newSHA+` td[data-branch="env/dev"] a.diff').href`))
@@ -85,12 +85,18 @@ func TestTheDiffPageShowsTheChangeReadWithTheCredentialsThePersonMayRead(t *test
 
 	bob := browser(t)
 	proxyHeaders(t, bob, network.Headers{"X-Forwarded-User": "bob", "X-Forwarded-Groups": "devs"})
-	within(bob, t, chromedp.Navigate(url+"/pipelines/"+ns+"/checkout"), chromedp.WaitVisible(css(`#env-env-dev a.diff`)),
-		chromedp.Click(css(`#env-env-dev a.diff`)), chromedp.WaitVisible(css(`#diff-error`)))
+	within(bob, t, chromedp.Navigate(url+"/pipelines/"+ns+"/checkout"), chromedp.WaitVisible(css(`#env-env-dev a.diff`)))
+	within(bob, t, chromedp.Navigate(diffLink(bob, t)), chromedp.WaitVisible(css(`#diff-error`)))
 	refused := read(bob, t, chromedp.Text(css(`#diff-error`)))
 	assert.Contains(t, refused, "You may not read Secret "+ns+"/deploy-creds")
 	assert.Contains(t, refused, `User "bob" cannot get resource "secrets"`, "the API server's own words")
 	assert.Zero(t, read(bob, t, chromedp.Evaluate[int](`document.querySelectorAll('section.file').length`)), "no diff")
+}
+
+// diffLink is the address of the dev card's diff link on the page the browser shows.
+func diffLink(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	return read(ctx, t, chromedp.Evaluate[string](`document.querySelector('#env-env-dev a.diff').href`))
 }
 
 // secretReaders lets group get the Secrets named in ns, and nothing else of them.
