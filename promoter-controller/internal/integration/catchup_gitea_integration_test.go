@@ -8,9 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	commitstatusv1alpha1 "github.com/sluicehq/sluice/api/commitstatus/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git"
 	"github.com/sluicehq/sluice/testenv"
 )
@@ -37,15 +35,7 @@ func TestAProposalMadeBeforeARevertLandedIsPromotedOnGitea(t *testing.T) {
 	require.NoError(t, err)
 
 	giteaPromoter(t, f, srv, cloneURL)
-	require.NoError(t, srv.API(ctx, "POST", "/repos/"+srv.AdminUser+"/app/statuses/"+devNext,
-		map[string]string{"state": "success", "context": "lint", "description": "lint passed"}, nil))
-	_, err = env.Sluice.CommitstatusV1alpha1().CommitStatuses(f.ns).Create(ctx, &commitstatusv1alpha1.CommitStatus{
-		ObjectMeta: metav1.ObjectMeta{Name: "lint-dev", Labels: map[string]string{commitstatusv1alpha1.KeyLabel: "lint"}},
-		Spec: commitstatusv1alpha1.CommitStatusSpec{
-			RepositoryRef: commitstatusv1alpha1.RepositoryReference{Name: "gitea-app"}, SHA: devNext, Name: "lint", Phase: commitstatusv1alpha1.CommitStatusSuccess,
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	giteaLintPasses(t, f, srv, devNext)
 
 	f.waitEnv("staging", "the fix forward promoted onto the revert", testenv.ActiveOn(d1))
 	require.NoError(t, repo.Fetch(ctx, "staging"))

@@ -87,16 +87,7 @@ func TestPromotionOnGitea(t *testing.T) {
 	assert.Equal(t, "open", prs[0].State)
 	assert.Contains(t, dev.PullRequest.URL, fmt.Sprintf("/pulls/%d", prs[0].Number))
 
-	// lint passes: set on Gitea (as the commitstatus-controller would mirror it) and in the cluster.
-	require.NoError(t, srv.API(ctx, "POST", "/repos/"+srv.AdminUser+"/app/statuses/"+devNext,
-		map[string]string{"state": "success", "context": "lint", "description": "lint passed"}, nil))
-	_, err = env.Sluice.CommitstatusV1alpha1().CommitStatuses(f.ns).Create(ctx, &commitstatusv1alpha1.CommitStatus{
-		ObjectMeta: metav1.ObjectMeta{Name: "lint-dev", Labels: map[string]string{commitstatusv1alpha1.KeyLabel: "lint"}},
-		Spec: commitstatusv1alpha1.CommitStatusSpec{
-			RepositoryRef: commitstatusv1alpha1.RepositoryReference{Name: "gitea-app"}, SHA: devNext, Name: "lint", Phase: commitstatusv1alpha1.CommitStatusSuccess,
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	giteaLintPasses(t, f, srv, devNext)
 
 	f.waitEnv("dev", "merged on Gitea", testenv.ActiveOn(d1))
 	f.waitEnv("staging", "merged on Gitea", testenv.ActiveOn(d1))
@@ -135,6 +126,21 @@ func giteaPromoter(t *testing.T, f *fixture, srv *giteatest.Server, cloneURL str
 			"content_type": "json", "secret": "hook-secret",
 		},
 	}, nil))
+}
+
+// giteaLintPasses sets lint on sha to success: on Gitea (as the commitstatus-controller would
+// mirror it) and in the cluster.
+func giteaLintPasses(t *testing.T, f *fixture, srv *giteatest.Server, sha string) {
+	t.Helper()
+	require.NoError(t, srv.API(f.ctx, "POST", "/repos/"+srv.AdminUser+"/app/statuses/"+sha,
+		map[string]string{"state": "success", "context": "lint", "description": "lint passed"}, nil))
+	_, err := env.Sluice.CommitstatusV1alpha1().CommitStatuses(f.ns).Create(f.ctx, &commitstatusv1alpha1.CommitStatus{
+		ObjectMeta: metav1.ObjectMeta{Name: "lint-dev", Labels: map[string]string{commitstatusv1alpha1.KeyLabel: "lint"}},
+		Spec: commitstatusv1alpha1.CommitStatusSpec{
+			RepositoryRef: commitstatusv1alpha1.RepositoryReference{Name: "gitea-app"}, SHA: sha, Name: "lint", Phase: commitstatusv1alpha1.CommitStatusSuccess,
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 }
 
 // giteaStrategy points a strategy for dev and staging at the Gitea repository cloneURL, with
