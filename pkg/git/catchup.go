@@ -19,11 +19,7 @@ import (
 // MergeFastForward when source already contains target; MergeUpToDate when target contains
 // source (nothing to promote).
 func (r *Repository) CatchUp(ctx context.Context, source, target, expectedSourceSHA string, opts MergeOptions) (MergeResult, error) {
-	srcRef, err := branchRef(source)
-	if err != nil {
-		return MergeResult{}, err
-	}
-	dstRef, err := branchRef(target)
+	srcRef, dstRef, err := mergeRefs(source, target)
 	if err != nil {
 		return MergeResult{}, err
 	}

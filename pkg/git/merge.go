@@ -70,11 +70,7 @@ type MergeResult struct {
 // Merge merges branch source into branch target as last fetched, in the cache only: nothing is
 // pushed. See MergeAndPush for what the merge does.
 func (r *Repository) Merge(source, target string, opts MergeOptions) (MergeResult, error) {
-	srcRef, err := branchRef(source)
-	if err != nil {
-		return MergeResult{}, err
-	}
-	dstRef, err := branchRef(target)
+	srcRef, dstRef, err := mergeRefs(source, target)
 	if err != nil {
 		return MergeResult{}, err
 	}
@@ -101,11 +97,7 @@ func (r *Repository) Merge(source, target string, opts MergeOptions) (MergeResul
 // times; with opts.ExpectedSourceSHA set, a source that moved meanwhile stops it with
 // ErrSourceMoved.
 func (r *Repository) MergeAndPush(ctx context.Context, source, target, expectedTargetSHA string, retries int, opts MergeOptions) (MergeResult, error) {
-	srcRef, err := branchRef(source)
-	if err != nil {
-		return MergeResult{}, err
-	}
-	dstRef, err := branchRef(target)
+	srcRef, dstRef, err := mergeRefs(source, target)
 	if err != nil {
 		return MergeResult{}, err
 	}
@@ -139,6 +131,16 @@ func (r *Repository) MergeAndPush(ctx context.Context, source, target, expectedT
 			return MergeResult{}, err
 		}
 	}
+}
+
+// mergeRefs are the references of the source and target branches of a merge.
+func mergeRefs(source, target string) (plumbing.ReferenceName, plumbing.ReferenceName, error) {
+	srcRef, err := branchRef(source)
+	if err != nil {
+		return "", "", err
+	}
+	dstRef, err := branchRef(target)
+	return srcRef, dstRef, err
 }
 
 // mergeLocked merges the fetched source into the target commit dst (zero: no target yet).
