@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sluicehq/sluice/testenv"
 )
@@ -165,4 +166,14 @@ func WaitForStatus(t testing.TB, env *testenv.Env, gvr schema.GroupVersionResour
 		t.Fatalf("%s/%s: %s: %v; last status: %v", namespace, name, fmt.Sprintf(what, args...), err, status)
 	}
 	return last
+}
+
+// RequestReconcile asks the controller of the object to reconcile it now, as `flux reconcile`
+// does: it sets the reconcile.fluxcd.io/requestedAt annotation to a new value.
+func RequestReconcile(t testing.TB, env *testenv.Env, gvr schema.GroupVersionResource, namespace, name string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, time.Now().UTC().Format(time.RFC3339Nano))
+	if _, err := env.Dynamic.Resource(gvr).Namespace(namespace).Patch(context.Background(), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("request a reconcile of %s %s/%s: %v", gvr.Resource, namespace, name, err)
+	}
 }
