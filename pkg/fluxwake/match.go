@@ -28,9 +28,12 @@ type Source struct {
 	Namespace, Name string
 	// Repository is the normalised spec.url (RepositoryKey).
 	Repository string
-	// Branch is the branch the source follows; empty when it is pinned to a commit or follows a
-	// tag, a semver range or a ref that is not a branch.
+	// Branch is the branch the source checks out; empty when it follows a tag, a semver range or
+	// a ref that is not a branch, or is pinned to a commit with no branch named.
 	Branch string
+	// Pinned says spec.ref.commit holds the source on one commit (of Branch, if named), as the
+	// gate-controller does for an approved revision: it deploys Branch but no longer follows it.
+	Pinned bool
 }
 
 // SourceOf reads a GitRepository.
@@ -38,16 +41,18 @@ func SourceOf(u *unstructured.Unstructured) Source {
 	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
 	rawURL, _, _ := unstructured.NestedString(spec, "url")
 	ref, _, _ := unstructured.NestedStringMap(spec, "ref")
-	return Source{Namespace: u.GetNamespace(), Name: u.GetName(), Repository: RepositoryKey(rawURL), Branch: trackedBranch(ref)}
+	return Source{Namespace: u.GetNamespace(), Name: u.GetName(), Repository: RepositoryKey(rawURL),
+		Branch: checkedOutBranch(ref), Pinned: ref["commit"] != ""}
 }
 
-// trackedBranch is the branch a GitRepository's spec.ref follows, with Flux's precedence: a
-// commit pins the source; a name takes precedence over branch, tag and semver, and is a branch
-// only as refs/heads/<branch>; a tag or semver is not a branch.
-func trackedBranch(ref map[string]string) string {
+// checkedOutBranch is the branch a GitRepository's spec.ref checks out, with Flux's precedence:
+// a commit takes precedence over every other field and is looked for on the branch, if one is
+// named; a name takes precedence over branch, tag and semver, and is a branch only as
+// refs/heads/<branch>; a tag or semver is not a branch.
+func checkedOutBranch(ref map[string]string) string {
 	switch {
 	case ref["commit"] != "":
-		return ""
+		return ref["branch"]
 	case ref["name"] != "":
 		branch, ok := strings.CutPrefix(ref["name"], "refs/heads/")
 		if !ok {
@@ -65,7 +70,7 @@ func trackedBranch(ref map[string]string) string {
 // Tracks reports whether s follows branch of the repository whose URL is repoURL.
 func (s Source) Tracks(repoURL, branch string) bool {
 	key := RepositoryKey(repoURL)
-	return key != "" && s.Repository == key && branch != "" && s.Branch == branch
+	return key != "" && s.Repository == key && branch != "" && s.Branch == branch && !s.Pinned
 }
 
 // RepositoryKey normalises a git URL to host and path, so that the URL Sluice pushes to and the

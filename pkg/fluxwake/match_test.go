@@ -71,3 +71,26 @@ func TestTracksTheBranchFluxChecksOut(t *testing.T) {
 		})
 	}
 }
+
+// A source pinned on a commit deploys the branch it names, and follows none.
+func TestAPinnedSourceDeploysItsBranchWithoutFollowingIt(t *testing.T) {
+	const repo = "https://git.example.com/team/app.git"
+	const sha = "3549486a9f2b55c5b7a3d5b1f2e8c7d6a5b4c3d2"
+	for _, tc := range []struct {
+		name   string
+		ref    map[string]any
+		branch string
+		pinned bool
+	}{
+		{"a branch", map[string]any{"branch": "prod"}, "prod", false},
+		{"a commit of a branch", map[string]any{"branch": "prod", "commit": sha}, "prod", true},
+		{"a commit of no branch named", map[string]any{"commit": sha}, "", true},
+		{"a commit wins over a ref name", map[string]any{"name": "refs/heads/dev", "commit": sha}, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := SourceOf(gitRepository(repo, tc.ref))
+			assert.Equal(t, tc.branch, s.Branch)
+			assert.Equal(t, tc.pinned, s.Pinned)
+		})
+	}
+}

@@ -75,8 +75,8 @@ func indexByBranch(obj any) ([]string, error) {
 		return nil, nil
 	}
 	s := SourceOf(u)
-	if s.Repository == "" || s.Branch == "" {
-		return nil, nil
+	if s.Repository == "" || s.Branch == "" || s.Pinned {
+		return nil, nil // a fetch would not move it
 	}
 	return []string{branch{s.Repository, s.Branch}.indexKey()}, nil
 }

@@ -66,8 +66,17 @@ func patched(dyn *dynamicfake.FakeDynamicClient) []string {
 	return names
 }
 
+// pinnedSource is a GitRepository on branch held on one commit, as the gate-controller pins one
+// for an approved revision.
+func pinnedSource(ns, name, url, branch string) *unstructured.Unstructured {
+	u := source(ns, name, url, branch)
+	_ = unstructured.SetNestedField(u.Object, "3549486a9f2b55c5b7a3d5b1f2e8c7d6a5b4c3d2", "spec", "ref", "commit")
+	return u
+}
+
 // A merge into prod asks the sources of prod in that repository to fetch, in any namespace,
-// however their URL is spelled, and no other source.
+// however their URL is spelled, and no other source: not one pinned on a commit of prod, which a
+// fetch would not move.
 func TestRequestSetsRequestedAtOnTheSourcesOfTheBranch(t *testing.T) {
 	const repo = "https://git.example.com/team/app.git"
 	w, dyn := startWaker(t, true,
@@ -75,6 +84,7 @@ func TestRequestSetsRequestedAtOnTheSourcesOfTheBranch(t *testing.T) {
 		source("team", "prod-ssh", "ssh://git@git.example.com/team/app", "prod"),
 		source("flux-system", "staging", repo, "staging"),
 		source("flux-system", "other-prod", "https://git.example.com/team/other.git", "prod"),
+		pinnedSource("flux-system", "prod-approved", repo, "prod"),
 	)
 	w.Request("https://git.example.com/team/app", "prod")
 

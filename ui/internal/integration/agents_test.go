@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/gate"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 	"github.com/sluicehq/sluice/testenv/flux"
@@ -32,13 +31,7 @@ func TestTheEnvironmentCardShowsTheKustomizationThatDeploysIt(t *testing.T) {
 	repo, repoURL := gittest.NewGitServedRepo(t, "deploy")
 	sha := repo.CommitFiles(t, "env/dev", map[string]string{"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  image: web:1\n"}, "web 1")
 	repo.CommitFiles(t, "env/prod", map[string]string{"configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-prod\n"}, "prod")
-	_, err := env.Sluice.ScmV1alpha1().ScmProviders(ns).Create(ctx, &scmv1alpha1.ScmProvider{
-		ObjectMeta: metav1.ObjectMeta{Name: "git"}, Spec: scmv1alpha1.ScmProviderSpec{Type: scmv1alpha1.ScmProviderGit}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = env.Sluice.ScmV1alpha1().ScmRepositories(ns).Create(ctx, &scmv1alpha1.ScmRepository{ObjectMeta: metav1.ObjectMeta{Name: "repo"},
-		Spec: scmv1alpha1.ScmRepositorySpec{URL: repoURL, AllowInsecureLoopbackHTTP: true, Owner: "acme", Name: "deploy",
-			ProviderRef: scmv1alpha1.LocalObjectReference{Name: "git"}}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	createScmRepository(t, ns, repoURL)
 	createStrategy(t, ns, promoterv1alpha1.EnvironmentStatus{Branch: "env/dev", Active: promoterv1alpha1.CommitState{DrySHA: oldSHA, HydratedSHA: sha}})
 	createGate(t, ns, "freeze")
 

@@ -90,30 +90,39 @@ func TestApproveThisDrySHAFromTheCardLetsExactlyItThrough(t *testing.T) {
 	testenv.WaitFor(t, time.Minute, func() (bool, error) { return !lets(newSHA), nil }, "held again")
 }
 
-// TestApproveThisRevisionOfAHeldKustomization: the gate's page offers "Approve this revision…"
-// on a Kustomization the real gate-controller holds; the form carries the revision its
-// GitRepository has fetched, read as the person, and confirming approves exactly that.
+// TestApproveThisRevisionOfAHeldKustomization: real Flux deploys env/prod; once its gate closes,
+// the real gate-controller holds the Kustomization, and source-controller fetches a new commit
+// that is not applied. The gate's page offers "Approve this revision…" on the Kustomization; the
+// form carries the revision the GitRepository fetched, read as the person, and confirming
+// approves exactly that. The gate-controller then pins the GitRepository on that commit and
+// lets the Kustomization through, kustomize-controller applies it, and the environment's card
+// still shows the Kustomization that deploys it, pinned or not.
 func TestApproveThisRevisionOfAHeldKustomization(t *testing.T) {
 	url := startUI(t, env.Config, setup.Config{Identity: setup.IdentityKubeconfig})
 	gateController(t)
 	ns := newNamespace(t)
 	ctx := context.Background()
-	revision := "main@sha1:" + strings.Repeat("4", 40)
-	repos := env.Dynamic.Resource(flux.GitRepositories).Namespace(ns)
-	repo, err := repos.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": flux.GitRepositories.GroupVersion().String(), "kind": "GitRepository",
-		"metadata": map[string]any{"name": "repo", "namespace": ns},
-		"spec":     map[string]any{"url": "https://git.example/apps.git", "interval": "10m"},
-	}}, metav1.CreateOptions{})
+	createGate(t, ns, "freeze")
+	d := deployWithFlux(t, ns, map[string]string{"env/prod": "freeze"})
+	createScmRepository(t, ns, d.url)
+	createGatedStrategy(t, ns, "freeze", promoterv1alpha1.EnvironmentStatus{Active: promoterv1alpha1.CommitState{DrySHA: oldSHA}})
+
+	g, err := env.Sluice.GatingV1alpha1().Gates(ns).Get(ctx, "freeze", metav1.GetOptions{})
 	require.NoError(t, err)
-	require.NoError(t, unstructured.SetNestedField(repo.Object, map[string]any{"revision": revision, "path": "p", "url": "http://x/p", "digest": "sha256:" + strings.Repeat("5", 64),
-		"lastUpdateTime": metav1.Now().UTC().Format(time.RFC3339)}, "status", "artifact"))
-	_, err = repos.UpdateStatus(ctx, repo, metav1.UpdateOptions{})
+	g.Spec.Closed, g.Spec.Message = true, "release freeze"
+	_, err = env.Sluice.GatingV1alpha1().Gates(ns).Update(ctx, g, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	_, err = env.Sluice.GatingV1alpha1().Gates(ns).Create(ctx, &gatingv1alpha1.Gate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "freeze"},
-		Spec: gatingv1alpha1.GateSpec{Closed: true, Message: "release freeze"}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	createKustomization(t, ns, "apps", "freeze")
+	testenv.WaitFor(t, flux.ApplyTimeout, func() (bool, error) {
+		k, err := env.Dynamic.Resource(flux.Kustomizations).Namespace(ns).Get(ctx, fluxName("env/prod"), metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		suspended, _, _ := unstructured.NestedBool(k.Object, "spec", "suspend")
+		return suspended, nil
+	}, "the gate-controller holds the Kustomization")
+	revision := flux.Revision("env/prod", d.commit("env/prod", "2"))
+	flux.RequestReconcile(t, env, flux.GitRepositories, ns, fluxName("env/prod"))
+	flux.WaitForFetched(t, env, ns, fluxName("env/prod"), revision)
 
 	b := browser(t)
 	signIn(b, t, url)
@@ -121,11 +130,20 @@ func TestApproveThisRevisionOfAHeldKustomization(t *testing.T) {
 		chromedp.WaitVisible(css(`#targets a[data-approve]`)), chromedp.Click(css(`#targets a[data-approve]`)), chromedp.WaitVisible(css(`#f-revision`)))
 	assert.Equal(t, revision, read(b, t, chromedp.Evaluate[string](`document.getElementById('f-revision').value`)), "the revision its source fetched")
 	within(b, t, chromedp.Click(css(`button[type=submit]`)), chromedp.WaitVisible(css(`#change`)), chromedp.Click(css(`#confirm`)), chromedp.WaitVisible(css(`.done`)))
-	g, err := env.Sluice.GatingV1alpha1().Gates(ns).Get(ctx, "freeze", metav1.GetOptions{})
+	g, err = env.Sluice.GatingV1alpha1().Gates(ns).Get(ctx, "freeze", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Len(t, g.Spec.Approvals, 1)
 	assert.Equal(t, revision, g.Spec.Approvals[0].Revision)
 	waitEventNamingMe(t, ns, "freeze", "ApprovedFromUI")
+
+	flux.WaitForApplied(t, env, ns, fluxName("env/prod"), revision)
+	source, err := env.Dynamic.Resource(flux.GitRepositories).Namespace(ns).Get(ctx, fluxName("env/prod"), metav1.GetOptions{})
+	require.NoError(t, err)
+	commit, _, _ := unstructured.NestedString(source.Object, "spec", "ref", "commit")
+	assert.Equal(t, strings.TrimPrefix(revision, "env/prod@sha1:"), commit, "the gate-controller pinned the source on the approved commit")
+	card := `//li[@id="env-env-prod"]//li[@data-agent="Kustomization/` + ns + `/` + fluxName("env/prod") + `"]`
+	within(b, t, chromedp.Navigate(url+"/pipelines/"+ns+"/checkout"), chromedp.WaitVisible(css(`#live.on`)),
+		chromedp.WaitVisible(chromedp.Search(card+`[contains(., "`+revision+`")]`)))
 }
 
 // TestApproveThisRevisionOfAHeldHelmRelease: the gate's page offers "Approve this revision…" on

@@ -64,14 +64,7 @@ func TestAPipelinePageRefreshesOnlyForTheAgentsOfItsBranches(t *testing.T) {
 	url := startUI(t, env.Config, setup.Config{Identity: setup.IdentityKubeconfig})
 	ns := newNamespace(t)
 	d := deployWithFlux(t, ns, map[string]string{"env/dev": "", "env/prod": ""})
-	ctx := context.Background()
-	_, err := env.Sluice.ScmV1alpha1().ScmProviders(ns).Create(ctx, &scmv1alpha1.ScmProvider{
-		ObjectMeta: metav1.ObjectMeta{Name: "git"}, Spec: scmv1alpha1.ScmProviderSpec{Type: scmv1alpha1.ScmProviderGit}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = env.Sluice.ScmV1alpha1().ScmRepositories(ns).Create(ctx, &scmv1alpha1.ScmRepository{ObjectMeta: metav1.ObjectMeta{Name: "repo"},
-		Spec: scmv1alpha1.ScmRepositorySpec{URL: d.url, AllowInsecureLoopbackHTTP: true, Owner: "acme", Name: "deploy",
-			ProviderRef: scmv1alpha1.LocalObjectReference{Name: "git"}}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	createScmRepository(t, ns, d.url)
 	createStrategy(t, ns, promoterv1alpha1.EnvironmentStatus{Branch: "env/dev", Active: promoterv1alpha1.CommitState{DrySHA: oldSHA}})
 
 	b := browser(t)
@@ -144,6 +137,20 @@ func (d *fluxDeployment) commit(branch, version string) string {
 	d.t.Helper()
 	manifest := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  version: %q\n", fluxName(branch), version)
 	return d.repo.CommitFiles(d.t, branch, map[string]string{"configmap.yaml": manifest}, fluxName(branch)+" "+version)
+}
+
+// createScmRepository creates ScmRepository repo, the repository at url on plain git, which the
+// strategies the tests create name.
+func createScmRepository(t *testing.T, ns, url string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := env.Sluice.ScmV1alpha1().ScmProviders(ns).Create(ctx, &scmv1alpha1.ScmProvider{
+		ObjectMeta: metav1.ObjectMeta{Name: "git"}, Spec: scmv1alpha1.ScmProviderSpec{Type: scmv1alpha1.ScmProviderGit}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = env.Sluice.ScmV1alpha1().ScmRepositories(ns).Create(ctx, &scmv1alpha1.ScmRepository{ObjectMeta: metav1.ObjectMeta{Name: "repo"},
+		Spec: scmv1alpha1.ScmRepositorySpec{URL: url, AllowInsecureLoopbackHTTP: true, Owner: "acme", Name: "deploy",
+			ProviderRef: scmv1alpha1.LocalObjectReference{Name: "git"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
 }
 
 // fluxName is the name of the GitRepository and Kustomization that deploy branch.

@@ -42,9 +42,10 @@ var (
 const (
 	// bySourceRef indexes a Kustomization by the GitRepository it reads, as "namespace/name".
 	bySourceRef = "sourceRef"
-	// byTrackedBranch indexes a GitRepository, or an Application by each of its sources, by the
-	// repository and branch it follows (repositoryBranch).
-	byTrackedBranch = "trackedBranch"
+	// byDeployedBranch indexes a GitRepository, or an Application by each of its sources, by the
+	// repository and branch it deploys (repositoryBranch): the branch it follows, or the one it is
+	// pinned on while a gate lets one approved commit through.
+	byDeployedBranch = "deployedBranch"
 )
 
 // WatchAgents adds the agents' informers, watching namespace (empty: all), and tells their
@@ -73,11 +74,11 @@ func (s *Store) WatchAgents(client dynamic.Interface, meta metadata.Interface, n
 		affecting(s.Changes, "Kustomization", s.kustomizationAgentKeys)); err != nil {
 		return err
 	}
-	if s.Agents.GitRepositories, err = add(fluxwake.GitRepositories, "GitRepository", gitRepositoryBranch, byTrackedBranch,
+	if s.Agents.GitRepositories, err = add(fluxwake.GitRepositories, "GitRepository", gitRepositoryBranch, byDeployedBranch,
 		s.gitRepositoryHandler()); err != nil {
 		return err
 	}
-	s.Agents.Applications, err = add(applicationsGVR, "Application", applicationBranches, byTrackedBranch,
+	s.Agents.Applications, err = add(applicationsGVR, "Application", applicationBranches, byDeployedBranch,
 		affecting(s.Changes, "Application", func(obj any) []Key { return indexKeys(applicationBranches, obj) }))
 	return err
 }
@@ -245,7 +246,7 @@ func (s *Store) AgentsOf(repoURL, branch string) []AgentObject {
 	// each change of one names the branches it deploys (affects.go).
 	s.Agents.Kustomizations.reads.add(agentsKey(key))
 	var out []AgentObject
-	repos, _ := s.Agents.GitRepositories.Informer.GetIndexer().ByIndex(byTrackedBranch, key)
+	repos, _ := s.Agents.GitRepositories.Informer.GetIndexer().ByIndex(byDeployedBranch, key)
 	for _, r := range repos {
 		m, ok := r.(metav1.Object)
 		if !ok {
@@ -258,7 +259,7 @@ func (s *Store) AgentsOf(repoURL, branch string) []AgentObject {
 			}
 		}
 	}
-	apps, _ := s.Agents.Applications.Informer.GetIndexer().ByIndex(byTrackedBranch, key)
+	apps, _ := s.Agents.Applications.Informer.GetIndexer().ByIndex(byDeployedBranch, key)
 	for _, a := range apps {
 		if u, ok := a.(*unstructured.Unstructured); ok && s.Agents.Applications.mayList(u.GetNamespace()) {
 			out = append(out, AgentObject{Kind: "Application", Object: u})

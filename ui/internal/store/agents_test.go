@@ -33,8 +33,8 @@ func agentStore(t *testing.T, objs ...*unstructured.Unstructured) *Store {
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, name: index})}
 	}
 	s.Agents.Kustomizations = informer(kustomizationsGVR.GroupResource(), sourceRefOf, bySourceRef)
-	s.Agents.GitRepositories = informer(fluxwake.GitRepositories.GroupResource(), gitRepositoryBranch, byTrackedBranch)
-	s.Agents.Applications = informer(applicationsGVR.GroupResource(), applicationBranches, byTrackedBranch)
+	s.Agents.GitRepositories = informer(fluxwake.GitRepositories.GroupResource(), gitRepositoryBranch, byDeployedBranch)
+	s.Agents.Applications = informer(applicationsGVR.GroupResource(), applicationBranches, byDeployedBranch)
 	for _, o := range objs {
 		kept, err := keepAgentFields(o)
 		require.NoError(t, err)
@@ -55,6 +55,10 @@ func TestAgentsOfAnEnvironmentAreWhatDeploysItsBranchOfTheRepository(t *testing.
 		}
 		return obj("kustomize.toolkit.fluxcd.io/v1", "Kustomization", ns, name, map[string]any{"spec": map[string]any{"sourceRef": ref}})
 	}
+	pinned := func(u *unstructured.Unstructured) *unstructured.Unstructured {
+		require.NoError(t, unstructured.SetNestedField(u.Object, "3549486a9f2b55c5b7a3d5b1f2e8c7d6a5b4c3d2", "spec", "ref", "commit"))
+		return u
+	}
 	app := func(name, url, rev string, multi bool) *unstructured.Unstructured {
 		src := map[string]any{"repoURL": url, "targetRevision": rev}
 		spec := map[string]any{"source": src}
@@ -67,10 +71,14 @@ func TestAgentsOfAnEnvironmentAreWhatDeploysItsBranchOfTheRepository(t *testing.
 		gitRepo("flux-system", "deploy-dev", "ssh://git@git.example.com/acme/deploy.git", "env/dev"),
 		gitRepo("flux-system", "deploy-prod", "https://git.example.com/acme/deploy", "env/prod"),
 		gitRepo("flux-system", "other-dev", "https://git.example.com/acme/other", "env/dev"),
+		pinned(gitRepo("flux-system", "deploy-dev-approved", "https://git.example.com/acme/deploy", "env/dev")),
+		pinned(gitRepo("flux-system", "deploy-commit", "https://git.example.com/acme/deploy", "")),
 		kustomization("flux-system", "apps-dev", "", "deploy-dev"),
 		kustomization("apps", "web-dev", "flux-system", "deploy-dev"), // another namespace names the source's
 		kustomization("flux-system", "apps-prod", "", "deploy-prod"),
 		kustomization("flux-system", "other", "", "other-dev"),
+		kustomization("flux-system", "apps-approved", "", "deploy-dev-approved"), // a gate let one commit of env/dev through
+		kustomization("flux-system", "apps-commit", "", "deploy-commit"),         // a commit of no branch named
 		app("web-dev", "https://git.example.com/acme/deploy.git", "env/dev", false),
 		app("web-dev-multi", "git@git.example.com:acme/deploy", "refs/heads/env/dev", true),
 		app("web-prod", "https://git.example.com/acme/deploy.git", "env/prod", false),
@@ -83,7 +91,7 @@ func TestAgentsOfAnEnvironmentAreWhatDeploysItsBranchOfTheRepository(t *testing.
 		}
 		return out
 	}
-	assert.ElementsMatch(t, []string{"Kustomization flux-system/apps-dev", "Kustomization apps/web-dev",
+	assert.ElementsMatch(t, []string{"Kustomization flux-system/apps-dev", "Kustomization apps/web-dev", "Kustomization flux-system/apps-approved",
 		"Application argocd/web-dev", "Application argocd/web-dev-multi"}, names("https://git.example.com/acme/deploy.git", "env/dev"))
 	assert.ElementsMatch(t, []string{"Kustomization flux-system/apps-prod", "Application argocd/web-prod"}, names("git@git.example.com:acme/deploy.git", "env/prod"))
 	assert.Empty(t, names("https://git.example.com/acme/deploy.git", "env/staging"))
