@@ -59,8 +59,10 @@ func TestTheReleaseDiffReadsTheSnapshotSecretsAsThePerson(t *testing.T) {
 
 	alice := browser(t)
 	proxyHeaders(t, alice, network.Headers{"X-Forwarded-User": "alice", "X-Forwarded-Groups": "release-managers"})
-	within(alice, t, chromedp.Navigate(url+"/rollbacks?q="+ns), chromedp.WaitVisible(css(`#release-`+ns+`-payments a.diff`)),
-		chromedp.Click(css(`#release-`+ns+`-payments a.diff`)), chromedp.WaitVisible(css(`section.file`)))
+	// Followed by its address: the live page may swap the link out between finding and clicking it.
+	within(alice, t, chromedp.Navigate(url+"/rollbacks?q="+ns), chromedp.WaitVisible(css(`#release-`+ns+`-payments a.diff`)))
+	diff := read(alice, t, chromedp.Evaluate[string](`document.querySelector('#release-`+ns+`-payments a.diff').href`))
+	within(alice, t, chromedp.Navigate(diff), chromedp.WaitVisible(css(`section.file`)))
 	files := read(alice, t, chromedp.Evaluate[[]string](`[...document.querySelectorAll('section.file')].map(s => s.dataset.file)`))
 	assert.Equal(t, []string{"Deployment.apps/" + ns + "/payments"}, files)
 	added := read(alice, t, chromedp.Evaluate[[]string](`[...document.querySelectorAll('section.file .line.add')].map(l => l.textContent.trim())`))
