@@ -21,6 +21,7 @@ import (
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	"github.com/sluicehq/sluice/testenv"
+	"github.com/sluicehq/sluice/testenv/flux"
 )
 
 const (
@@ -124,8 +125,10 @@ func cpuTicks(b *testing.B, pid int) int64 {
 // per write, and how many pages refreshed per write.
 //   - strategy-writes: 50 strategy pages; status writes spread over all 1,000 strategies, one in
 //     20 of them to a strategy whose page is open.
-//   - flux-status-writes: 50 gate pages, each gate named by a Kustomization; status writes, as
-//     kustomize-controller makes them, to 100 Kustomizations that name other gates.
+//   - flux-reconciles: 50 gate pages, each gate named by a Kustomization that real Flux deploys;
+//     a reconcile request (`flux reconcile kustomization`) to one of 100 Kustomizations that name
+//     other gates, each followed by kustomize-controller's own status writes. Figures are per
+//     request, and it reports the writes to Kustomizations per request.
 func BenchmarkLiveAtScale(b *testing.B) {
 	b.Run("strategy-writes", func(b *testing.B) {
 		paths := make([]string, openPages)
@@ -142,22 +145,25 @@ func BenchmarkLiveAtScale(b *testing.B) {
 			require.NoError(b, err)
 		})
 	})
-	b.Run("flux-status-writes", func(b *testing.B) {
+	b.Run("flux-reconciles", func(b *testing.B) {
 		seedKustomizations(b)
 		paths := make([]string, openPages)
 		for i := range paths {
 			paths[i] = fmt.Sprintf("/gates/team-%02d/gate-%03d", i%namespaces, i)
 		}
-		measureLive(b, paths, func(ctx context.Context, writes int) {
+		before := fluxWrites.Load()
+		requests := measureLive(b, paths, func(_ context.Context, writes int) {
 			n := openPages + writes%unrelatedKustomizations
-			fluxStatusWrite(b, ctx, fmt.Sprintf("team-%02d", n%namespaces), fmt.Sprintf("apps-%03d", n), writes)
+			flux.RequestReconcile(b, env, flux.Kustomizations, fmt.Sprintf("team-%02d", n%namespaces), fmt.Sprintf("apps-%03d", n))
 		})
+		b.ReportMetric(float64(fluxWrites.Load()-before)/float64(requests), "kustomization-writes/request")
 	})
 }
 
 // measureLive opens a live page at each of paths, then makes writesPerRun writes (write(ctx, n)
-// for the nth) every writeEvery per iteration, and reports the figures per write.
-func measureLive(b *testing.B, paths []string, write func(ctx context.Context, n int)) {
+// for the nth) every writeEvery per iteration, reports the figures per write and returns how many
+// writes it made.
+func measureLive(b *testing.B, paths []string, write func(ctx context.Context, n int)) int {
 	var streamBytes, pageBytes, refreshes atomic.Int64
 	pages := make([]*livePage, len(paths))
 	for i, path := range paths {
@@ -197,4 +203,5 @@ func measureLive(b *testing.B, paths []string, write func(ctx context.Context, n
 	b.ReportMetric(perWrite(streamBytes.Load()), "stream-B/write")
 	b.ReportMetric(perWrite(pageBytes.Load()), "page-B/write")
 	b.ReportMetric(perWrite(refreshes.Load()), "refreshes/write")
+	return writes
 }

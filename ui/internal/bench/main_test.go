@@ -2,7 +2,7 @@
 // of 3 environments in 100 namespaces, 200 Gates and 1,000 HealthChecks: the first byte of the
 // pipeline list, a strategy page, a status write reaching an open page, and the server's memory,
 // each beside kubectl doing the same in the same run; 50 live pages under a write every 100 ms
-// (live_test.go; with Flux status writes under open gate pages, flux_test.go); and the pipeline list of a person who may
+// (live_test.go; with real Flux reconciling Kustomizations under open gate pages, flux_test.go); and the pipeline list of a person who may
 // read 10 of the namespaces (peruser_test.go), beside the unfiltered list. The UI runs as its own process (the binary `make
 // build` makes), so its memory is its own. `make bench` runs it; docs/benchmarks.md has figures.
 package bench
