@@ -36,7 +36,7 @@ func TestRevertFromThePipelinePageCreatesARevertCommit(t *testing.T) {
 	b := browser(t)
 	signIn(b, t, url)
 	within(b, t, chromedp.Navigate(url+"/pipelines/"+ns+"/checkout"), chromedp.WaitVisible(css(`#live.on`)),
-		chromedp.Click(css(`a[href^="/act/revert/"]`)), chromedp.WaitVisible(css(`#f-sha`)))
+		follow(`a[href^="/act/revert/"]`), chromedp.WaitVisible(css(`#f-sha`)))
 	choices := read(b, t, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#f-sha option')].map(o => o.value)`))
 	assert.Equal(t, []string{oldSHA}, choices, "only the healthy commits dev does not run now")
 	within(b, t, chromedp.SendKeys(css(`#f-reason`), "checkout errors after 2222222"),
@@ -82,7 +82,7 @@ func TestRollbackFromTheRollbacksPageAnnotatesTheRelease(t *testing.T) {
 	b := browser(t)
 	signIn(b, t, url)
 	within(b, t, chromedp.Navigate(url+"/rollbacks"), chromedp.WaitVisible(css(`#live.on`)),
-		chromedp.Click(css(`a[href="/act/rollback/`+ns+`/payments"]`)), chromedp.WaitVisible(css(`#f-number`)))
+		follow(`a[href="/act/rollback/`+ns+`/payments"]`), chromedp.WaitVisible(css(`#f-number`)))
 	choices := read(b, t, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#f-number option')].map(o => o.value)`))
 	assert.Equal(t, []string{"1"}, choices, "every kept snapshot but the one deployed")
 	within(b, t, chromedp.Click(css(`button[type=submit]`)), chromedp.WaitVisible(css(`#change`)))
@@ -108,7 +108,7 @@ func TestSuspendAndResumeFromTheGatePage(t *testing.T) {
 	b := browser(t)
 	signIn(b, t, url)
 	within(b, t, chromedp.Navigate(url+"/gates/"+ns+"/freeze"), chromedp.WaitVisible(css(`#live.on`)),
-		chromedp.Click(css(`a[href^="/act/suspend/`+ns+`/freeze"]`)), chromedp.WaitVisible(css(`#f-reason`)),
+		follow(`a[href^="/act/suspend/`+ns+`/freeze"]`), chromedp.WaitVisible(css(`#f-reason`)),
 		chromedp.SendKeys(css(`#f-reason`), "auditors at work"), chromedp.Click(css(`button[type=submit]`)), chromedp.WaitVisible(css(`#change`)))
 	change := read(b, t, chromedp.Text(css(`#change`)))
 	assert.Contains(t, change, `Gate `+ns+`/freeze: the annotation `+suspend.Annotation+`="auditors at work" is set`, "the confirmation says exactly what changes")

@@ -34,7 +34,7 @@ func TestActivityNamesThePersonLive(t *testing.T) {
 	watcher := browser(t)
 	signIn(watcher, t, url)
 	within(watcher, t, chromedp.Navigate(url+"/gates/"+ns+"/freeze"), chromedp.WaitVisible(css(`#live.on`)),
-		chromedp.Click(css(`a[data-activity]`)), chromedp.WaitVisible(css(`#live.on`)))
+		follow(`a[data-activity]`), chromedp.WaitVisible(css(`#live.on`)))
 	assert.Equal(t, "/activity?kind=Gate&name=freeze&namespace="+ns,
 		read(watcher, t, chromedp.Evaluate[string](`location.pathname + location.search`)), "filtered to the gate")
 

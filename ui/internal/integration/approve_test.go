@@ -52,7 +52,7 @@ func TestApproveThisDrySHAFromTheCardLetsExactlyItThrough(t *testing.T) {
 	b := browser(t)
 	signIn(b, t, url)
 	within(b, t, chromedp.Navigate(url+"/pipelines/"+ns+"/checkout"), chromedp.WaitVisible(css(`#live.on`)),
-		chromedp.Click(css(`[data-branch="env/prod"] a[data-approve]`)), chromedp.WaitVisible(css(`#f-revision`)))
+		follow(`[data-branch="env/prod"] a[data-approve]`), chromedp.WaitVisible(css(`#f-revision`)))
 	revision := read(b, t, chromedp.Evaluate[string](`document.getElementById('f-revision').value`))
 	assert.Equal(t, newSHA, revision, "the dry SHA prod would promote, in full")
 	within(b, t, chromedp.SendKeys(css(`#f-message`), "CHG-42 signed off"), chromedp.Click(css(`button[type=submit]`)), chromedp.WaitVisible(css(`#change`)))
@@ -79,7 +79,7 @@ func TestApproveThisDrySHAFromTheCardLetsExactlyItThrough(t *testing.T) {
 	row := textOf(b, t, `#approvals tr[data-revision="`+newSHA+`"]`)
 	assert.Contains(t, row, me)
 	assert.Contains(t, row, "until removed")
-	within(b, t, chromedp.Click(css(`a[data-remove-approval]`)), chromedp.WaitVisible(css(`button[type=submit]`)),
+	within(b, t, follow(`a[data-remove-approval]`), chromedp.WaitVisible(css(`button[type=submit]`)),
 		chromedp.Click(css(`button[type=submit]`)), chromedp.WaitVisible(css(`#change`)))
 	assert.Contains(t, textOf(b, t, `#change`), "the approval of "+newSHA+" is removed")
 	within(b, t, chromedp.Click(css(`#confirm`)), chromedp.WaitVisible(css(`.done`)))
@@ -127,7 +127,7 @@ func TestApproveThisRevisionOfAHeldKustomization(t *testing.T) {
 	b := browser(t)
 	signIn(b, t, url)
 	within(b, t, chromedp.Navigate(url+"/gates/"+ns+"/freeze"), chromedp.WaitVisible(css(`#live.on`)),
-		chromedp.WaitVisible(css(`#targets a[data-approve]`)), chromedp.Click(css(`#targets a[data-approve]`)), chromedp.WaitVisible(css(`#f-revision`)))
+		chromedp.WaitVisible(css(`#targets a[data-approve]`)), follow(`#targets a[data-approve]`), chromedp.WaitVisible(css(`#f-revision`)))
 	assert.Equal(t, revision, read(b, t, chromedp.Evaluate[string](`document.getElementById('f-revision').value`)), "the revision its source fetched")
 	within(b, t, chromedp.Click(css(`button[type=submit]`)), chromedp.WaitVisible(css(`#change`)), chromedp.Click(css(`#confirm`)), chromedp.WaitVisible(css(`.done`)))
 	g, err = env.Sluice.GatingV1alpha1().Gates(ns).Get(ctx, "freeze", metav1.GetOptions{})

@@ -21,7 +21,7 @@ import (
 // returns the kinds the form offered.
 func suspendFromPage(t *testing.T, b context.Context, reason string) []string {
 	t.Helper()
-	within(b, t, chromedp.Click(css(`a[data-suspend]`)), chromedp.WaitVisible(css(`#f-reason`)))
+	within(b, t, follow(`a[data-suspend]`), chromedp.WaitVisible(css(`#f-reason`)))
 	kinds := read(b, t, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#f-kind option')].map(o => o.value)`))
 	within(b, t, chromedp.SendKeys(css(`#f-reason`), reason), chromedp.Click(css(`button[type=submit]`)),
 		chromedp.WaitVisible(css(`#change`)), chromedp.Click(css(`#confirm`)), chromedp.WaitVisible(css(`.done`)))

@@ -88,7 +88,7 @@ func createKustomization(t *testing.T, ns, name, gate string) {
 func closeFromPage(t *testing.T, b context.Context, url, ns, gate, message string) {
 	t.Helper()
 	within(b, t, chromedp.Navigate(url+"/gates/"+ns+"/"+gate), chromedp.WaitVisible(css(`#live.on`)),
-		chromedp.Click(css(`a[href^="/act/close-gate/"]`)), chromedp.WaitVisible(css(`#f-message`)),
+		follow(`a[href^="/act/close-gate/"]`), chromedp.WaitVisible(css(`#f-message`)),
 		chromedp.SendKeys(css(`#f-message`), message), chromedp.Click(css(`button[type=submit]`)), chromedp.WaitVisible(css(`#change`)))
 	change := read(b, t, chromedp.Text(css(`#change`)))
 	assert.Contains(t, change, "Gate "+ns+"/"+gate+": closed with the message \""+message+"\"", "the confirmation says exactly what changes")

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -175,6 +176,22 @@ func read[T any](ctx context.Context, t *testing.T, a chromedp.Action[T]) T {
 
 // css is a CSS selector.
 func css(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+// follow opens the link sel finds by its address, as a click on it would: a live page may swap
+// the link out for a fresh copy between finding it and clicking it, and the click then finds no
+// node.
+func follow(sel string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, target *chromedp.Target) (chromedp.Void, error) {
+		if _, err := chromedp.WaitVisible(css(sel))(ctx, target); err != nil {
+			return chromedp.Void{}, err
+		}
+		href, err := chromedp.Evaluate[string](`document.querySelector(`+strconv.Quote(sel)+`).href`)(ctx, target)
+		if err != nil {
+			return chromedp.Void{}, fmt.Errorf("the address of %s: %w", sel, err)
+		}
+		return chromedp.Navigate(href)(ctx, target)
+	}
+}
 
 // screenshot saves the page as ui-NAME.png into $SLUICE_UI_SCREENSHOTS, which make screenshots
 // sets to docs/images, else into .cache/ui-screenshots of the repository.

@@ -42,7 +42,7 @@ func TestARevertStartedFromThePageIsMerged(t *testing.T) {
 	signIn(b, t, url)
 	within(b, t, chromedp.Navigate(url+"/pipelines/"+g.ns+"/app"), chromedp.WaitVisible(css(`#live.on`)),
 		chromedp.WaitVisible(css(`[data-branch="prod"][data-active="`+badDry+`"]`)),
-		chromedp.Click(css(`a[href^="/act/revert/"]`)), chromedp.WaitVisible(css(`#f-sha`)),
+		follow(`a[href^="/act/revert/"]`), chromedp.WaitVisible(css(`#f-sha`)),
 		chromedp.SetValue(css(`#f-sha`), healthyDry), chromedp.SendKeys(css(`#f-reason`), "web 2 fails its health check"),
 		chromedp.Click(css(`button[type=submit]`)), chromedp.WaitVisible(css(`#change`)),
 		chromedp.Click(css(`#confirm`)), chromedp.WaitVisible(css(`.done`)))
