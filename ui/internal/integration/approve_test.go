@@ -112,14 +112,7 @@ func TestApproveThisRevisionOfAHeldKustomization(t *testing.T) {
 	g.Spec.Closed, g.Spec.Message = true, "release freeze"
 	_, err = env.Sluice.GatingV1alpha1().Gates(ns).Update(ctx, g, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	testenv.WaitFor(t, flux.ApplyTimeout, func() (bool, error) {
-		k, err := env.Dynamic.Resource(flux.Kustomizations).Namespace(ns).Get(ctx, fluxName("env/prod"), metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		suspended, _, _ := unstructured.NestedBool(k.Object, "spec", "suspend")
-		return suspended, nil
-	}, "the gate-controller holds the Kustomization")
+	waitKustomizationHeld(t, ns, fluxName("env/prod"), flux.ApplyTimeout)
 	revision := flux.Revision("env/prod", d.commit("env/prod", "2"))
 	flux.RequestReconcile(t, env, flux.GitRepositories, ns, fluxName("env/prod"))
 	flux.WaitForFetched(t, env, ns, fluxName("env/prod"), revision)

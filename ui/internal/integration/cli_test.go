@@ -13,6 +13,7 @@ import (
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
 	rollbackv1alpha1 "github.com/sluicehq/sluice/api/rollback/v1alpha1"
+	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/suspend"
 	"github.com/sluicehq/sluice/ui/internal/plugin"
 )
@@ -101,6 +102,20 @@ func createStrategy(t *testing.T, ns string, envs ...promoterv1alpha1.Environmen
 	require.NoError(t, err)
 	ps.Status.Environments = envs
 	_, err = env.Sluice.PromoterV1alpha1().PromotionStrategies(ns).UpdateStatus(ctx, ps, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// createScmRepository creates ScmRepository repo, the repository at url on plain git, which the
+// strategies the tests create name.
+func createScmRepository(t *testing.T, ns, url string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := env.Sluice.ScmV1alpha1().ScmProviders(ns).Create(ctx, &scmv1alpha1.ScmProvider{
+		ObjectMeta: metav1.ObjectMeta{Name: "git"}, Spec: scmv1alpha1.ScmProviderSpec{Type: scmv1alpha1.ScmProviderGit}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = env.Sluice.ScmV1alpha1().ScmRepositories(ns).Create(ctx, &scmv1alpha1.ScmRepository{ObjectMeta: metav1.ObjectMeta{Name: "repo"},
+		Spec: scmv1alpha1.ScmRepositorySpec{URL: url, AllowInsecureLoopbackHTTP: true, Owner: "acme", Name: "deploy",
+			ProviderRef: scmv1alpha1.LocalObjectReference{Name: "git"}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 }
 

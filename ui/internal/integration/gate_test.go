@@ -84,6 +84,20 @@ func createKustomization(t *testing.T, ns, name, gate string) {
 	require.NoError(t, err)
 }
 
+// waitKustomizationHeld waits until the gate-controller's hold (spec.suspend) is on Kustomization
+// ns/name.
+func waitKustomizationHeld(t *testing.T, ns, name string, timeout time.Duration) {
+	t.Helper()
+	testenv.WaitFor(t, timeout, func() (bool, error) {
+		u, err := env.Dynamic.Resource(flux.Kustomizations).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		suspended, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+		return suspended, nil
+	}, "the gate-controller holds the Kustomization")
+}
+
 // closeFromPage closes a gate through its page: the form, then the confirmation.
 func closeFromPage(t *testing.T, b context.Context, url, ns, gate, message string) {
 	t.Helper()
@@ -107,14 +121,7 @@ func TestAGateClosedFromThePageHoldsAKustomization(t *testing.T) {
 	signIn(b, t, url)
 	closeFromPage(t, b, url, ns, "freeze", "release 1.4 sign-off")
 	within(b, t, chromedp.WaitVisible(css(`.done`)), chromedp.WaitVisible(css(`.gate [data-state]`)))
-	testenv.WaitFor(t, time.Minute, func() (bool, error) {
-		u, err := env.Dynamic.Resource(flux.Kustomizations).Namespace(ns).Get(context.Background(), "apps", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		suspended, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
-		return suspended, nil
-	}, "the gate-controller holds the Kustomization")
+	waitKustomizationHeld(t, ns, "apps", time.Minute)
 	// The page follows the gate-controller's status live: closed, holding the Kustomization.
 	within(b, t, chromedp.WaitVisible(chromedp.Search(`//li[contains(., "Kustomization `+ns+`/apps")]`)))
 	state := read(b, t, chromedp.Text(css(`.gate [data-state]`)))

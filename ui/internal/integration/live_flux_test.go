@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	promoterv1alpha1 "github.com/sluicehq/sluice/api/promoter/v1alpha1"
-	scmv1alpha1 "github.com/sluicehq/sluice/api/scm/v1alpha1"
 	"github.com/sluicehq/sluice/pkg/git/gittest"
 	"github.com/sluicehq/sluice/testenv/flux"
 	"github.com/sluicehq/sluice/ui/internal/setup"
@@ -137,20 +136,6 @@ func (d *fluxDeployment) commit(branch, version string) string {
 	d.t.Helper()
 	manifest := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  version: %q\n", fluxName(branch), version)
 	return d.repo.CommitFiles(d.t, branch, map[string]string{"configmap.yaml": manifest}, fluxName(branch)+" "+version)
-}
-
-// createScmRepository creates ScmRepository repo, the repository at url on plain git, which the
-// strategies the tests create name.
-func createScmRepository(t *testing.T, ns, url string) {
-	t.Helper()
-	ctx := context.Background()
-	_, err := env.Sluice.ScmV1alpha1().ScmProviders(ns).Create(ctx, &scmv1alpha1.ScmProvider{
-		ObjectMeta: metav1.ObjectMeta{Name: "git"}, Spec: scmv1alpha1.ScmProviderSpec{Type: scmv1alpha1.ScmProviderGit}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = env.Sluice.ScmV1alpha1().ScmRepositories(ns).Create(ctx, &scmv1alpha1.ScmRepository{ObjectMeta: metav1.ObjectMeta{Name: "repo"},
-		Spec: scmv1alpha1.ScmRepositorySpec{URL: url, AllowInsecureLoopbackHTTP: true, Owner: "acme", Name: "deploy",
-			ProviderRef: scmv1alpha1.LocalObjectReference{Name: "git"}}}, metav1.CreateOptions{})
-	require.NoError(t, err)
 }
 
 // fluxName is the name of the GitRepository and Kustomization that deploy branch.
